@@ -1,0 +1,347 @@
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+use memmap2::Mmap;
+use rampart_wire::LinkType;
+
+use crate::Timestamp;
+use crate::decode::{Decoder, Format, RawFrame, Step};
+use crate::error::{CaptureError, ErrorKind};
+
+/// Bytes the streaming buffer starts with; it doubles only when one record does not fit.
+const STREAM_BUF: usize = 1 << 20;
+
+/// One captured frame, borrowed from the capture's mapping or buffer.
+#[derive(Clone, Copy, Debug)]
+pub struct Frame<'a> {
+    /// When the frame was captured.
+    pub ts: Timestamp,
+    /// Length of the frame on the wire (may exceed `data.len()` when cut by a snap length).
+    pub origlen: u32,
+    /// Link-layer type of the frame.
+    pub link: LinkType,
+    /// pcapng interface index (0 for pcap).
+    pub interface: u32,
+    /// Byte offset of the frame's record in the input.
+    pub offset: u64,
+    /// The captured bytes.
+    pub data: &'a [u8],
+}
+
+impl Frame<'_> {
+    /// Number of bytes captured.
+    #[inline]
+    pub fn caplen(&self) -> u32 {
+        self.data.len() as u32
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Desc {
+    raw: RawFrame,
+    offset: u64,
+}
+
+/// A batch of frames handed out by [`Capture::next_batch`]. It borrows the capture, so it must
+/// be dropped before the next batch is asked for.
+#[derive(Clone, Copy)]
+pub struct Batch<'a> {
+    buf: &'a [u8],
+    descs: &'a [Desc],
+}
+
+impl<'a> Batch<'a> {
+    /// Number of frames in the batch.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.descs.len()
+    }
+
+    /// Whether the batch is empty, which means the input has ended.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.descs.is_empty()
+    }
+
+    /// The frame at `i`.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<Frame<'a>> {
+        self.descs.get(i).map(|d| d.frame(self.buf))
+    }
+
+    /// The frames in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Frame<'a>> + 'a {
+        let buf = self.buf;
+        self.descs.iter().map(move |d| d.frame(buf))
+    }
+}
+
+impl Desc {
+    #[inline]
+    fn frame(self, buf: &[u8]) -> Frame<'_> {
+        let start = self.raw.data_start;
+        Frame {
+            ts: self.raw.ts,
+            origlen: self.raw.origlen,
+            link: self.raw.link,
+            interface: self.raw.interface,
+            offset: self.offset,
+            data: &buf[start..start + self.raw.caplen as usize],
+        }
+    }
+}
+
+enum Input {
+    Mapped(Mmap),
+    Memory(Vec<u8>),
+    Stream(Stream),
+}
+
+struct Stream {
+    reader: Box<dyn Read + Send>,
+    buf: Vec<u8>,
+    end: usize,
+    eof: bool,
+}
+
+impl Stream {
+    /// Reads until the buffer is full or the input ends.
+    fn fill(&mut self) -> io::Result<()> {
+        while !self.eof && self.end < self.buf.len() {
+            match self.reader.read(&mut self.buf[self.end..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// An open capture: pcap or pcapng, from a mapped file, memory, or a stream.
+pub struct Capture {
+    name: String,
+    input: Input,
+    decoder: Decoder,
+    /// Cursor into the mapping, memory or stream buffer.
+    pos: usize,
+    /// Byte offset in the input of the byte at `pos`.
+    abs: u64,
+    size: Option<u64>,
+    descs: Vec<Desc>,
+    pending: Option<CaptureError>,
+    done: bool,
+}
+
+impl Capture {
+    /// Opens a capture file; `-` reads standard input. Regular files are memory-mapped, other
+    /// files (pipes, devices) are streamed.
+    pub fn open(path: &Path) -> Result<Self, CaptureError> {
+        let name = path.display().to_string();
+        if name == "-" {
+            return Self::from_reader(&name, Box::new(io::stdin()));
+        }
+        let err = |e: io::Error| CaptureError::new(&name, None, ErrorKind::Io(e));
+        let file = File::open(path).map_err(err)?;
+        let meta = file.metadata().map_err(err)?;
+        if !meta.is_file() {
+            return Self::from_reader(&name, Box::new(file));
+        }
+        if meta.len() == 0 {
+            return Err(CaptureError::new(&name, None, ErrorKind::Empty));
+        }
+        let map = map_file(&file).map_err(err)?;
+        Self::start(name, Input::Mapped(map))
+    }
+
+    /// Reads a capture held in memory (tests, fuzzing, embedded captures).
+    pub fn from_bytes(name: &str, bytes: Vec<u8>) -> Result<Self, CaptureError> {
+        Self::start(name.to_owned(), Input::Memory(bytes))
+    }
+
+    /// Streams a capture from any reader, holding at most one batch of records in memory.
+    pub fn from_reader(name: &str, reader: Box<dyn Read + Send>) -> Result<Self, CaptureError> {
+        let mut s = Stream {
+            reader,
+            buf: vec![0; STREAM_BUF],
+            end: 0,
+            eof: false,
+        };
+        s.fill()
+            .map_err(|e| CaptureError::new(name, None, ErrorKind::Io(e)))?;
+        Self::start(name.to_owned(), Input::Stream(s))
+    }
+
+    fn start(name: String, input: Input) -> Result<Self, CaptureError> {
+        let (bytes, size): (&[u8], Option<u64>) = match &input {
+            Input::Mapped(m) => (m, Some(m.len() as u64)),
+            Input::Memory(v) => (v, Some(v.len() as u64)),
+            Input::Stream(s) => (&s.buf[..s.end], None),
+        };
+        let (decoder, header) = match Decoder::open(bytes) {
+            Ok(Ok(d)) => d,
+            Ok(Err(needed)) => {
+                let kind = ErrorKind::Truncated {
+                    what: "file header",
+                    needed: needed as u64,
+                    available: bytes.len() as u64,
+                };
+                return Err(CaptureError::new(&name, Some(0), kind));
+            }
+            Err(kind) => return Err(CaptureError::new(&name, None, kind)),
+        };
+        Ok(Self {
+            name,
+            input,
+            decoder,
+            pos: header,
+            abs: header as u64,
+            size,
+            descs: Vec::with_capacity(256),
+            pending: None,
+            done: false,
+        })
+    }
+
+    /// The name the capture was opened with.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The container format.
+    pub fn format(&self) -> Format {
+        self.decoder.format()
+    }
+
+    /// Total input size in bytes, when known (not for streams).
+    pub fn size(&self) -> Option<u64> {
+        self.size
+    }
+
+    /// Bytes of input consumed so far.
+    pub fn position(&self) -> u64 {
+        self.abs
+    }
+
+    /// Hands out up to `max` frames. An empty batch means the input ended cleanly. After an
+    /// error, frames decoded before it are handed out first and the error comes next time.
+    pub fn next_batch(&mut self, max: usize) -> Result<Batch<'_>, CaptureError> {
+        self.descs.clear();
+        if let Some(e) = self.pending.take() {
+            self.done = true;
+            return Err(e);
+        }
+        if !self.done {
+            if let Err(e) = self.decode(max.max(1)) {
+                if self.descs.is_empty() {
+                    self.done = true;
+                    return Err(e);
+                }
+                self.pending = Some(e);
+            }
+        }
+        let buf: &[u8] = match &self.input {
+            Input::Mapped(m) => m,
+            Input::Memory(v) => v,
+            Input::Stream(s) => &s.buf[..s.end],
+        };
+        Ok(Batch {
+            buf,
+            descs: &self.descs,
+        })
+    }
+
+    fn decode(&mut self, max: usize) -> Result<(), CaptureError> {
+        if let Input::Stream(s) = &mut self.input {
+            // Move the partial record left over from the last batch to the front, then refill.
+            s.buf.copy_within(self.pos..s.end, 0);
+            s.end -= self.pos;
+            self.pos = 0;
+            s.fill()
+                .map_err(|e| CaptureError::new(&self.name, Some(self.abs), e.into()))?;
+        }
+        while self.descs.len() < max {
+            let (bytes, eof): (&[u8], bool) = match &self.input {
+                Input::Mapped(m) => (m, true),
+                Input::Memory(v) => (v, true),
+                Input::Stream(s) => (&s.buf[..s.end], s.eof),
+            };
+            let rest = &bytes[self.pos..];
+            let step = self
+                .decoder
+                .step(rest)
+                .map_err(|k| CaptureError::new(&self.name, Some(self.abs), k))?;
+            match step {
+                Step::Frame(mut raw, n) => {
+                    raw.data_start += self.pos;
+                    self.descs.push(Desc {
+                        raw,
+                        offset: self.abs,
+                    });
+                    self.advance(n);
+                }
+                Step::Skip(n) => self.advance(n),
+                Step::Need(needed, what) => {
+                    if rest.is_empty() && eof {
+                        self.done = true;
+                        return Ok(());
+                    }
+                    if eof {
+                        let kind = ErrorKind::Truncated {
+                            what,
+                            needed: needed as u64,
+                            available: rest.len() as u64,
+                        };
+                        return Err(CaptureError::new(&self.name, Some(self.abs), kind));
+                    }
+                    if !self.descs.is_empty() {
+                        return Ok(());
+                    }
+                    self.read_more()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn advance(&mut self, n: usize) {
+        self.pos += n;
+        self.abs += n as u64;
+    }
+
+    /// Streams only: makes room (compacting, then doubling once the buffer is full of real
+    /// bytes) and reads more.
+    fn read_more(&mut self) -> Result<(), CaptureError> {
+        let Input::Stream(s) = &mut self.input else {
+            return Ok(());
+        };
+        s.buf.copy_within(self.pos..s.end, 0);
+        s.end -= self.pos;
+        self.pos = 0;
+        if s.end == s.buf.len() {
+            let len = s.buf.len() * 2;
+            s.buf.resize(len, 0);
+        }
+        s.fill()
+            .map_err(|e| CaptureError::new(&self.name, Some(self.abs), e.into()))
+    }
+}
+
+/// Maps a capture file read-only.
+#[allow(unsafe_code)]
+fn map_file(file: &File) -> io::Result<Mmap> {
+    // SAFETY: the mapping is read-only and only ever read through `&[u8]`. memmap2 asks the
+    // caller to promise that nobody truncates or rewrites the file while it is mapped; a capture
+    // file being read is assumed stable, as tcpdump and Wireshark assume. If another process
+    // truncates it anyway, the kernel raises SIGBUS on access; no memory is corrupted.
+    let map = unsafe { Mmap::map(file)? };
+    // Capture files are read once, front to back.
+    let _ = map.advise(memmap2::Advice::Sequential);
+    Ok(map)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,29 @@
+//! The `rampart` command.
+#![forbid(unsafe_code)]
+
+mod flows;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// rampart: a stateful firewall and flow-telemetry engine.
+#[derive(Parser)]
+#[command(name = "rampart", version, about, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Summarise a capture as one record per flow (JSON lines or CSV on standard output).
+    Flows(flows::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Flows(args) => flows::run(args),
+    }
+}

@@ -1,0 +1,173 @@
+//! The pipeline: capture batches in, parsed once into [`rampart_wire::PacketMeta`], tracked in
+//! the [`rampart_flow::FlowTable`], ended flows out to a caller-supplied sink.
+//!
+//! Work happens in batches: each batch is parsed and hashed first (prefetching the index line of
+//! every packet's flow), then the record lines are prefetched, then every packet is accounted.
+//! By the time a packet is accounted its cache lines have had a batch's worth of time to arrive.
+//!
+//! The engine depends on the stages; no stage depends on the engine. It writes nothing itself:
+//! ended flows go to the sink the caller passes, so output formats live in `rampart-export`.
+#![forbid(unsafe_code)]
+
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use rampart_capture::{Capture, CaptureError};
+use rampart_flow::{EndedFlow, FlowKey, FlowTable, PacketInfo, TableConfig, TableStats};
+use rampart_wire::{PacketMeta, Status};
+
+/// Settings for [`run_flows`].
+#[derive(Clone, Copy, Debug)]
+pub struct FlowsConfig {
+    /// Flow table limits.
+    pub table: TableConfig,
+    /// Stop after this many packets.
+    pub count: Option<u64>,
+    /// Frames per batch.
+    pub batch: usize,
+}
+
+impl Default for FlowsConfig {
+    fn default() -> Self {
+        Self {
+            table: TableConfig::default(),
+            count: None,
+            batch: 256,
+        }
+    }
+}
+
+/// What a run saw.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    /// Frames read.
+    pub packets: u64,
+    /// Sum of the frames' original lengths.
+    pub wire_bytes: u64,
+    /// Sum of the captured lengths.
+    pub captured_bytes: u64,
+    /// Frames that were not IP (ARP, LLDP, ...).
+    pub non_ip: u64,
+    /// IP frames accounted to a flow.
+    pub tracked: u64,
+    /// Flow records handed to the sink.
+    pub flows: u64,
+    /// Parse problems, indexed by [`Status::problem_index`].
+    pub problems: [u64; Status::PROBLEMS],
+    /// The flow table's counters.
+    pub table: TableStats,
+    /// Wall time of the run.
+    pub elapsed: Duration,
+    /// The run was stopped by the caller's stop flag.
+    pub interrupted: bool,
+}
+
+impl Summary {
+    /// Parse problems with a non-zero count, by name.
+    pub fn problems(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        self.problems
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(i, n)| (Status::problem_name(i), *n))
+    }
+}
+
+/// How a run ended.
+#[derive(Debug)]
+pub struct Outcome {
+    /// What the run saw; complete even when the capture went bad part-way.
+    pub summary: Summary,
+    /// The capture error that stopped the run, if any. Every flow seen before it was still
+    /// handed to the sink.
+    pub error: Option<CaptureError>,
+}
+
+/// Reads `capture` to the end (or to `cfg.count` packets, or until `stop` is set) and hands
+/// every flow record to `sink` when the flow ends. `progress` is called once per batch with the
+/// input position in bytes. Only an error from the sink (such as a closed pipe) aborts the run
+/// early; flows still in the table are then lost, as there is nowhere to write them.
+pub fn run_flows(
+    capture: &mut Capture,
+    cfg: &FlowsConfig,
+    stop: &AtomicBool,
+    sink: &mut dyn FnMut(&EndedFlow) -> io::Result<()>,
+    progress: &mut dyn FnMut(u64),
+) -> io::Result<Outcome> {
+    let started = Instant::now();
+    let mut table = FlowTable::new(cfg.table);
+    let mut s = Summary::default();
+    let mut infos: Vec<PacketInfo> = Vec::with_capacity(cfg.batch);
+    let mut error = None;
+    let mut now = 0;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            s.interrupted = true;
+            break;
+        }
+        let remaining = cfg.count.map_or(u64::MAX, |c| c - s.packets);
+        if remaining == 0 {
+            break;
+        }
+        let batch = match capture.next_batch(cfg.batch.min(remaining as usize)) {
+            Ok(b) if b.is_empty() => break,
+            Ok(b) => b,
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        };
+        infos.clear();
+        for frame in batch.iter() {
+            s.packets += 1;
+            s.wire_bytes += u64::from(frame.origlen);
+            s.captured_bytes += u64::from(frame.caplen());
+            let meta = PacketMeta::parse(frame.link, frame.data);
+            if let Some(i) = meta.status.problem_index() {
+                s.problems[i] += 1;
+            }
+            let Some((key, side)) = FlowKey::from_meta(&meta) else {
+                if meta.status == Status::NotIp {
+                    s.non_ip += 1;
+                }
+                continue;
+            };
+            let hash = table.hash(&key);
+            table.prefetch_index(hash);
+            infos.push(PacketInfo {
+                key,
+                side,
+                hash,
+                ts: frame.ts.0,
+                wire_len: frame.origlen,
+                tcp_flags: meta.tcp.flags,
+            });
+            now = now.max(frame.ts.0);
+        }
+        for p in &infos {
+            table.prefetch_record(p.hash);
+        }
+        for p in &infos {
+            table.track(p);
+        }
+        s.tracked += infos.len() as u64;
+        table.sweep(now, 2 * cfg.batch);
+        for e in table.take_ended() {
+            s.flows += 1;
+            sink(&e)?;
+        }
+        progress(capture.position());
+    }
+    table.finish();
+    for e in table.take_ended() {
+        s.flows += 1;
+        sink(&e)?;
+    }
+    s.table = table.stats();
+    s.elapsed = started.elapsed();
+    Ok(Outcome { summary: s, error })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,506 @@
+use std::hash::{BuildHasher, Hasher};
+
+use crate::key::{FlowKey, Side};
+
+/// Records per arena chunk; chunks are allocated as the number of live flows grows.
+const CHUNK: usize = 4096;
+/// Records looked at when choosing a flow to evict.
+const EVICT_SAMPLE: usize = 8;
+/// Index slots per allowed flow at full size (load factor at most 1/2).
+const SLOTS_PER_FLOW: usize = 2;
+const MIN_SLOTS: usize = 1024;
+
+/// Table limits.
+#[derive(Clone, Copy, Debug)]
+pub struct TableConfig {
+    /// Most flows tracked at once; a new flow beyond it evicts an old one.
+    pub max_flows: usize,
+    /// A flow idle for longer than this (capture time, nanoseconds) has ended.
+    pub idle_timeout_ns: u64,
+    /// Seed for the table hash (fixed seeds make runs reproducible; vary it per process to keep
+    /// crafted traffic from colliding).
+    pub seed: u64,
+}
+
+impl Default for TableConfig {
+    fn default() -> Self {
+        Self {
+            max_flows: 1_000_000,
+            idle_timeout_ns: 300_000_000_000,
+            seed: 0x5eed_f10e,
+        }
+    }
+}
+
+/// Why a flow record was ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EndReason {
+    /// No packet for longer than the idle timeout.
+    Idle,
+    /// Pushed out to make room for a new flow when the table was full.
+    Evicted,
+    /// The input ended (or the run was stopped) with the flow still live.
+    End,
+}
+
+impl EndReason {
+    /// The name used in records: `idle`, `evicted` or `end`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Idle => "idle",
+            Self::Evicted => "evicted",
+            Self::End => "end",
+        }
+    }
+}
+
+/// A flow's record. Directions are relative to the initiator: `[0]` is initiator to responder.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Flow {
+    /// The flow's key.
+    pub key: FlowKey,
+    /// First packet's timestamp (ns since the epoch).
+    pub first: u64,
+    /// Latest timestamp seen.
+    pub last: u64,
+    /// Packets per direction.
+    pub packets: [u64; 2],
+    /// Bytes per direction: each frame's original length on the wire.
+    pub bytes: [u64; 2],
+    /// Low 32 bits of the table hash.
+    hash: u32,
+    /// TCP flags seen per direction (OR of every segment's flags).
+    pub tcp_flags: [u16; 2],
+    /// Which side of the key sent the first packet.
+    pub initiator: Side,
+    live: bool,
+}
+
+impl Default for Side {
+    fn default() -> Self {
+        Side::A
+    }
+}
+
+impl Flow {
+    /// The initiator's address, port, then the responder's.
+    pub fn endpoints(&self) -> (std::net::IpAddr, u16, std::net::IpAddr, u16) {
+        let k = &self.key;
+        match self.initiator {
+            Side::A => (k.addr_a(), k.port_a, k.addr_b(), k.port_b),
+            Side::B => (k.addr_b(), k.port_b, k.addr_a(), k.port_a),
+        }
+    }
+}
+
+/// A flow that has ended, with why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EndedFlow {
+    /// The record as it stood at the end.
+    pub flow: Flow,
+    /// Why it ended.
+    pub reason: EndReason,
+    /// The id the flow had; it may already belong to a newer flow.
+    pub id: FlowId,
+}
+
+/// A flow's slot number: stable while the flow lives, reused afterwards. Stages that keep their
+/// own per-flow state index it by this, and reset it when [`Tracked::new`] says so.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FlowId(pub u32);
+
+/// One packet as the table needs it.
+#[derive(Clone, Copy, Debug)]
+pub struct PacketInfo {
+    /// The flow key.
+    pub key: FlowKey,
+    /// Which side of the key sent the packet.
+    pub side: Side,
+    /// [`FlowTable::hash`] of the key.
+    pub hash: u64,
+    /// Capture timestamp, ns since the epoch.
+    pub ts: u64,
+    /// Frame length on the wire.
+    pub wire_len: u32,
+    /// TCP flags (0 for other protocols).
+    pub tcp_flags: u16,
+}
+
+/// What [`FlowTable::track`] did with a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Tracked {
+    /// The flow's id.
+    pub id: FlowId,
+    /// The flow started with this packet (per-flow state kept elsewhere must be reset).
+    pub new: bool,
+    /// The packet went from initiator to responder.
+    pub forward: bool,
+}
+
+/// Counters kept by the table.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TableStats {
+    /// Flows created.
+    pub created: u64,
+    /// Flows ended by the idle timeout.
+    pub idle: u64,
+    /// Flows evicted because the table was full.
+    pub evicted: u64,
+    /// Most flows live at once.
+    pub peak: u64,
+}
+
+/// A bounded flow table: open addressing with linear probing over 8-byte index entries,
+/// records in a chunked arena, backward-shift deletion (no tombstones).
+pub struct FlowTable {
+    index: Vec<u64>,
+    mask: usize,
+    max_slots: usize,
+    chunks: Vec<Box<[Flow]>>,
+    allocated: usize,
+    free: Vec<u32>,
+    live: usize,
+    cfg: TableConfig,
+    hasher: foldhash::fast::FixedState,
+    hand: usize,
+    ended: Vec<EndedFlow>,
+    stats: TableStats,
+}
+
+#[inline]
+fn entry(hash: u32, rec: u32) -> u64 {
+    (u64::from(hash) << 32) | u64::from(rec + 1)
+}
+
+impl FlowTable {
+    /// An empty table. Memory grows with the number of live flows, up to the bound.
+    pub fn new(cfg: TableConfig) -> Self {
+        let max_flows = cfg.max_flows.clamp(1, u32::MAX as usize - 1);
+        let max_slots = (max_flows * SLOTS_PER_FLOW)
+            .next_power_of_two()
+            .max(MIN_SLOTS);
+        let slots = MIN_SLOTS.min(max_slots);
+        Self {
+            index: vec![0; slots],
+            mask: slots - 1,
+            max_slots,
+            chunks: Vec::new(),
+            allocated: 0,
+            free: Vec::new(),
+            live: 0,
+            cfg: TableConfig { max_flows, ..cfg },
+            hasher: foldhash::fast::FixedState::with_seed(cfg.seed),
+            hand: 0,
+            ended: Vec::new(),
+            stats: TableStats::default(),
+        }
+    }
+
+    /// The table hash of a key; compute it once per packet and pass it in [`PacketInfo`].
+    #[inline]
+    pub fn hash(&self, key: &FlowKey) -> u64 {
+        let mut h = self.hasher.build_hasher();
+        for w in key.words() {
+            h.write_u64(w);
+        }
+        h.finish()
+    }
+
+    /// Hints the CPU to load the index line a lookup for `hash` will probe first.
+    #[inline]
+    pub fn prefetch_index(&self, hash: u64) {
+        prefetch(&self.index[hash as u32 as usize & self.mask]);
+    }
+
+    /// Hints the CPU to load the record the first index slot for `hash` points to. Call it after
+    /// [`FlowTable::prefetch_index`] on the same batch, once that line has had time to arrive.
+    #[inline]
+    pub fn prefetch_record(&self, hash: u64) {
+        let e = self.index[hash as u32 as usize & self.mask];
+        if e != 0 {
+            prefetch(self.record(e as u32 - 1));
+        }
+    }
+
+    /// Accounts one packet to its flow, creating the flow if needed. A flow found idle past the
+    /// timeout is ended first and a new one starts; a new flow in a full table evicts one.
+    #[inline]
+    pub fn track(&mut self, p: &PacketInfo) -> Tracked {
+        let (slot, found) = self.find(&p.key, p.hash as u32);
+        let rec = match found {
+            Some(rec) => {
+                let timeout = self.cfg.idle_timeout_ns;
+                let f = self.record_mut(rec);
+                if p.ts.saturating_sub(f.last) <= timeout {
+                    let forward = p.side == f.initiator;
+                    let d = usize::from(!forward);
+                    f.packets[d] += 1;
+                    f.bytes[d] += u64::from(p.wire_len);
+                    f.tcp_flags[d] |= p.tcp_flags;
+                    f.last = f.last.max(p.ts);
+                    return Tracked {
+                        id: FlowId(rec),
+                        new: false,
+                        forward,
+                    };
+                }
+                // Idle past the timeout: end it and start over in the same record.
+                let old = *f;
+                self.ended.push(EndedFlow {
+                    flow: old,
+                    reason: EndReason::Idle,
+                    id: FlowId(rec),
+                });
+                self.stats.idle += 1;
+                rec
+            }
+            None => self.insert(slot, p),
+        };
+        let f = self.record_mut(rec);
+        *f = Flow {
+            key: p.key,
+            first: p.ts,
+            last: p.ts,
+            packets: [1, 0],
+            bytes: [u64::from(p.wire_len), 0],
+            hash: p.hash as u32,
+            tcp_flags: [p.tcp_flags, 0],
+            initiator: p.side,
+            live: true,
+        };
+        self.stats.created += 1;
+        Tracked {
+            id: FlowId(rec),
+            new: true,
+            forward: true,
+        }
+    }
+
+    /// Ends flows idle past the timeout at `now`, looking at up to `budget` records from where
+    /// the last sweep stopped. Call it every batch so idle flows are reported while the capture
+    /// goes on; flows are also ended on their next packet, so the sweep only affects when.
+    pub fn sweep(&mut self, now: u64, budget: usize) {
+        for _ in 0..budget.min(self.allocated) {
+            self.hand = if self.hand + 1 >= self.allocated {
+                0
+            } else {
+                self.hand + 1
+            };
+            let f = self.record(self.hand as u32);
+            if f.live && now.saturating_sub(f.last) > self.cfg.idle_timeout_ns {
+                self.remove(self.hand as u32, EndReason::Idle);
+            }
+        }
+    }
+
+    /// Ends every live flow with [`EndReason::End`], in order of first packet.
+    pub fn finish(&mut self) {
+        let start = self.ended.len();
+        for rec in 0..self.allocated as u32 {
+            if self.record(rec).live {
+                let flow = *self.record(rec);
+                self.record_mut(rec).live = false;
+                self.ended.push(EndedFlow {
+                    flow,
+                    reason: EndReason::End,
+                    id: FlowId(rec),
+                });
+            }
+        }
+        self.ended[start..].sort_by_key(|e| (e.flow.first, e.flow.key));
+        self.index.fill(0);
+        self.free.clear();
+        self.allocated = 0;
+        self.live = 0;
+    }
+
+    /// Takes the flows that ended since the last call, in the order they ended.
+    pub fn take_ended(&mut self) -> std::vec::Drain<'_, EndedFlow> {
+        self.ended.drain(..)
+    }
+
+    /// The live flow with this id, if any.
+    pub fn get(&self, id: FlowId) -> Option<&Flow> {
+        let live = (id.0 as usize) < self.allocated && self.record(id.0).live;
+        live.then(|| self.record(id.0))
+    }
+
+    /// Number of live flows.
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    /// Whether no flow is live.
+    pub fn is_empty(&self) -> bool {
+        self.live == 0
+    }
+
+    /// The table's counters.
+    pub fn stats(&self) -> TableStats {
+        self.stats
+    }
+
+    /// Bytes held by the index and the record arena.
+    pub fn memory_bytes(&self) -> usize {
+        self.index.len() * 8
+            + self.chunks.len() * CHUNK * std::mem::size_of::<Flow>()
+            + self.free.capacity() * 4
+    }
+
+    #[inline]
+    fn record(&self, rec: u32) -> &Flow {
+        let r = rec as usize;
+        &self.chunks[r / CHUNK][r % CHUNK]
+    }
+
+    #[inline]
+    fn record_mut(&mut self, rec: u32) -> &mut Flow {
+        let r = rec as usize;
+        &mut self.chunks[r / CHUNK][r % CHUNK]
+    }
+
+    /// Probes for `key`: the record if found, else the empty slot where it would go.
+    #[inline]
+    fn find(&self, key: &FlowKey, h: u32) -> (usize, Option<u32>) {
+        let mut slot = h as usize & self.mask;
+        loop {
+            let e = self.index[slot];
+            if e == 0 {
+                return (slot, None);
+            }
+            if (e >> 32) as u32 == h {
+                let rec = e as u32 - 1;
+                if self.record(rec).key == *key {
+                    return (slot, Some(rec));
+                }
+            }
+            slot = (slot + 1) & self.mask;
+        }
+    }
+
+    fn insert(&mut self, mut slot: usize, p: &PacketInfo) -> u32 {
+        if self.live >= self.cfg.max_flows {
+            self.sweep(p.ts, EVICT_SAMPLE * 4);
+            if self.live >= self.cfg.max_flows {
+                self.evict();
+            }
+            slot = self.find(&p.key, p.hash as u32).0;
+        }
+        if (self.live + 1) * 2 > self.index.len() && self.index.len() < self.max_slots {
+            self.grow_index();
+            slot = self.find(&p.key, p.hash as u32).0;
+        }
+        let rec = match self.free.pop() {
+            Some(r) => r,
+            None => {
+                if self.allocated == self.chunks.len() * CHUNK {
+                    self.chunks
+                        .push(vec![Flow::default(); CHUNK].into_boxed_slice());
+                }
+                self.allocated += 1;
+                (self.allocated - 1) as u32
+            }
+        };
+        self.index[slot] = entry(p.hash as u32, rec);
+        self.live += 1;
+        self.stats.peak = self.stats.peak.max(self.live as u64);
+        rec
+    }
+
+    /// Evicts the least recently seen of a few live records after the sweep hand.
+    fn evict(&mut self) {
+        let mut victim: Option<(u64, u32)> = None;
+        let mut seen = 0;
+        let mut r = self.hand;
+        for _ in 0..self.allocated {
+            r = if r + 1 >= self.allocated { 0 } else { r + 1 };
+            let f = self.record(r as u32);
+            if f.live {
+                if victim.is_none_or(|(last, _)| f.last < last) {
+                    victim = Some((f.last, r as u32));
+                }
+                seen += 1;
+                if seen == EVICT_SAMPLE {
+                    break;
+                }
+            }
+        }
+        self.hand = r;
+        if let Some((_, rec)) = victim {
+            self.remove(rec, EndReason::Evicted);
+            self.stats.evicted += 1;
+        }
+    }
+
+    /// Ends a live record: reports it, frees it and closes its index slot.
+    fn remove(&mut self, rec: u32, reason: EndReason) {
+        let flow = *self.record(rec);
+        self.record_mut(rec).live = false;
+        if reason == EndReason::Idle {
+            self.stats.idle += 1;
+        }
+        self.ended.push(EndedFlow {
+            flow,
+            reason,
+            id: FlowId(rec),
+        });
+        self.free.push(rec);
+        self.live -= 1;
+        let mut hole = flow.hash as usize & self.mask;
+        while self.index[hole] != entry(flow.hash, rec) {
+            hole = (hole + 1) & self.mask;
+        }
+        // Backward-shift deletion: pull later entries of the cluster into the hole when their
+        // home slot allows it.
+        let mut j = hole;
+        loop {
+            j = (j + 1) & self.mask;
+            let e = self.index[j];
+            if e == 0 {
+                break;
+            }
+            let home = (e >> 32) as usize & self.mask;
+            let stays = if hole <= j {
+                hole < home && home <= j
+            } else {
+                hole < home || home <= j
+            };
+            if !stays {
+                self.index[hole] = e;
+                hole = j;
+            }
+        }
+        self.index[hole] = 0;
+    }
+
+    fn grow_index(&mut self) {
+        let slots = self.index.len() * 2;
+        let old = std::mem::replace(&mut self.index, vec![0; slots]);
+        self.mask = slots - 1;
+        for e in old.into_iter().filter(|&e| e != 0) {
+            let mut s = (e >> 32) as usize & self.mask;
+            while self.index[s] != 0 {
+                s = (s + 1) & self.mask;
+            }
+            self.index[s] = e;
+        }
+    }
+}
+
+/// Hints the CPU to bring `p`'s cache line into L1.
+#[inline(always)]
+#[allow(unsafe_code)]
+fn prefetch<T>(p: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE is part of the x86_64 baseline, so the instruction exists on every CPU this
+    // code runs on; a prefetch is a hint that never faults, and `p` is a live reference anyway.
+    unsafe {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        _mm_prefetch::<_MM_HINT_T0>((p as *const T).cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,221 @@
+use super::*;
+use crate::key::KeyKind;
+use proptest::prelude::*;
+use std::collections::HashMap;
+
+fn key(i: u16) -> (FlowKey, Side) {
+    let mut a = [0; 16];
+    let mut b = [0; 16];
+    a[..4].copy_from_slice(&[10, 0, 0, 1]);
+    b[..4].copy_from_slice(&[10, 0, 0, 2]);
+    FlowKey::new(a, 1000 + i, b, 80, 6, 4, KeyKind::Ports)
+}
+
+fn packet(t: &FlowTable, i: u16, reverse: bool, ts: u64) -> PacketInfo {
+    let (k, side) = key(i);
+    let side = if reverse {
+        if side == Side::A { Side::B } else { Side::A }
+    } else {
+        side
+    };
+    PacketInfo {
+        key: k,
+        side,
+        hash: t.hash(&k),
+        ts,
+        wire_len: 100,
+        tcp_flags: 0x10,
+    }
+}
+
+fn cfg(max_flows: usize, timeout: u64) -> TableConfig {
+    TableConfig {
+        max_flows,
+        idle_timeout_ns: timeout,
+        seed: 1,
+    }
+}
+
+#[test]
+fn counts_both_directions_in_one_record() {
+    let mut t = FlowTable::new(cfg(10, 1000));
+    let p = packet(&t, 1, false, 5);
+    assert!(t.track(&p).new);
+    let r = t.track(&packet(&t, 1, true, 6));
+    assert!(!r.new && !r.forward);
+    let f = *t.get(r.id).unwrap();
+    assert_eq!(f.packets, [1, 1]);
+    assert_eq!(f.bytes, [100, 100]);
+    assert_eq!((f.first, f.last), (5, 6));
+    t.finish();
+    let ended: Vec<_> = t.take_ended().collect();
+    assert_eq!(ended.len(), 1);
+    assert_eq!(ended[0].reason, EndReason::End);
+    assert!(t.is_empty());
+}
+
+#[test]
+fn idle_flow_restarts_on_its_next_packet() {
+    let mut t = FlowTable::new(cfg(10, 1000));
+    t.track(&packet(&t, 1, false, 0));
+    let r = t.track(&packet(&t, 1, true, 1001));
+    assert!(
+        r.new && r.forward,
+        "the late packet starts a new flow as its initiator"
+    );
+    let ended: Vec<_> = t.take_ended().collect();
+    assert_eq!(ended.len(), 1);
+    assert_eq!(ended[0].reason, EndReason::Idle);
+    assert_eq!(t.stats().idle, 1);
+}
+
+#[test]
+fn sweep_ends_idle_flows_and_eviction_keeps_the_bound() {
+    let mut t = FlowTable::new(cfg(4, 1000));
+    for i in 0..4 {
+        t.track(&packet(&t, i, false, u64::from(i)));
+    }
+    t.sweep(1002, 100);
+    let ended: Vec<_> = t.take_ended().collect();
+    assert_eq!(
+        ended.len(),
+        2,
+        "flows last seen at 0 and 1 are idle at 1002"
+    );
+    for i in 10..20 {
+        t.track(&packet(&t, i, false, 1003 + u64::from(i)));
+        assert!(t.len() <= 4);
+    }
+    assert!(t.stats().evicted > 0);
+    let ev = t
+        .take_ended()
+        .filter(|e| e.reason == EndReason::Evicted)
+        .count() as u64;
+    assert_eq!(ev, t.stats().evicted);
+}
+
+#[derive(Clone, Debug)]
+struct Op {
+    flow: u16,
+    reverse: bool,
+    dt: u64,
+    sweep: bool,
+}
+
+fn ops() -> impl Strategy<Value = Vec<Op>> {
+    proptest::collection::vec(
+        (
+            0u16..40,
+            any::<bool>(),
+            0u64..300,
+            proptest::bool::weighted(0.1),
+        )
+            .prop_map(|(flow, reverse, dt, sweep)| Op {
+                flow,
+                reverse,
+                dt,
+                sweep,
+            }),
+        1..400,
+    )
+}
+
+proptest! {
+    /// Without eviction, the table ends exactly the flows a plain map-based model ends.
+    #[test]
+    fn matches_a_map_model(ops in ops()) {
+        let timeout = 500;
+        let mut t = FlowTable::new(cfg(1000, timeout));
+        let mut model: HashMap<FlowKey, Flow> = HashMap::new();
+        let mut model_ended: Vec<(Flow, EndReason)> = Vec::new();
+        let mut got: Vec<(Flow, EndReason)> = Vec::new();
+        let mut ts = 0;
+        for op in &ops {
+            ts += op.dt;
+            let p = packet(&t, op.flow, op.reverse, ts);
+            t.track(&p);
+            match model.get_mut(&p.key) {
+                Some(f) if ts - f.last <= timeout => {
+                    let d = usize::from(p.side != f.initiator);
+                    f.packets[d] += 1;
+                    f.bytes[d] += 100;
+                    f.tcp_flags[d] |= 0x10;
+                    f.last = ts;
+                }
+                other => {
+                    if let Some(old) = other {
+                        model_ended.push((*old, EndReason::Idle));
+                    }
+                    model.insert(p.key, Flow {
+                        key: p.key, first: ts, last: ts, packets: [1, 0], bytes: [100, 0],
+                        hash: 0, tcp_flags: [0x10, 0], initiator: p.side, live: true,
+                    });
+                }
+            }
+            if op.sweep {
+                t.sweep(ts, 1000);
+                let idle: Vec<FlowKey> = model.iter()
+                    .filter(|(_, f)| ts - f.last > timeout).map(|(k, _)| *k).collect();
+                for k in idle {
+                    model_ended.push((model.remove(&k).unwrap(), EndReason::Idle));
+                }
+            }
+            got.extend(t.take_ended().map(|e| (e.flow, e.reason)));
+        }
+        t.finish();
+        got.extend(t.take_ended().map(|e| (e.flow, e.reason)));
+        model_ended.extend(model.into_values().map(|f| (f, EndReason::End)));
+        let norm = |v: &mut Vec<(Flow, EndReason)>| {
+            for (f, _) in v.iter_mut() { f.hash = 0; f.live = true; }
+            v.sort_by_key(|(f, r)| (f.first, f.key, r.name()));
+        };
+        norm(&mut got);
+        norm(&mut model_ended);
+        prop_assert_eq!(got, model_ended);
+    }
+
+    /// With eviction, the bound holds and every packet is in exactly one ended record.
+    #[test]
+    fn eviction_loses_no_packet(ops in ops(), max in 1usize..12) {
+        let mut t = FlowTable::new(cfg(max, 200));
+        let mut ts = 0;
+        let mut ended = 0u64;
+        for op in &ops {
+            ts += op.dt;
+            t.track(&packet(&t, op.flow, op.reverse, ts));
+            prop_assert!(t.len() <= max);
+            if op.sweep { t.sweep(ts, 5); }
+            ended += t.take_ended().map(|e| e.flow.packets[0] + e.flow.packets[1]).sum::<u64>();
+        }
+        t.finish();
+        ended += t.take_ended().map(|e| e.flow.packets[0] + e.flow.packets[1]).sum::<u64>();
+        prop_assert_eq!(ended, ops.len() as u64);
+    }
+}
+
+#[test]
+fn many_flows_grow_the_index_and_stay_findable() {
+    let mut t = FlowTable::new(cfg(100_000, u64::MAX));
+    let mut ids = Vec::new();
+    for i in 0..50_000u32 {
+        let mut a = [0; 16];
+        a[..4].copy_from_slice(&i.to_be_bytes());
+        let (k, side) = FlowKey::new(a, 1, [9; 16], 2, 17, 6, KeyKind::Ports);
+        let p = PacketInfo {
+            key: k,
+            side,
+            hash: t.hash(&k),
+            ts: 1,
+            wire_len: 60,
+            tcp_flags: 0,
+        };
+        ids.push((p, t.track(&p).id));
+    }
+    for (p, id) in &ids {
+        let r = t.track(p);
+        assert_eq!((r.id, r.new), (*id, false));
+    }
+    assert_eq!(t.len(), 50_000);
+    let per_flow = t.memory_bytes() / t.len();
+    assert!(per_flow <= 160, "{per_flow} bytes per flow");
+}
