@@ -72,21 +72,13 @@ pub(crate) struct Decoder {
 #[inline]
 fn rd32(b: &[u8], off: usize, be: bool) -> u32 {
     let a = [b[off], b[off + 1], b[off + 2], b[off + 3]];
-    if be {
-        u32::from_be_bytes(a)
-    } else {
-        u32::from_le_bytes(a)
-    }
+    if be { u32::from_be_bytes(a) } else { u32::from_le_bytes(a) }
 }
 
 #[inline]
 fn rd16(b: &[u8], off: usize, be: bool) -> u16 {
     let a = [b[off], b[off + 1]];
-    if be {
-        u16::from_be_bytes(a)
-    } else {
-        u16::from_le_bytes(a)
-    }
+    if be { u16::from_be_bytes(a) } else { u16::from_le_bytes(a) }
 }
 
 impl Decoder {
@@ -94,11 +86,7 @@ impl Decoder {
     /// how many bytes it needs.
     pub(crate) fn open(b: &[u8]) -> Result<Result<(Self, usize), usize>, ErrorKind> {
         if b.len() < 4 {
-            return if b.is_empty() {
-                Err(ErrorKind::Empty)
-            } else {
-                Ok(Err(4))
-            };
+            return if b.is_empty() { Err(ErrorKind::Empty) } else { Ok(Err(4)) };
         }
         let magic = [b[0], b[1], b[2], b[3]];
         let pcap = match u32::from_le_bytes(magic) {
@@ -123,16 +111,9 @@ impl Decoder {
             }
             let (major, minor) = (rd16(b, 4, be), rd16(b, 6, be));
             if major != 2 {
-                return Err(ErrorKind::Version {
-                    format: "pcap",
-                    major,
-                    minor,
-                });
+                return Err(ErrorKind::Version { format: "pcap", major, minor });
             }
-            d.format = Format::Pcap {
-                nanos,
-                big_endian: be,
-            };
+            d.format = Format::Pcap { nanos, big_endian: be };
             d.big_endian = be;
             d.pcap_snaplen = match rd32(b, 16, be) {
                 0 => MAX_SNAPLEN,
@@ -146,10 +127,7 @@ impl Decoder {
             // The section header is decoded like any block; it sets the byte order.
             return Ok(Ok((d, 0)));
         }
-        Err(ErrorKind::NotACapture {
-            found: hex(&magic),
-            hint: hint(b),
-        })
+        Err(ErrorKind::NotACapture { found: hex(&magic), hint: hint(b) })
     }
 
     /// The container format.
@@ -177,20 +155,13 @@ impl Decoder {
         let caplen = rd32(b, 8, be);
         let origlen = rd32(b, 12, be);
         if caplen > self.pcap_snaplen {
-            return Err(ErrorKind::RecordTooLong {
-                len: caplen,
-                limit: self.pcap_snaplen,
-            });
+            return Err(ErrorKind::RecordTooLong { len: caplen, limit: self.pcap_snaplen });
         }
         let total = PCAP_RECORD + caplen as usize;
         if b.len() < total {
             return Ok(Step::Need(total, "record"));
         }
-        let nanos = if nanos {
-            frac
-        } else {
-            frac.saturating_mul(1000)
-        };
+        let nanos = if nanos { frac } else { frac.saturating_mul(1000) };
         let frame = RawFrame {
             ts: Timestamp::from_parts(u64::from(secs), nanos),
             data_start: PCAP_RECORD,
@@ -213,9 +184,7 @@ impl Decoder {
                 BYTE_ORDER_MAGIC => false,
                 m if m.swap_bytes() == BYTE_ORDER_MAGIC => true,
                 _ => {
-                    return Err(ErrorKind::BadBlock(format!(
-                        "bad byte-order magic {magic:#010x}"
-                    )));
+                    return Err(ErrorKind::BadBlock(format!("bad byte-order magic {magic:#010x}")));
                 }
             };
         }
@@ -228,9 +197,7 @@ impl Decoder {
             )));
         }
         if len > MAX_BLOCK {
-            return Err(ErrorKind::BadBlock(format!(
-                "block length {len} exceeds {MAX_BLOCK}"
-            )));
+            return Err(ErrorKind::BadBlock(format!("block length {len} exceeds {MAX_BLOCK}")));
         }
         let len_us = len as usize;
         if b.len() < len_us {
@@ -250,11 +217,7 @@ impl Decoder {
                 }
                 let (major, minor) = (rd16(body, 4, be), rd16(body, 6, be));
                 if major != 1 {
-                    return Err(ErrorKind::Version {
-                        format: "pcapng",
-                        major,
-                        minor,
-                    });
+                    return Err(ErrorKind::Version { format: "pcapng", major, minor });
                 }
                 self.interfaces.clear();
                 Ok(Step::Skip(len_us))
@@ -280,11 +243,8 @@ impl Decoder {
                         }
                         (14, 8) => {
                             let a: [u8; 8] = val.try_into().unwrap_or_default();
-                            iface.offset_secs = if be {
-                                i64::from_be_bytes(a)
-                            } else {
-                                i64::from_le_bytes(a)
-                            };
+                            iface.offset_secs =
+                                if be { i64::from_be_bytes(a) } else { i64::from_le_bytes(a) };
                         }
                         _ => {}
                     }
@@ -297,11 +257,7 @@ impl Decoder {
                 if body.len() < 20 {
                     return Err(ErrorKind::BadBlock("packet block shorter than 32".into()));
                 }
-                let id = if btype == 6 {
-                    rd32(body, 0, be)
-                } else {
-                    u32::from(rd16(body, 0, be))
-                };
+                let id = if btype == 6 { rd32(body, 0, be) } else { u32::from(rd16(body, 0, be)) };
                 let iface = self.interface(id)?;
                 let units = (u64::from(rd32(body, 4, be)) << 32) | u64::from(rd32(body, 8, be));
                 let caplen = rd32(body, 12, be);
@@ -313,10 +269,7 @@ impl Decoder {
                     )));
                 }
                 if iface.snaplen != 0 && caplen > iface.snaplen {
-                    return Err(ErrorKind::RecordTooLong {
-                        len: caplen,
-                        limit: iface.snaplen,
-                    });
+                    return Err(ErrorKind::RecordTooLong { len: caplen, limit: iface.snaplen });
                 }
                 let frame = RawFrame {
                     ts: iface.timestamp(units),
@@ -330,9 +283,7 @@ impl Decoder {
             }
             3 => {
                 if body.len() < 4 {
-                    return Err(ErrorKind::BadBlock(
-                        "simple packet block shorter than 16".into(),
-                    ));
+                    return Err(ErrorKind::BadBlock("simple packet block shorter than 16".into()));
                 }
                 let iface = self.interface(0)?;
                 let origlen = rd32(body, 0, be);
@@ -368,11 +319,7 @@ impl Interface {
     fn timestamp(&self, units: u64) -> Timestamp {
         let u = u128::from(units);
         let ns: u128 = if self.pow2 {
-            if self.resol >= 64 {
-                0
-            } else {
-                (u * 1_000_000_000) >> self.resol
-            }
+            if self.resol >= 64 { 0 } else { (u * 1_000_000_000) >> self.resol }
         } else if self.resol <= 9 {
             u * 10u128.pow(u32::from(9 - self.resol))
         } else if self.resol <= 38 {
@@ -381,10 +328,7 @@ impl Interface {
             0
         };
         let ns = ns.min(u128::from(u64::MAX)) as u64;
-        let off = self
-            .offset_secs
-            .unsigned_abs()
-            .saturating_mul(1_000_000_000);
+        let off = self.offset_secs.unsigned_abs().saturating_mul(1_000_000_000);
         Timestamp(if self.offset_secs >= 0 {
             ns.saturating_add(off)
         } else {
@@ -425,10 +369,7 @@ impl<'a> Iterator for Options<'a> {
 }
 
 fn hex(b: &[u8]) -> String {
-    b.iter()
-        .map(|x| format!("{x:02x}"))
-        .collect::<Vec<_>>()
-        .join(" ")
+    b.iter().map(|x| format!("{x:02x}")).collect::<Vec<_>>().join(" ")
 }
 
 fn hint(b: &[u8]) -> &'static str {
@@ -437,11 +378,7 @@ fn hint(b: &[u8]) -> &'static str {
         [0x1f, 0x8b, ..] => " (gzip-compressed data: decompress it first)",
         [0xfd, b'7', b'z', b'X', ..] => " (xz-compressed data: decompress it first)",
         [b'B', b'Z', b'h', ..] => " (bzip2-compressed data: decompress it first)",
-        _ if b
-            .iter()
-            .take(64)
-            .all(|c| c.is_ascii_graphic() || c.is_ascii_whitespace()) =>
-        {
+        _ if b.iter().take(64).all(|c| c.is_ascii_graphic() || c.is_ascii_whitespace()) => {
             " (this looks like text)"
         }
         _ => "",
@@ -483,9 +420,7 @@ mod tests {
         assert!(matches!(Decoder::open(&[0xd4, 0xc3]), Ok(Err(4))));
         let err = Decoder::open(b"hello world, not a capture").err().unwrap();
         assert!(err.to_string().contains("looks like text"), "{err}");
-        let err = Decoder::open(&[0x28, 0xb5, 0x2f, 0xfd, 0, 0])
-            .err()
-            .unwrap();
+        let err = Decoder::open(&[0x28, 0xb5, 0x2f, 0xfd, 0, 0]).err().unwrap();
         assert!(err.to_string().contains("zstd"), "{err}");
     }
 

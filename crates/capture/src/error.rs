@@ -64,11 +64,7 @@ pub struct CaptureError {
 
 impl CaptureError {
     pub(crate) fn new(path: &str, offset: Option<u64>, kind: ErrorKind) -> Self {
-        Self {
-            path: path.to_owned(),
-            offset,
-            kind,
-        }
+        Self { path: path.to_owned(), offset, kind }
     }
 
     /// Whether the input is not a capture at all (wrong magic, empty, unknown version), as

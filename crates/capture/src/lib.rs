@@ -57,9 +57,6 @@ impl Timestamp {
     /// A timestamp from seconds and nanoseconds.
     #[inline]
     pub fn from_parts(secs: u64, nanos: u32) -> Self {
-        Self(
-            secs.saturating_mul(1_000_000_000)
-                .saturating_add(u64::from(nanos)),
-        )
+        Self(secs.saturating_mul(1_000_000_000).saturating_add(u64::from(nanos)))
     }
 }

@@ -106,12 +106,16 @@ struct Stream {
 }
 
 impl Stream {
-    /// Reads until the buffer is full or the input ends.
-    fn fill(&mut self) -> io::Result<()> {
+    /// One read into the free space (retrying on EINTR), unless the input has ended. A pipe
+    /// hands out what has arrived, so a live producer's packets are processed as they come.
+    fn read_some(&mut self) -> io::Result<()> {
         while !self.eof && self.end < self.buf.len() {
             match self.reader.read(&mut self.buf[self.end..]) {
                 Ok(0) => self.eof = true,
-                Ok(n) => self.end += n,
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(());
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
@@ -163,14 +167,11 @@ impl Capture {
 
     /// Streams a capture from any reader, holding at most one batch of records in memory.
     pub fn from_reader(name: &str, reader: Box<dyn Read + Send>) -> Result<Self, CaptureError> {
-        let mut s = Stream {
-            reader,
-            buf: vec![0; STREAM_BUF],
-            end: 0,
-            eof: false,
-        };
-        s.fill()
-            .map_err(|e| CaptureError::new(name, None, ErrorKind::Io(e)))?;
+        let mut s = Stream { reader, buf: vec![0; STREAM_BUF], end: 0, eof: false };
+        // Enough for any file header.
+        while !s.eof && s.end < 64 {
+            s.read_some().map_err(|e| CaptureError::new(name, None, ErrorKind::Io(e)))?;
+        }
         Self::start(name.to_owned(), Input::Stream(s))
     }
 
@@ -247,20 +248,15 @@ impl Capture {
             Input::Memory(v) => v,
             Input::Stream(s) => &s.buf[..s.end],
         };
-        Ok(Batch {
-            buf,
-            descs: &self.descs,
-        })
+        Ok(Batch { buf, descs: &self.descs })
     }
 
     fn decode(&mut self, max: usize) -> Result<(), CaptureError> {
         if let Input::Stream(s) = &mut self.input {
-            // Move the partial record left over from the last batch to the front, then refill.
+            // Move the partial record left over from the last batch to the front.
             s.buf.copy_within(self.pos..s.end, 0);
             s.end -= self.pos;
             self.pos = 0;
-            s.fill()
-                .map_err(|e| CaptureError::new(&self.name, Some(self.abs), e.into()))?;
         }
         while self.descs.len() < max {
             let (bytes, eof): (&[u8], bool) = match &self.input {
@@ -276,10 +272,7 @@ impl Capture {
             match step {
                 Step::Frame(mut raw, n) => {
                     raw.data_start += self.pos;
-                    self.descs.push(Desc {
-                        raw,
-                        offset: self.abs,
-                    });
+                    self.descs.push(Desc { raw, offset: self.abs });
                     self.advance(n);
                 }
                 Step::Skip(n) => self.advance(n),
@@ -313,7 +306,8 @@ impl Capture {
     }
 
     /// Streams only: makes room (compacting, then doubling once the buffer is full of real
-    /// bytes) and reads more.
+    /// bytes, so growth follows bytes that arrived, never a length read from the file) and
+    /// reads more.
     fn read_more(&mut self) -> Result<(), CaptureError> {
         let Input::Stream(s) = &mut self.input else {
             return Ok(());
@@ -325,8 +319,7 @@ impl Capture {
             let len = s.buf.len() * 2;
             s.buf.resize(len, 0);
         }
-        s.fill()
-            .map_err(|e| CaptureError::new(&self.name, Some(self.abs), e.into()))
+        s.read_some().map_err(|e| CaptureError::new(&self.name, Some(self.abs), e.into()))
     }
 }
 

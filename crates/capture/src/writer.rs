@@ -21,21 +21,13 @@ impl<W: Write> PcapWriter<W> {
         h[16..20].copy_from_slice(&snaplen.to_le_bytes());
         h[20..24].copy_from_slice(&link.to_linktype().to_le_bytes());
         out.write_all(&h)?;
-        Ok(Self {
-            out,
-            nanos,
-            snaplen,
-        })
+        Ok(Self { out, nanos, snaplen })
     }
 
     /// Appends one record; `data` longer than the snap length is cut to it.
     pub fn write(&mut self, ts: Timestamp, origlen: u32, data: &[u8]) -> io::Result<()> {
         let data = &data[..data.len().min(self.snaplen as usize)];
-        let frac = if self.nanos {
-            ts.subsec_nanos()
-        } else {
-            ts.subsec_micros()
-        };
+        let frac = if self.nanos { ts.subsec_nanos() } else { ts.subsec_micros() };
         let mut h = [0u8; 16];
         h[0..4].copy_from_slice(&(ts.secs() as u32).to_le_bytes());
         h[4..8].copy_from_slice(&frac.to_le_bytes());

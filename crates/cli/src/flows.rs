@@ -99,17 +99,11 @@ pub(crate) fn run(args: Args) -> ExitCode {
     };
     let bar = progress_bar(&capture, args.quiet);
     let result = writer.header().and_then(|()| {
-        run_flows(
-            &mut capture,
-            &cfg,
-            &stop,
-            &mut |e| writer.write(e),
-            &mut |pos| {
-                if let Some(b) = &bar {
-                    b.set_position(pos);
-                }
-            },
-        )
+        run_flows(&mut capture, &cfg, &stop, &mut |e| writer.write(e), &mut |pos| {
+            if let Some(b) = &bar {
+                b.set_position(pos);
+            }
+        })
     });
     if let Some(b) = &bar {
         b.finish_and_clear();
@@ -154,16 +148,8 @@ fn progress_bar(capture: &Capture, quiet: bool) -> Option<indicatif::ProgressBar
 
 fn print_summary(name: &str, s: &Summary) {
     let secs = s.elapsed.as_secs_f64();
-    let rate = if secs > 0.0 {
-        s.packets as f64 / secs / 1e6
-    } else {
-        0.0
-    };
-    let ns = if s.packets > 0 {
-        secs * 1e9 / s.packets as f64
-    } else {
-        0.0
-    };
+    let rate = if secs > 0.0 { s.packets as f64 / secs / 1e6 } else { 0.0 };
+    let ns = if s.packets > 0 { secs * 1e9 / s.packets as f64 } else { 0.0 };
     let t = &s.table;
     let mut err = io::stderr().lock();
     let _ = writeln!(

@@ -30,11 +30,7 @@ pub struct FlowsConfig {
 
 impl Default for FlowsConfig {
     fn default() -> Self {
-        Self {
-            table: TableConfig::default(),
-            count: None,
-            batch: 256,
-        }
+        Self { table: TableConfig::default(), count: None, batch: 256 }
     }
 }
 

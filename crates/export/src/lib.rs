@@ -48,12 +48,7 @@ pub struct FlowWriter<W: Write> {
 impl<W: Write> FlowWriter<W> {
     /// A writer of `format` records to `out`.
     pub fn new(out: W, format: FlowFormat) -> Self {
-        Self {
-            out,
-            format,
-            line: Vec::with_capacity(512),
-            header_done: false,
-        }
+        Self { out, format, line: Vec::with_capacity(512), header_done: false }
     }
 
     /// Writes the CSV header if it has not been written (JSON has none). Called by the first
@@ -234,7 +229,7 @@ fn flags(l: &mut Vec<u8>, f: u16) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rampart_flow::{EndReason, Flow, FlowId, FlowKey, KeyKind, Side};
+    use rampart_flow::{EndReason, Flow, FlowId, FlowKey, KeyKind, PacketInfo, Side};
 
     fn ended(proto: u8, kind: KeyKind, family: u8) -> EndedFlow {
         let mut a = [0; 16];
@@ -246,27 +241,22 @@ mod tests {
             a = "fd77::1".parse::<std::net::Ipv6Addr>().unwrap().octets();
             b = "fd77::2".parse::<std::net::Ipv6Addr>().unwrap().octets();
         }
-        let (sp, dp) = if kind == KeyKind::Ports {
-            (40000, 80)
-        } else {
-            (7, 7)
-        };
+        let (sp, dp) = if kind == KeyKind::Ports { (40000, 80) } else { (7, 7) };
         let (key, side) = FlowKey::new(b, dp, a, sp, proto, family, kind);
-        let flow = Flow {
+        let p = PacketInfo {
             key,
-            first: 1_700_000_000_000_001_000,
-            last: 1_700_000_001_500_000_999,
-            packets: [3, 2],
-            bytes: [180, 1500],
-            tcp_flags: [0x1b, 0x12],
-            initiator: side,
-            ..Flow::default()
+            side,
+            hash: 0,
+            ts: 1_700_000_000_000_001_000,
+            wire_len: 60,
+            tcp_flags: 0x1b,
         };
-        EndedFlow {
-            flow,
-            reason: EndReason::End,
-            id: FlowId(0),
-        }
+        let mut flow = Flow::start(&p);
+        flow.last = 1_700_000_001_500_000_999;
+        flow.packets = [3, 2];
+        flow.bytes = [180, 1500];
+        flow.tcp_flags = [0x1b, 0x12];
+        EndedFlow { flow, reason: EndReason::End, id: FlowId(0) }
     }
 
     fn render(format: FlowFormat, e: &EndedFlow) -> String {
@@ -292,14 +282,8 @@ mod tests {
     #[test]
     fn json_icmp6_echo_and_other_protocols() {
         let s = render(FlowFormat::Json, &ended(58, KeyKind::Echo, 6));
-        assert!(
-            s.starts_with("{\"proto\":\"icmp6\",\"src\":\"fd77::2\",\"sport\":0,"),
-            "{s}"
-        );
-        assert!(
-            s.contains(",\"icmp_id\":7,") && !s.contains("tcp_flags"),
-            "{s}"
-        );
+        assert!(s.starts_with("{\"proto\":\"icmp6\",\"src\":\"fd77::2\",\"sport\":0,"), "{s}");
+        assert!(s.contains(",\"icmp_id\":7,") && !s.contains("tcp_flags"), "{s}");
         let s = render(FlowFormat::Json, &ended(47, KeyKind::Pair, 4));
         assert!(s.starts_with("{\"proto\":47,"), "{s}");
     }

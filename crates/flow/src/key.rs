@@ -68,9 +68,7 @@ impl FlowKey {
         } else {
             (KeyKind::Pair, 0, 0)
         };
-        Some(Self::new(
-            meta.src, sp, meta.dst, dp, meta.proto, family, kind,
-        ))
+        Some(Self::new(meta.src, sp, meta.dst, dp, meta.proto, family, kind))
     }
 
     /// A key from one packet's source and destination, put in canonical order.
@@ -123,13 +121,7 @@ impl FlowKey {
             | u64::from(self.proto) << 32
             | u64::from(self.family) << 40
             | u64::from(self.kind) << 48;
-        [
-            w(&self.addr_a, 0),
-            w(&self.addr_a, 8),
-            w(&self.addr_b, 0),
-            w(&self.addr_b, 8),
-            tail,
-        ]
+        [w(&self.addr_a, 0), w(&self.addr_a, 8), w(&self.addr_b, 0), w(&self.addr_b, 8), tail]
     }
 
     /// What the port fields mean.

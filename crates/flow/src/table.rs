@@ -24,11 +24,7 @@ pub struct TableConfig {
 
 impl Default for TableConfig {
     fn default() -> Self {
-        Self {
-            max_flows: 1_000_000,
-            idle_timeout_ns: 300_000_000_000,
-            seed: 0x5eed_f10e,
-        }
+        Self { max_flows: 1_000_000, idle_timeout_ns: 300_000_000_000, seed: 0x5eed_f10e }
     }
 }
 
@@ -83,6 +79,21 @@ impl Default for Side {
 }
 
 impl Flow {
+    /// A record for a flow whose first packet is `p`.
+    pub fn start(p: &PacketInfo) -> Self {
+        Self {
+            key: p.key,
+            first: p.ts,
+            last: p.ts,
+            packets: [1, 0],
+            bytes: [u64::from(p.wire_len), 0],
+            hash: p.hash as u32,
+            tcp_flags: [p.tcp_flags, 0],
+            initiator: p.side,
+            live: true,
+        }
+    }
+
     /// The initiator's address, port, then the responder's.
     pub fn endpoints(&self) -> (std::net::IpAddr, u16, std::net::IpAddr, u16) {
         let k = &self.key;
@@ -176,9 +187,7 @@ impl FlowTable {
     /// An empty table. Memory grows with the number of live flows, up to the bound.
     pub fn new(cfg: TableConfig) -> Self {
         let max_flows = cfg.max_flows.clamp(1, u32::MAX as usize - 1);
-        let max_slots = (max_flows * SLOTS_PER_FLOW)
-            .next_power_of_two()
-            .max(MIN_SLOTS);
+        let max_slots = (max_flows * SLOTS_PER_FLOW).next_power_of_two().max(MIN_SLOTS);
         let slots = MIN_SLOTS.min(max_slots);
         Self {
             index: vec![0; slots],
@@ -238,42 +247,19 @@ impl FlowTable {
                     f.bytes[d] += u64::from(p.wire_len);
                     f.tcp_flags[d] |= p.tcp_flags;
                     f.last = f.last.max(p.ts);
-                    return Tracked {
-                        id: FlowId(rec),
-                        new: false,
-                        forward,
-                    };
+                    return Tracked { id: FlowId(rec), new: false, forward };
                 }
                 // Idle past the timeout: end it and start over in the same record.
                 let old = *f;
-                self.ended.push(EndedFlow {
-                    flow: old,
-                    reason: EndReason::Idle,
-                    id: FlowId(rec),
-                });
+                self.ended.push(EndedFlow { flow: old, reason: EndReason::Idle, id: FlowId(rec) });
                 self.stats.idle += 1;
                 rec
             }
             None => self.insert(slot, p),
         };
-        let f = self.record_mut(rec);
-        *f = Flow {
-            key: p.key,
-            first: p.ts,
-            last: p.ts,
-            packets: [1, 0],
-            bytes: [u64::from(p.wire_len), 0],
-            hash: p.hash as u32,
-            tcp_flags: [p.tcp_flags, 0],
-            initiator: p.side,
-            live: true,
-        };
+        *self.record_mut(rec) = Flow::start(p);
         self.stats.created += 1;
-        Tracked {
-            id: FlowId(rec),
-            new: true,
-            forward: true,
-        }
+        Tracked { id: FlowId(rec), new: true, forward: true }
     }
 
     /// Ends flows idle past the timeout at `now`, looking at up to `budget` records from where
@@ -281,11 +267,7 @@ impl FlowTable {
     /// goes on; flows are also ended on their next packet, so the sweep only affects when.
     pub fn sweep(&mut self, now: u64, budget: usize) {
         for _ in 0..budget.min(self.allocated) {
-            self.hand = if self.hand + 1 >= self.allocated {
-                0
-            } else {
-                self.hand + 1
-            };
+            self.hand = if self.hand + 1 >= self.allocated { 0 } else { self.hand + 1 };
             let f = self.record(self.hand as u32);
             if f.live && now.saturating_sub(f.last) > self.cfg.idle_timeout_ns {
                 self.remove(self.hand as u32, EndReason::Idle);
@@ -300,11 +282,7 @@ impl FlowTable {
             if self.record(rec).live {
                 let flow = *self.record(rec);
                 self.record_mut(rec).live = false;
-                self.ended.push(EndedFlow {
-                    flow,
-                    reason: EndReason::End,
-                    id: FlowId(rec),
-                });
+                self.ended.push(EndedFlow { flow, reason: EndReason::End, id: FlowId(rec) });
             }
         }
         self.ended[start..].sort_by_key(|e| (e.flow.first, e.flow.key));
@@ -394,8 +372,7 @@ impl FlowTable {
             Some(r) => r,
             None => {
                 if self.allocated == self.chunks.len() * CHUNK {
-                    self.chunks
-                        .push(vec![Flow::default(); CHUNK].into_boxed_slice());
+                    self.chunks.push(vec![Flow::default(); CHUNK].into_boxed_slice());
                 }
                 self.allocated += 1;
                 (self.allocated - 1) as u32
@@ -439,11 +416,7 @@ impl FlowTable {
         if reason == EndReason::Idle {
             self.stats.idle += 1;
         }
-        self.ended.push(EndedFlow {
-            flow,
-            reason,
-            id: FlowId(rec),
-        });
+        self.ended.push(EndedFlow { flow, reason, id: FlowId(rec) });
         self.free.push(rec);
         self.live -= 1;
         let mut hole = flow.hash as usize & self.mask;
@@ -460,11 +433,7 @@ impl FlowTable {
                 break;
             }
             let home = (e >> 32) as usize & self.mask;
-            let stays = if hole <= j {
-                hole < home && home <= j
-            } else {
-                hole < home || home <= j
-            };
+            let stays = if hole <= j { hole < home && home <= j } else { hole < home || home <= j };
             if !stays {
                 self.index[hole] = e;
                 hole = j;

@@ -19,6 +19,12 @@ pub mod ethertype {
     pub const QINQ: u16 = 0x88a8;
     /// Pre-standard QinQ outer tag still seen in the wild.
     pub const QINQ_OLD: u16 = 0x9100;
+    /// PPPoE session stage (RFC 2516): 6 bytes of PPPoE, then a 2-byte PPP protocol.
+    pub const PPPOE_SESSION: u16 = 0x8864;
+    /// MPLS unicast label stack.
+    pub const MPLS: u16 = 0x8847;
+    /// MPLS multicast label stack.
+    pub const MPLS_MULTICAST: u16 = 0x8848;
 
     /// Whether this EtherType announces a VLAN tag.
     #[inline]
@@ -85,12 +91,7 @@ impl VlanTag {
     pub fn parse(bytes: &[u8]) -> Option<Self> {
         let tci = be16(bytes, 0)?;
         let next = be16(bytes, 2)?;
-        Some(Self {
-            pcp: (tci >> 13) as u8,
-            dei: tci & 0x1000 != 0,
-            vid: tci & 0x0fff,
-            next,
-        })
+        Some(Self { pcp: (tci >> 13) as u8, dei: tci & 0x1000 != 0, vid: tci & 0x0fff, next })
     }
 }
 
@@ -98,9 +99,8 @@ impl VlanTag {
 mod tests {
     use super::*;
 
-    static FRAME: [u8; 18] = [
-        0x02, 0, 0, 0, 0, 0x01, 0x02, 0, 0, 0, 0, 0x02, 0x81, 0x00, 0xa0, 0x2a, 0x08, 0x00,
-    ];
+    static FRAME: [u8; 18] =
+        [0x02, 0, 0, 0, 0, 0x01, 0x02, 0, 0, 0, 0, 0x02, 0x81, 0x00, 0xa0, 0x2a, 0x08, 0x00];
 
     #[test]
     fn deconstruct() {
@@ -109,15 +109,7 @@ mod tests {
         assert_eq!(f.src(), [2, 0, 0, 0, 0, 2]);
         assert_eq!(f.ethertype(), ethertype::VLAN);
         let tag = VlanTag::parse(f.payload()).unwrap();
-        assert_eq!(
-            tag,
-            VlanTag {
-                pcp: 5,
-                dei: false,
-                vid: 42,
-                next: ethertype::IPV4
-            }
-        );
+        assert_eq!(tag, VlanTag { pcp: 5, dei: false, vid: 42, next: ethertype::IPV4 });
     }
 
     #[test]

@@ -44,11 +44,7 @@ impl<'a> Message<'a> {
 /// Whether `kind` is an echo request or reply: ICMP 0/8, or ICMPv6 128/129 when `v6`.
 #[inline]
 pub fn is_echo(kind: u8, v6: bool) -> bool {
-    if v6 {
-        matches!(kind, 128 | 129)
-    } else {
-        matches!(kind, 0 | 8)
-    }
+    if v6 { matches!(kind, 128 | 129) } else { matches!(kind, 0 | 8) }
 }
 
 #[cfg(test)]
@@ -59,10 +55,7 @@ mod tests {
     fn deconstruct() {
         let b = [8, 0, 0xf7, 0xff, 0x12, 0x34, 0x00, 0x07];
         let m = Message::new(&b).unwrap();
-        assert_eq!(
-            (m.kind(), m.code(), m.echo_id(), m.echo_seq()),
-            (8, 0, 0x1234, 7)
-        );
+        assert_eq!((m.kind(), m.code(), m.echo_id(), m.echo_seq()), (8, 0, 0x1234, 7));
         assert!(is_echo(8, false) && is_echo(129, true) && !is_echo(3, false));
         assert!(!is_echo(8, true));
         assert!(Message::new(&b[..7]).is_none());

@@ -88,23 +88,13 @@ impl<'a> Packet<'a> {
     /// Source address.
     #[inline]
     pub fn src(&self) -> [u8; 4] {
-        [
-            self.bytes[12],
-            self.bytes[13],
-            self.bytes[14],
-            self.bytes[15],
-        ]
+        [self.bytes[12], self.bytes[13], self.bytes[14], self.bytes[15]]
     }
 
     /// Destination address.
     #[inline]
     pub fn dst(&self) -> [u8; 4] {
-        [
-            self.bytes[16],
-            self.bytes[17],
-            self.bytes[18],
-            self.bytes[19],
-        ]
+        [self.bytes[16], self.bytes[17], self.bytes[18], self.bytes[19]]
     }
 
     /// The option bytes that are present in the buffer (possibly fewer than the header claims).

@@ -31,10 +31,7 @@ pub mod next_header {
     /// Whether `nh` is an extension header that this crate walks over.
     #[inline]
     pub fn is_extension(nh: u8) -> bool {
-        matches!(
-            nh,
-            HOP_BY_HOP | ROUTING | FRAGMENT | AH | DEST_OPTS | MOBILITY | HIP | SHIM6
-        )
+        matches!(nh, HOP_BY_HOP | ROUTING | FRAGMENT | AH | DEST_OPTS | MOBILITY | HIP | SHIM6)
     }
 }
 

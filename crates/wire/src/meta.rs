@@ -25,6 +25,10 @@ pub enum Layer {
     Link,
     /// A VLAN tag.
     Vlan,
+    /// The PPPoE session header or the PPP protocol field.
+    Pppoe,
+    /// An MPLS label stack entry.
+    Mpls,
     /// The IPv4 header or its options.
     Ipv4,
     /// The fixed IPv6 header.
@@ -42,9 +46,11 @@ pub enum Layer {
 }
 
 impl Layer {
-    const ALL: [Layer; 9] = [
+    const ALL: [Layer; 11] = [
         Self::Link,
         Self::Vlan,
+        Self::Pppoe,
+        Self::Mpls,
         Self::Ipv4,
         Self::Ipv6,
         Self::Ipv6Ext,
@@ -59,6 +65,8 @@ impl Layer {
         match self {
             Self::Link => "link",
             Self::Vlan => "vlan",
+            Self::Pppoe => "pppoe",
+            Self::Mpls => "mpls",
             Self::Ipv4 => "ipv4",
             Self::Ipv6 => "ipv6",
             Self::Ipv6Ext => "ipv6-ext",
@@ -88,7 +96,7 @@ pub enum Malformed {
     TcpOption,
     /// UDP length below 8.
     UdpLength,
-    /// More stacked VLAN tags than the parser follows.
+    /// More stacked VLAN tags or MPLS labels than the parser follows.
     VlanStack,
 }
 
@@ -156,16 +164,16 @@ impl Status {
         match index {
             0 => "unsupported-link-type",
             i if i <= layers => TRUNCATED_NAMES[i - 1],
-            i => Malformed::ALL
-                .get(i - 1 - layers)
-                .map_or("unknown", |m| m.name()),
+            i => Malformed::ALL.get(i - 1 - layers).map_or("unknown", |m| m.name()),
         }
     }
 }
 
-const TRUNCATED_NAMES: [&str; 9] = [
+const TRUNCATED_NAMES: [&str; 11] = [
     "truncated-link",
     "truncated-vlan",
+    "truncated-pppoe",
+    "truncated-mpls",
     "truncated-ipv4",
     "truncated-ipv6",
     "truncated-ipv6-ext",
@@ -405,8 +413,35 @@ impl PacketMeta {
         match et {
             ethertype::IPV4 => self.ipv4(f, off),
             ethertype::IPV6 => self.ipv6(f, off),
+            ethertype::PPPOE_SESSION => match be16(f, off + 6) {
+                Some(0x0021) => self.ipv4(f, off + 8),
+                Some(0x0057) => self.ipv6(f, off + 8),
+                Some(_) => self.status = Status::NotIp,
+                None => self.status = Status::Truncated(Layer::Pppoe),
+            },
+            ethertype::MPLS | ethertype::MPLS_MULTICAST => self.mpls(f, off),
             _ => self.status = Status::NotIp,
         }
+    }
+
+    /// Walks an MPLS label stack to its bottom entry; the payload's first nibble gives the IP
+    /// version (pseudowires with a control word or an Ethernet payload are not IP here).
+    fn mpls(&mut self, f: &[u8], mut off: usize) {
+        for _ in 0..MAX_VLAN_TAGS {
+            let Some(entry) = be32(f, off) else {
+                return self.status = Status::Truncated(Layer::Mpls);
+            };
+            off += 4;
+            if entry & 0x100 != 0 {
+                return match f.get(off).map(|b| b >> 4) {
+                    Some(4) => self.ipv4(f, off),
+                    Some(6) => self.ipv6(f, off),
+                    Some(_) => self.status = Status::NotIp,
+                    None => self.status = Status::Truncated(Layer::Mpls),
+                };
+            }
+        }
+        self.status = Status::Malformed(Malformed::VlanStack);
     }
 
     fn ipv4(&mut self, f: &[u8], off: usize) {

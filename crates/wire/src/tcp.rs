@@ -96,9 +96,7 @@ impl<'a> Header<'a> {
     #[inline]
     pub fn options(&self) -> Options<'a> {
         let end = self.header_len().clamp(MIN_HEADER_LEN, self.bytes.len());
-        Options {
-            bytes: &self.bytes[MIN_HEADER_LEN..end],
-        }
+        Options { bytes: &self.bytes[MIN_HEADER_LEN..end] }
     }
 }
 

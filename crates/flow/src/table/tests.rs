@@ -13,27 +13,12 @@ fn key(i: u16) -> (FlowKey, Side) {
 
 fn packet(t: &FlowTable, i: u16, reverse: bool, ts: u64) -> PacketInfo {
     let (k, side) = key(i);
-    let side = if reverse {
-        if side == Side::A { Side::B } else { Side::A }
-    } else {
-        side
-    };
-    PacketInfo {
-        key: k,
-        side,
-        hash: t.hash(&k),
-        ts,
-        wire_len: 100,
-        tcp_flags: 0x10,
-    }
+    let side = if reverse { if side == Side::A { Side::B } else { Side::A } } else { side };
+    PacketInfo { key: k, side, hash: t.hash(&k), ts, wire_len: 100, tcp_flags: 0x10 }
 }
 
 fn cfg(max_flows: usize, timeout: u64) -> TableConfig {
-    TableConfig {
-        max_flows,
-        idle_timeout_ns: timeout,
-        seed: 1,
-    }
+    TableConfig { max_flows, idle_timeout_ns: timeout, seed: 1 }
 }
 
 #[test]
@@ -59,10 +44,7 @@ fn idle_flow_restarts_on_its_next_packet() {
     let mut t = FlowTable::new(cfg(10, 1000));
     t.track(&packet(&t, 1, false, 0));
     let r = t.track(&packet(&t, 1, true, 1001));
-    assert!(
-        r.new && r.forward,
-        "the late packet starts a new flow as its initiator"
-    );
+    assert!(r.new && r.forward, "the late packet starts a new flow as its initiator");
     let ended: Vec<_> = t.take_ended().collect();
     assert_eq!(ended.len(), 1);
     assert_eq!(ended[0].reason, EndReason::Idle);
@@ -77,20 +59,13 @@ fn sweep_ends_idle_flows_and_eviction_keeps_the_bound() {
     }
     t.sweep(1002, 100);
     let ended: Vec<_> = t.take_ended().collect();
-    assert_eq!(
-        ended.len(),
-        2,
-        "flows last seen at 0 and 1 are idle at 1002"
-    );
+    assert_eq!(ended.len(), 2, "flows last seen at 0 and 1 are idle at 1002");
     for i in 10..20 {
         t.track(&packet(&t, i, false, 1003 + u64::from(i)));
         assert!(t.len() <= 4);
     }
     assert!(t.stats().evicted > 0);
-    let ev = t
-        .take_ended()
-        .filter(|e| e.reason == EndReason::Evicted)
-        .count() as u64;
+    let ev = t.take_ended().filter(|e| e.reason == EndReason::Evicted).count() as u64;
     assert_eq!(ev, t.stats().evicted);
 }
 
@@ -104,18 +79,8 @@ struct Op {
 
 fn ops() -> impl Strategy<Value = Vec<Op>> {
     proptest::collection::vec(
-        (
-            0u16..40,
-            any::<bool>(),
-            0u64..300,
-            proptest::bool::weighted(0.1),
-        )
-            .prop_map(|(flow, reverse, dt, sweep)| Op {
-                flow,
-                reverse,
-                dt,
-                sweep,
-            }),
+        (0u16..40, any::<bool>(), 0u64..300, proptest::bool::weighted(0.1))
+            .prop_map(|(flow, reverse, dt, sweep)| Op { flow, reverse, dt, sweep }),
         1..400,
     )
 }
@@ -201,14 +166,7 @@ fn many_flows_grow_the_index_and_stay_findable() {
         let mut a = [0; 16];
         a[..4].copy_from_slice(&i.to_be_bytes());
         let (k, side) = FlowKey::new(a, 1, [9; 16], 2, 17, 6, KeyKind::Ports);
-        let p = PacketInfo {
-            key: k,
-            side,
-            hash: t.hash(&k),
-            ts: 1,
-            wire_len: 60,
-            tcp_flags: 0,
-        };
+        let p = PacketInfo { key: k, side, hash: t.hash(&k), ts: 1, wire_len: 60, tcp_flags: 0 };
         ids.push((p, t.track(&p).id));
     }
     for (p, id) in &ids {

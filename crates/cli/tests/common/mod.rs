@@ -1,0 +1,120 @@
+//! Helpers shared by the command-line integration tests.
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The repository root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// The shared data folder (`RAMPART_DATA`, else `../shared/data` beside the repository), or
+/// `None` after printing one line saying the test is skipped.
+pub fn shared_data(test: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("RAMPART_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo().join("../shared/data"));
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        println!("skipped {test}: no shared data at {} (set RAMPART_DATA)", dir.display());
+        None
+    }
+}
+
+/// Runs `rampart` with `args`.
+pub fn rampart(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rampart")).args(args).output().unwrap()
+}
+
+/// A conversation key as in the tshark fixtures: protocol label, then the two endpoints in
+/// ascending order.
+pub type ConvKey = (String, (IpAddr, u16), (IpAddr, u16));
+/// Packets and bytes A->B, then B->A.
+pub type Counts = [u64; 4];
+
+/// Reads a fixture made by scripts/tshark-flows.py.
+pub fn read_fixture(path: &Path) -> BTreeMap<ConvKey, Counts> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut m = BTreeMap::new();
+    for line in text.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+        let f: Vec<&str> = line.split('\t').collect();
+        let ep = |a: &str, p: &str| (a.parse::<IpAddr>().unwrap(), p.parse::<u16>().unwrap());
+        let counts = [f[5], f[6], f[7], f[8]].map(|v| v.parse::<u64>().unwrap());
+        m.insert((f[0].to_owned(), ep(f[1], f[2]), ep(f[3], f[4])), counts);
+    }
+    m
+}
+
+/// Groups `rampart flows --format json` output the way the fixtures are grouped (flows with the
+/// same key, if the timeout split any, are added up).
+pub fn group_json(stdout: &[u8]) -> BTreeMap<ConvKey, Counts> {
+    let mut m: BTreeMap<ConvKey, Counts> = BTreeMap::new();
+    for line in std::str::from_utf8(stdout).unwrap().lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let num = |k: &str| v[k].as_u64().unwrap_or_else(|| panic!("{k} in {line}"));
+        let addr = |k: &str| v[k].as_str().unwrap().parse::<IpAddr>().unwrap();
+        let echo = v.get("icmp_id").and_then(|i| i.as_u64()).map(|i| i as u16);
+        let (label, sp, dp) = match (&v["proto"], echo) {
+            (serde_json::Value::String(p), Some(id)) => (format!("{p}-echo"), id, id),
+            (serde_json::Value::String(p), None)
+                if (p == "tcp" || p == "udp") && (num("sport"), num("dport")) != (0, 0) =>
+            {
+                (p.clone(), num("sport") as u16, num("dport") as u16)
+            }
+            (serde_json::Value::String(p), None) => {
+                let n = match p.as_str() {
+                    "tcp" => 6,
+                    "udp" => 17,
+                    "icmp" => 1,
+                    "icmp6" => 58,
+                    "sctp" => 132,
+                    other => panic!("unknown proto {other}"),
+                };
+                (format!("ip-{n}"), 0, 0)
+            }
+            (n, _) => (format!("ip-{n}"), 0, 0),
+        };
+        let (s, d) = ((addr("src"), sp), (addr("dst"), dp));
+        let fwd = [num("packets_fwd"), num("bytes_fwd"), num("packets_rev"), num("bytes_rev")];
+        let (key, c) = if s <= d {
+            ((label, s, d), fwd)
+        } else {
+            ((label, d, s), [fwd[2], fwd[3], fwd[0], fwd[1]])
+        };
+        let e = m.entry(key).or_default();
+        for i in 0..4 {
+            e[i] += c[i];
+        }
+    }
+    m
+}
+
+/// Compares rampart's flows of `capture` with a tshark fixture; returns the differences.
+pub fn diff_against_fixture(capture: &Path, fixture: &Path) -> Vec<String> {
+    let out = rampart(&["flows", "-q", "-r", capture.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}: {}",
+        capture.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got = group_json(&out.stdout);
+    let want = read_fixture(fixture);
+    let mut diffs = Vec::new();
+    for (k, w) in &want {
+        match got.get(k) {
+            Some(g) if g == w => {}
+            g => diffs.push(format!("{k:?}: tshark {w:?}, rampart {g:?}")),
+        }
+    }
+    for (k, g) in &got {
+        if !want.contains_key(k) {
+            diffs.push(format!("{k:?}: tshark none, rampart {g:?}"));
+        }
+    }
+    diffs
+}
