@@ -167,6 +167,13 @@ pub fn walk_extensions(packet: &[u8], first: u8) -> ExtWalk {
             next_header::AH => (usize::from(h[1]) + 2) * 4,
             _ => (usize::from(h[1]) + 1) * 8,
         };
+        if off + len > packet.len() {
+            // The header claims more bytes than were captured.
+            walk.protocol = nh;
+            walk.offset = off;
+            walk.end = ExtEnd::Truncated;
+            return walk;
+        }
         nh = h[0];
         off += len;
     }
@@ -223,6 +230,15 @@ mod tests {
         let w = walk_extensions(&b, 44);
         assert!(w.later_fragment);
         assert_eq!(w.protocol, 6);
+    }
+
+    #[test]
+    fn header_longer_than_the_capture_is_truncated() {
+        let mut b = header(0, 0);
+        b.extend_from_slice(&[6, 255, 0, 0, 0, 0, 0, 0]); // claims 2048 bytes
+        let w = walk_extensions(&b, 0);
+        assert_eq!(w.end, ExtEnd::Truncated);
+        assert!(w.offset <= b.len());
     }
 
     #[test]

@@ -246,7 +246,7 @@ mod tests {
         assert_eq!(opts, vec![Err(OptionError::BadLength)]);
         let opts: Vec<_> = Options::new(&[2, 3, 0]).collect();
         assert_eq!(opts, vec![Err(OptionError::BadLength)]);
-        let opts: Vec<_> = Options::new(&[5, 10, 0, 0, 0, 0, 0, 0, 0, 0]).collect();
+        let opts: Vec<_> = Options::new(&[5, 6, 0, 0, 0, 0]).collect();
         assert_eq!(opts, vec![Err(OptionError::BadLength)]);
         let opts: Vec<_> = Options::new(&[30, 3, 9]).collect();
         assert_eq!(opts, vec![Ok(TcpOption::Other(30, &[9]))]);

@@ -1,0 +1,47 @@
+// Shared by the pcap and pcapng targets: read the input mapped-style and streamed in small
+// chunks; both must give the same frames and the same error, and every frame must parse.
+
+use std::io::{Cursor, Read};
+
+use rampart_capture::Capture;
+use rampart_flow::FlowKey;
+use rampart_wire::PacketMeta;
+
+struct Trickle(Cursor<Vec<u8>>, usize);
+
+impl Read for Trickle {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = buf.len().min(self.1);
+        self.0.read(&mut buf[..n])
+    }
+}
+
+fn drain(c: Result<Capture, rampart_capture::CaptureError>) -> (Vec<(u64, u32, Vec<u8>, u64)>, Option<String>) {
+    let mut c = match c {
+        Ok(c) => c,
+        Err(e) => return (Vec::new(), Some(e.to_string())),
+    };
+    let mut out = Vec::new();
+    loop {
+        match c.next_batch(7) {
+            Ok(b) if b.is_empty() => return (out, None),
+            Ok(b) => {
+                for f in b.iter() {
+                    assert!(f.data.len() <= f.caplen() as usize);
+                    let m = PacketMeta::parse(f.link, f.data);
+                    assert!(usize::from(m.payload_offset) <= f.data.len().max(usize::from(m.payload_offset)));
+                    let _ = FlowKey::from_meta(&m);
+                    out.push((f.ts.0, f.origlen, f.data.to_vec(), f.offset));
+                }
+            }
+            Err(e) => return (out, Some(e.to_string())),
+        }
+    }
+}
+
+pub fn check(data: &[u8]) {
+    let mapped = drain(Capture::from_bytes("fuzz", data.to_vec()));
+    let chunk = 1 + data.first().copied().unwrap_or(0) as usize % 13;
+    let streamed = drain(Capture::from_reader("fuzz", Box::new(Trickle(Cursor::new(data.to_vec()), chunk))));
+    assert_eq!(mapped, streamed);
+}
