@@ -191,7 +191,7 @@ impl Decoder {
         let be = self.big_endian;
         let btype = rd32(b, 0, be);
         let len = rd32(b, 4, be);
-        if len < 12 || len % 4 != 0 {
+        if len < 12 || !len.is_multiple_of(4) {
             return Err(ErrorKind::BadBlock(format!(
                 "block length {len} is not a multiple of 4 of at least 12"
             )));

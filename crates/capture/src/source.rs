@@ -234,14 +234,14 @@ impl Capture {
             self.done = true;
             return Err(e);
         }
-        if !self.done {
-            if let Err(e) = self.decode(max.max(1)) {
-                if self.descs.is_empty() {
-                    self.done = true;
-                    return Err(e);
-                }
-                self.pending = Some(e);
+        if !self.done
+            && let Err(e) = self.decode(max.max(1))
+        {
+            if self.descs.is_empty() {
+                self.done = true;
+                return Err(e);
             }
+            self.pending = Some(e);
         }
         let buf: &[u8] = match &self.input {
             Input::Mapped(m) => m,

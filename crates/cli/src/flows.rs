@@ -163,11 +163,12 @@ fn print_summary(name: &str, s: &Summary) {
     );
     let _ = writeln!(
         err,
-        "  flows: {} ended idle, {} evicted, {} at end of input; peak {} live",
+        "  flows: {} ended idle, {} evicted, {} at end of input; peak {} live, table {:.1} MiB",
         t.idle,
         t.evicted,
         s.flows - t.idle - t.evicted,
-        t.peak
+        t.peak,
+        s.table_bytes as f64 / (1 << 20) as f64
     );
     if s.non_ip > 0 {
         let _ = writeln!(err, "  not IP: {} frames", s.non_ip);

@@ -222,8 +222,8 @@ fn ctrl_c_flushes_the_flows_seen() {
         std::thread::sleep(Duration::from_secs(30));
     });
     std::thread::sleep(Duration::from_millis(500));
-    let status = Command::new("kill").args(["-INT", &pid.to_string()]).status().unwrap();
-    assert!(status.success());
+    let pid = nix::unistd::Pid::from_raw(pid as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
     let out = child.wait_with_output().unwrap();
     drop(feeder);
     assert_eq!(out.status.code(), Some(0));

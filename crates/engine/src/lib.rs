@@ -13,7 +13,7 @@ use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use rampart_capture::{Capture, CaptureError};
+use rampart_capture::{Capture, CaptureError, Frame};
 use rampart_flow::{EndedFlow, FlowKey, FlowTable, PacketInfo, TableConfig, TableStats};
 use rampart_wire::{PacketMeta, Status};
 
@@ -53,6 +53,8 @@ pub struct Summary {
     pub problems: [u64; Status::PROBLEMS],
     /// The flow table's counters.
     pub table: TableStats,
+    /// Memory held by the flow table at the end (its high-water mark: it does not shrink).
+    pub table_bytes: usize,
     /// Wall time of the run.
     pub elapsed: Duration,
     /// The run was stopped by the caller's stop flag.
@@ -80,6 +82,81 @@ pub struct Outcome {
     pub error: Option<CaptureError>,
 }
 
+/// The per-batch work of `rampart flows`: parse each frame once, key and hash it, and account
+/// it in the flow table, with the lookups of a batch prefetched in two rounds.
+pub struct FlowStage {
+    table: FlowTable,
+    infos: Vec<PacketInfo>,
+    now: u64,
+}
+
+impl FlowStage {
+    /// A stage with an empty table.
+    pub fn new(cfg: TableConfig) -> Self {
+        Self { table: FlowTable::new(cfg), infos: Vec::with_capacity(256), now: 0 }
+    }
+
+    /// Parses and accounts one batch of frames, counting into `s`. Flows that end are left in
+    /// the table for [`FlowStage::take_ended`].
+    #[inline]
+    pub fn process<'a>(&mut self, frames: impl Iterator<Item = Frame<'a>>, s: &mut Summary) {
+        self.infos.clear();
+        for frame in frames {
+            s.packets += 1;
+            s.wire_bytes += u64::from(frame.origlen);
+            s.captured_bytes += u64::from(frame.caplen());
+            let meta = PacketMeta::parse(frame.link, frame.data);
+            if let Some(i) = meta.status.problem_index() {
+                s.problems[i] += 1;
+            }
+            let Some((key, side)) = FlowKey::from_meta(&meta) else {
+                if meta.status == Status::NotIp {
+                    s.non_ip += 1;
+                }
+                continue;
+            };
+            let hash = self.table.hash(&key);
+            self.table.prefetch_index(hash);
+            self.infos.push(PacketInfo {
+                key,
+                side,
+                hash,
+                ts: frame.ts.0,
+                wire_len: frame.origlen,
+                tcp_flags: meta.tcp.flags,
+            });
+            self.now = self.now.max(frame.ts.0);
+        }
+        for p in &self.infos {
+            self.table.prefetch_record(p.hash);
+        }
+        for p in &self.infos {
+            self.table.track(p);
+        }
+        s.tracked += self.infos.len() as u64;
+        // Look at twice as many records as packets, so idle flows are found while the
+        // capture goes on.
+        self.table.sweep(self.now, 2 * self.infos.len().max(16));
+    }
+
+    /// Flows that ended since the last call.
+    pub fn take_ended(&mut self) -> std::vec::Drain<'_, EndedFlow> {
+        self.table.take_ended()
+    }
+
+    /// Ends every live flow (end of input); they follow from [`FlowStage::take_ended`].
+    pub fn finish(&mut self, s: &mut Summary) {
+        s.table = self.table.stats();
+        s.table_bytes = self.table.memory_bytes();
+        self.table.finish();
+    }
+
+    /// The flow table.
+    pub fn table(&self) -> &FlowTable {
+        &self.table
+    }
+}
+
 /// Reads `capture` to the end (or to `cfg.count` packets, or until `stop` is set) and hands
 /// every flow record to `sink` when the flow ends. `progress` is called once per batch with the
 /// input position in bytes. Only an error from the sink (such as a closed pipe) aborts the run
@@ -92,11 +169,9 @@ pub fn run_flows(
     progress: &mut dyn FnMut(u64),
 ) -> io::Result<Outcome> {
     let started = Instant::now();
-    let mut table = FlowTable::new(cfg.table);
+    let mut stage = FlowStage::new(cfg.table);
     let mut s = Summary::default();
-    let mut infos: Vec<PacketInfo> = Vec::with_capacity(cfg.batch);
     let mut error = None;
-    let mut now = 0;
     loop {
         if stop.load(Ordering::Relaxed) {
             s.interrupted = true;
@@ -114,53 +189,18 @@ pub fn run_flows(
                 break;
             }
         };
-        infos.clear();
-        for frame in batch.iter() {
-            s.packets += 1;
-            s.wire_bytes += u64::from(frame.origlen);
-            s.captured_bytes += u64::from(frame.caplen());
-            let meta = PacketMeta::parse(frame.link, frame.data);
-            if let Some(i) = meta.status.problem_index() {
-                s.problems[i] += 1;
-            }
-            let Some((key, side)) = FlowKey::from_meta(&meta) else {
-                if meta.status == Status::NotIp {
-                    s.non_ip += 1;
-                }
-                continue;
-            };
-            let hash = table.hash(&key);
-            table.prefetch_index(hash);
-            infos.push(PacketInfo {
-                key,
-                side,
-                hash,
-                ts: frame.ts.0,
-                wire_len: frame.origlen,
-                tcp_flags: meta.tcp.flags,
-            });
-            now = now.max(frame.ts.0);
-        }
-        for p in &infos {
-            table.prefetch_record(p.hash);
-        }
-        for p in &infos {
-            table.track(p);
-        }
-        s.tracked += infos.len() as u64;
-        table.sweep(now, 2 * cfg.batch);
-        for e in table.take_ended() {
+        stage.process(batch.iter(), &mut s);
+        for e in stage.take_ended() {
             s.flows += 1;
             sink(&e)?;
         }
         progress(capture.position());
     }
-    table.finish();
-    for e in table.take_ended() {
+    stage.finish(&mut s);
+    for e in stage.take_ended() {
         s.flows += 1;
         sink(&e)?;
     }
-    s.table = table.stats();
     s.elapsed = started.elapsed();
     Ok(Outcome { summary: s, error })
 }

@@ -13,9 +13,10 @@ pub enum KeyKind {
 }
 
 /// Which endpoint of a [`FlowKey`] sent a packet: `A` is the lower (address, port).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Side {
     /// The packet came from endpoint A.
+    #[default]
     A,
     /// The packet came from endpoint B.
     B,

@@ -72,12 +72,6 @@ pub struct Flow {
     live: bool,
 }
 
-impl Default for Side {
-    fn default() -> Self {
-        Side::A
-    }
-}
-
 impl Flow {
     /// A record for a flow whose first packet is `p`.
     pub fn start(p: &PacketInfo) -> Self {

@@ -563,11 +563,11 @@ impl PacketMeta {
                 };
                 self.icmp_type = t;
                 self.icmp_code = c;
-                if icmp::is_echo(t, self.proto == proto::ICMPV6) {
-                    if let Some(id) = be16(b, 4) {
-                        self.icmp_id = id;
-                        self.flags |= F_ICMP_ECHO;
-                    }
+                if icmp::is_echo(t, self.proto == proto::ICMPV6)
+                    && let Some(id) = be16(b, 4)
+                {
+                    self.icmp_id = id;
+                    self.flags |= F_ICMP_ECHO;
                 }
                 if b.len() < icmp::HEADER_LEN {
                     self.status = Status::Truncated(Layer::Icmp);

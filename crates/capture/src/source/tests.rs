@@ -65,7 +65,7 @@ impl Ng {
     }
     pub(crate) fn block(&mut self, ty: u32, body: &[u8]) {
         let mut body = body.to_vec();
-        while body.len() % 4 != 0 {
+        while !body.len().is_multiple_of(4) {
             body.push(0);
         }
         let len = 12 + body.len() as u32;
