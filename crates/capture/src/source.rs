@@ -11,6 +11,9 @@ use crate::error::{CaptureError, ErrorKind};
 
 /// Bytes the streaming buffer starts with; it doubles only when one record does not fit.
 const STREAM_BUF: usize = 1 << 20;
+/// A mapped file is paged in this many bytes ahead of the cursor, in one system call per
+/// window rather than one page fault per 4 KiB page.
+const POPULATE_WINDOW: usize = 16 << 20;
 
 /// One captured frame, borrowed from the capture's mapping or buffer.
 #[derive(Clone, Copy, Debug)]
@@ -137,6 +140,8 @@ pub struct Capture {
     descs: Vec<Desc>,
     pending: Option<CaptureError>,
     done: bool,
+    /// End of the part of a mapping already paged in.
+    populated: usize,
 }
 
 impl Capture {
@@ -203,6 +208,7 @@ impl Capture {
             descs: Vec::with_capacity(256),
             pending: None,
             done: false,
+            populated: 0,
         })
     }
 
@@ -252,6 +258,15 @@ impl Capture {
     }
 
     fn decode(&mut self, max: usize) -> Result<(), CaptureError> {
+        if let Input::Mapped(m) = &self.input
+            && self.pos + POPULATE_WINDOW / 2 >= self.populated
+            && self.populated < m.len()
+        {
+            let len = POPULATE_WINDOW.min(m.len() - self.populated);
+            // A hint: kernels before 5.14 refuse it, and then pages fault in one by one.
+            let _ = m.advise_range(memmap2::Advice::PopulateRead, self.populated, len);
+            self.populated += len;
+        }
         if let Input::Stream(s) = &mut self.input {
             // Move the partial record left over from the last batch to the front.
             s.buf.copy_within(self.pos..s.end, 0);
@@ -264,37 +279,53 @@ impl Capture {
                 Input::Memory(v) => (v, true),
                 Input::Stream(s) => (&s.buf[..s.end], s.eof),
             };
-            let rest = &bytes[self.pos..];
-            let step = self
-                .decoder
-                .step(rest)
-                .map_err(|k| CaptureError::new(&self.name, Some(self.abs), k))?;
-            match step {
-                Step::Frame(mut raw, n) => {
-                    raw.data_start += self.pos;
-                    self.descs.push(Desc { raw, offset: self.abs });
-                    self.advance(n);
+            let need = if let Format::Pcap { .. } = self.decoder.format() {
+                let base = self.abs - self.pos as u64;
+                let descs = &mut self.descs;
+                let room = max - descs.len();
+                let run = self.decoder.pcap_run(bytes, &mut self.pos, room, |raw, rec| {
+                    descs.push(Desc { raw, offset: base + rec as u64 })
+                });
+                self.abs = base + self.pos as u64;
+                match run.map_err(|k| CaptureError::new(&self.name, Some(self.abs), k))? {
+                    None => return Ok(()),
+                    Some(need) => need,
                 }
-                Step::Skip(n) => self.advance(n),
-                Step::Need(needed, what) => {
-                    if rest.is_empty() && eof {
-                        self.done = true;
-                        return Ok(());
+            } else {
+                let rest = &bytes[self.pos..];
+                let step = self
+                    .decoder
+                    .step(rest)
+                    .map_err(|k| CaptureError::new(&self.name, Some(self.abs), k))?;
+                match step {
+                    Step::Frame(mut raw, n) => {
+                        raw.data_start += self.pos;
+                        self.descs.push(Desc { raw, offset: self.abs });
+                        self.advance(n);
+                        continue;
                     }
-                    if eof {
-                        let kind = ErrorKind::Truncated {
-                            what,
-                            needed: needed as u64,
-                            available: rest.len() as u64,
-                        };
-                        return Err(CaptureError::new(&self.name, Some(self.abs), kind));
+                    Step::Skip(n) => {
+                        self.advance(n);
+                        continue;
                     }
-                    if !self.descs.is_empty() {
-                        return Ok(());
-                    }
-                    self.read_more()?;
+                    Step::Need(needed, what) => (needed, what),
                 }
+            };
+            let (needed, what) = need;
+            let rest = bytes.len() - self.pos;
+            if rest == 0 && eof {
+                self.done = true;
+                return Ok(());
             }
+            if eof {
+                let kind =
+                    ErrorKind::Truncated { what, needed: needed as u64, available: rest as u64 };
+                return Err(CaptureError::new(&self.name, Some(self.abs), kind));
+            }
+            if !self.descs.is_empty() {
+                return Ok(());
+            }
+            self.read_more()?;
         }
         Ok(())
     }

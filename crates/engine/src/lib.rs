@@ -134,9 +134,9 @@ impl FlowStage {
             self.table.track(p);
         }
         s.tracked += self.infos.len() as u64;
-        // Look at twice as many records as packets, so idle flows are found while the
-        // capture goes on.
-        self.table.sweep(self.now, 2 * self.infos.len().max(16));
+        // Look at as many records as packets (at least a few), so idle flows are found while
+        // the capture goes on: a full round over N live flows takes N packets.
+        self.table.sweep(self.now, self.infos.len().max(16));
     }
 
     /// Flows that ended since the last call.

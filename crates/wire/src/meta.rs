@@ -609,6 +609,21 @@ impl PacketMeta {
             return;
         }
         t.header_len = hl as u8;
+        self.payload_offset = (l4 + hl) as u16;
+        self.payload_wire_len = (l4_wire - hl) as u32;
+        // The layouts Linux sends on nearly every segment: no options, or NOP NOP TS.
+        if hl == tcp::MIN_HEADER_LEN {
+            return;
+        }
+        if hl == 32
+            && let Some(o) = b.get(20..32)
+            && o[..4] == [1, 1, 8, 10]
+        {
+            t.tsval = u32::from_be_bytes([o[4], o[5], o[6], o[7]]);
+            t.tsecr = u32::from_be_bytes([o[8], o[9], o[10], o[11]]);
+            t.opts |= OPT_TS;
+            return;
+        }
         for opt in h.options() {
             match opt {
                 Ok(TcpOption::Mss(v)) => {
@@ -641,8 +656,6 @@ impl PacketMeta {
         if b.len() < hl && self.status == Status::Ok {
             self.status = Status::Truncated(Layer::TcpOptions);
         }
-        self.payload_offset = (l4 + hl) as u16;
-        self.payload_wire_len = (l4_wire - hl) as u32;
     }
 }
 

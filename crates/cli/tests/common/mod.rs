@@ -2,6 +2,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::collections::BTreeMap;
+use std::io::Write;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -20,7 +21,12 @@ pub fn shared_data(test: &str) -> Option<PathBuf> {
     if dir.is_dir() {
         Some(dir)
     } else {
-        println!("skipped {test}: no shared data at {} (set RAMPART_DATA)", dir.display());
+        // Straight to the stream: libtest captures print! and eprint!, and a skip must show.
+        let _ = writeln!(
+            std::io::stderr(),
+            "skipped {test}: no shared data at {} (set RAMPART_DATA)",
+            dir.display()
+        );
         None
     }
 }
