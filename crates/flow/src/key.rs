@@ -25,7 +25,7 @@ pub enum Side {
 /// A bidirectional flow key: 40 bytes, no padding left uninitialised, the same for both
 /// directions of a flow. IPv4 addresses sit in the first 4 bytes of their 16-byte slots and
 /// `family` keeps them apart from IPv6.
-#[derive(Clone, Copy, Debug, Default, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, Eq, PartialOrd, Ord)]
 #[repr(C, align(8))]
 pub struct FlowKey {
     /// Address of endpoint A (the lower endpoint).
@@ -47,6 +47,15 @@ pub struct FlowKey {
 }
 
 const _: () = assert!(std::mem::size_of::<FlowKey>() == 40);
+
+impl std::hash::Hash for FlowKey {
+    /// Hashes the same words [`FlowKey::words`] gives, so equal keys hash alike.
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        for w in self.words() {
+            h.write_u64(w);
+        }
+    }
+}
 
 impl PartialEq for FlowKey {
     /// Two 128-bit and one 64-bit comparison, without branching field by field.
