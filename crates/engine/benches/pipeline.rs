@@ -37,45 +37,52 @@ fn write_frame(out: &mut [u8], i: u32, reverse: bool) {
     f[54..66].copy_from_slice(&[1, 1, 8, 10, 0, 0, 0, 1, 0, 0, 0, 2]);
 }
 
+/// A capture in memory: `SEQUENCE` frames laid out one after another in arrival order, each of
+/// a uniformly random flow and direction, as a page-cached capture of a busy link would be.
 struct Workload {
-    bytes: Vec<u8>,
-    /// Frame numbers in the order packets arrive: uniformly random flows and directions.
-    order: Vec<u32>,
+    stream: Vec<u8>,
     flows: u32,
 }
 
 impl Workload {
     fn new(flows: u32) -> Self {
-        let mut bytes = vec![0u8; flows as usize * 2 * STRIDE];
-        for i in 0..flows {
-            for dir in 0..2 {
-                let at = (i as usize * 2 + dir) * STRIDE;
-                write_frame(&mut bytes[at..at + STRIDE], i, dir == 1);
-            }
-        }
+        let mut stream = vec![0u8; SEQUENCE * STRIDE];
         let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let order = (0..SEQUENCE)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x % (u64::from(flows) * 2)) as u32
-            })
-            .collect();
-        Self { bytes, order, flows }
+        for n in 0..SEQUENCE {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let pick = (x % (u64::from(flows) * 2)) as u32;
+            write_frame(&mut stream[n * STRIDE..(n + 1) * STRIDE], pick / 2, pick % 2 == 1);
+        }
+        Self { stream, flows }
     }
 
-    fn frame(&self, n: u32) -> Frame<'_> {
-        let at = n as usize * STRIDE;
-        Frame {
-            ts: Timestamp(1_700_000_000_000_000_000 + u64::from(n)),
-            origlen: 66,
-            link: LinkType::Ethernet,
-            interface: 0,
-            offset: at as u64,
-            data: &self.bytes[at..at + 66],
-        }
+    /// Frame `n` of the stream.
+    fn frame(&self, n: usize) -> Frame<'_> {
+        frame_at(&self.stream, n, n)
     }
+}
+
+fn frame_at(buf: &[u8], i: usize, n: usize) -> Frame<'_> {
+    let at = i * STRIDE;
+    Frame {
+        ts: Timestamp(1_700_000_000_000_000_000 + n as u64),
+        origlen: 66,
+        link: LinkType::Ethernet,
+        interface: 0,
+        offset: at as u64,
+        data: &buf[at..at + 66],
+    }
+}
+
+/// One frame of each flow, to fill a table before measuring.
+fn warm_frames(flows: u32) -> Vec<u8> {
+    let mut buf = vec![0u8; flows as usize * STRIDE];
+    for i in 0..flows {
+        write_frame(&mut buf[i as usize * STRIDE..(i as usize + 1) * STRIDE], i, false);
+    }
+    buf
 }
 
 fn pipeline(c: &mut Criterion) {
@@ -83,11 +90,12 @@ fn pipeline(c: &mut Criterion) {
     g.throughput(Throughput::Elements(BATCH as u64));
     for flows in [65_536u32, 1_000_000] {
         let w = Workload::new(flows);
+        let warm = warm_frames(flows);
         let cfg = TableConfig { max_flows: flows as usize, ..TableConfig::default() };
         let mut stage = FlowStage::new(cfg);
         let mut s = Summary::default();
-        for i in 0..flows {
-            stage.process(std::iter::once(w.frame(i * 2)), &mut s);
+        for chunk in (0..flows as usize).collect::<Vec<_>>().chunks(BATCH) {
+            stage.process(chunk.iter().map(|&i| frame_at(&warm, i, 0)), &mut s);
         }
         assert_eq!(stage.table().len(), flows as usize);
         eprintln!(
@@ -99,9 +107,8 @@ fn pipeline(c: &mut Criterion) {
         let mut at = 0;
         g.bench_function(BenchmarkId::new("rampart", w.flows), |b| {
             b.iter(|| {
-                let batch = &w.order[at..at + BATCH];
+                stage.process((at..at + BATCH).map(|n| w.frame(n)), &mut s);
                 at = (at + BATCH) % SEQUENCE;
-                stage.process(batch.iter().map(|&n| w.frame(n)), &mut s);
                 black_box(stage.take_ended().count());
             })
         });
@@ -109,17 +116,16 @@ fn pipeline(c: &mut Criterion) {
 
         type Map = hashbrown::HashMap<FlowKey, [u64; 4], foldhash::fast::RandomState>;
         let mut map: Map = Map::with_capacity_and_hasher(flows as usize, Default::default());
-        for n in 0..flows * 2 {
-            track_in_map(&mut map, w.frame(n));
+        for i in 0..flows as usize {
+            track_in_map(&mut map, frame_at(&warm, i, 0));
         }
         let mut at = 0;
         g.bench_function(BenchmarkId::new("hashbrown_foldhash", w.flows), |b| {
             b.iter(|| {
-                let batch = &w.order[at..at + BATCH];
-                at = (at + BATCH) % SEQUENCE;
-                for &n in batch {
+                for n in at..at + BATCH {
                     track_in_map(&mut map, w.frame(n));
                 }
+                at = (at + BATCH) % SEQUENCE;
             })
         });
     }

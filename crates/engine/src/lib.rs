@@ -17,6 +17,10 @@ use rampart_capture::{Capture, CaptureError, Frame};
 use rampart_flow::{EndedFlow, FlowKey, FlowTable, PacketInfo, TableConfig, TableStats};
 use rampart_wire::{PacketMeta, Status};
 
+/// Pipeline depth: packet i+D's record and packet i+2D's index line are prefetched while packet i
+/// is accounted.
+const LOOKAHEAD: usize = 8;
+
 /// Settings for [`run_flows`].
 #[derive(Clone, Copy, Debug)]
 pub struct FlowsConfig {
@@ -116,7 +120,6 @@ impl FlowStage {
                 continue;
             };
             let hash = self.table.hash(&key);
-            self.table.prefetch_index(hash);
             self.infos.push(PacketInfo {
                 key,
                 side,
@@ -127,16 +130,23 @@ impl FlowStage {
             });
             self.now = self.now.max(frame.ts.0);
         }
-        for p in &self.infos {
-            self.table.prefetch_record(p.hash);
-        }
-        for p in &self.infos {
-            self.table.track(p);
+        // A software pipeline, as in DPDK's bulk lookups: packet i+2D's index line and packet
+        // i+D's record are asked for while packet i is accounted. A core tracks only a handful
+        // of outstanding misses, so asking for a whole batch at once would lose most of them.
+        let n = self.infos.len();
+        for i in 0..n + 2 * LOOKAHEAD {
+            if let Some(p) = self.infos.get(i) {
+                self.table.prefetch_index(p.hash);
+            }
+            if let Some(p) = i.checked_sub(LOOKAHEAD).and_then(|j| self.infos.get(j)) {
+                self.table.prefetch_record(p.hash);
+            }
+            if let Some(p) = i.checked_sub(2 * LOOKAHEAD).and_then(|j| self.infos.get(j)) {
+                self.table.track(p);
+            }
         }
         s.tracked += self.infos.len() as u64;
-        // Look at as many records as packets (at least a few), so idle flows are found while
-        // the capture goes on: a full round over N live flows takes N packets.
-        self.table.sweep(self.now, self.infos.len().max(16));
+        self.table.advance(self.now);
     }
 
     /// Flows that ended since the last call.

@@ -168,6 +168,9 @@ pub struct FlowTable {
     cfg: TableConfig,
     hasher: foldhash::fast::FixedState,
     hand: usize,
+    /// Capture time of the last [`FlowTable::advance`], and sweep work owed (record-ns).
+    clock: u64,
+    credit: u128,
     ended: Vec<EndedFlow>,
     stats: TableStats,
 }
@@ -194,6 +197,8 @@ impl FlowTable {
             cfg: TableConfig { max_flows, ..cfg },
             hasher: foldhash::fast::FixedState::with_seed(cfg.seed),
             hand: 0,
+            clock: 0,
+            credit: 0,
             ended: Vec::new(),
             stats: TableStats::default(),
         }
@@ -212,7 +217,7 @@ impl FlowTable {
     /// Hints the CPU to load the index line a lookup for `hash` will probe first.
     #[inline]
     pub fn prefetch_index(&self, hash: u64) {
-        prefetch(&self.index[hash as u32 as usize & self.mask]);
+        prefetch(&self.index[hash as u32 as usize & self.mask] as *const u64);
     }
 
     /// Hints the CPU to load the record the first index slot for `hash` points to. Call it after
@@ -221,7 +226,10 @@ impl FlowTable {
     pub fn prefetch_record(&self, hash: u64) {
         let e = self.index[hash as u32 as usize & self.mask];
         if e != 0 {
-            prefetch(self.record(e as u32 - 1));
+            // A record is 104 bytes, so it usually straddles two cache lines: ask for both.
+            let p: *const Flow = self.record(e as u32 - 1);
+            prefetch(p.cast::<u8>());
+            prefetch(p.cast::<u8>().wrapping_add(std::mem::size_of::<Flow>() - 1));
         }
     }
 
@@ -266,6 +274,22 @@ impl FlowTable {
             if f.live && now.saturating_sub(f.last) > self.cfg.idle_timeout_ns {
                 self.remove(self.hand as u32, EndReason::Idle);
             }
+        }
+    }
+
+    /// Lets capture time run to `now`, sweeping just enough records that each is looked at
+    /// once per quarter of the idle timeout. An idle flow is then reported at most a quarter of
+    /// the timeout late (and exactly on its next packet), while the sweep costs in proportion to
+    /// flows per second of capture rather than to packets. Time going backwards is ignored.
+    pub fn advance(&mut self, now: u64) {
+        let Some(elapsed) = now.checked_sub(self.clock) else { return };
+        self.clock = now;
+        let period = u128::from((self.cfg.idle_timeout_ns / 4).max(1));
+        self.credit += u128::from(elapsed) * self.allocated as u128;
+        let budget = self.credit / period;
+        self.credit %= period;
+        if budget > 0 {
+            self.sweep(now, budget.min(self.allocated as u128) as usize);
         }
     }
 
@@ -450,16 +474,17 @@ impl FlowTable {
     }
 }
 
-/// Hints the CPU to bring `p`'s cache line into L1.
+/// Hints the CPU to bring the cache line holding `p` into L1.
 #[inline(always)]
 #[allow(unsafe_code)]
-fn prefetch<T>(p: &T) {
+fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: SSE is part of the x86_64 baseline, so the instruction exists on every CPU this
-    // code runs on; a prefetch is a hint that never faults, and `p` is a live reference anyway.
+    // code runs on. A prefetch is only a hint: it never faults and never dereferences in the
+    // language's sense, whatever the address.
     unsafe {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        _mm_prefetch::<_MM_HINT_T0>((p as *const T).cast());
+        _mm_prefetch::<_MM_HINT_T0>(p.cast());
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;

@@ -159,6 +159,24 @@ proptest! {
 }
 
 #[test]
+fn advancing_time_sweeps_at_the_timeout_pace() {
+    let mut t = FlowTable::new(cfg(100, 4000));
+    for i in 0..40 {
+        t.track(&packet(&t, i, false, 10));
+    }
+    t.advance(10);
+    assert_eq!(t.take_ended().count(), 0);
+    t.advance(4010);
+    assert_eq!(t.take_ended().count(), 0, "idle for exactly the timeout: not ended yet");
+    // 1000 ns is a quarter of the timeout: every record is looked at once in that time.
+    t.advance(4011);
+    t.advance(5010);
+    assert_eq!(t.take_ended().count(), 40, "all idle, all found within a quarter timeout");
+    t.advance(3000);
+    assert!(t.is_empty());
+}
+
+#[test]
 fn many_flows_grow_the_index_and_stay_findable() {
     let mut t = FlowTable::new(cfg(100_000, u64::MAX));
     let mut ids = Vec::new();
