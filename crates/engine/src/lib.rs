@@ -1,9 +1,10 @@
 //! The pipeline: capture batches in, parsed once into [`rampart_wire::PacketMeta`], tracked in
 //! the [`rampart_flow::FlowTable`], ended flows out to a caller-supplied sink.
 //!
-//! Work happens in batches: each batch is parsed and hashed first (prefetching the index line of
-//! every packet's flow), then the record lines are prefetched, then every packet is accounted.
-//! By the time a packet is accounted its cache lines have had a batch's worth of time to arrive.
+//! Work happens in batches: each batch is parsed and hashed first, then accounted in a software
+//! pipeline (packet i+2D's index line and packet i+D's record are prefetched while packet i is
+//! accounted), the way DPDK's bulk lookups hide memory latency within the few misses a core can
+//! have outstanding.
 //!
 //! The engine depends on the stages; no stage depends on the engine. It writes nothing itself:
 //! ended flows go to the sink the caller passes, so output formats live in `rampart-export`.

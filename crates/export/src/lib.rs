@@ -4,7 +4,7 @@
 //!
 //! | field | meaning |
 //! |---|---|
-//! | `proto` | `tcp`, `udp`, `icmp`, `icmp6`, `sctp`, or the protocol number |
+//! | `proto` | `tcp`, `udp`, `icmp` (over IPv4), `icmp6` (over IPv6), or the protocol number |
 //! | `src`, `sport` | the initiator (sender of the first packet seen) and its port |
 //! | `dst`, `dport` | the responder; ports are 0 where the protocol has none |
 //! | `first`, `last` | first and last packet, epoch seconds with microseconds |
@@ -193,7 +193,6 @@ fn proto_name(l: &mut Vec<u8>, p: u8, family: u8, quote: bool) {
         (proto::UDP, _) => "udp",
         (proto::ICMP, 4) => "icmp",
         (proto::ICMPV6, 6) => "icmp6",
-        (proto::SCTP, _) => "sctp",
         _ => {
             int(l, p);
             return;

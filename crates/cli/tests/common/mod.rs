@@ -77,7 +77,6 @@ pub fn group_json(stdout: &[u8]) -> BTreeMap<ConvKey, Counts> {
                     "udp" => 17,
                     "icmp" => 1,
                     "icmp6" => 58,
-                    "sctp" => 132,
                     other => panic!("unknown proto {other}"),
                 };
                 (format!("ip-{n}"), 0, 0)
