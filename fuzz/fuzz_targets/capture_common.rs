@@ -16,20 +16,27 @@ impl Read for Trickle {
     }
 }
 
-fn drain(c: Result<Capture, rampart_capture::CaptureError>) -> (Vec<(u64, u32, Vec<u8>, u64)>, Option<String>) {
+fn drain(
+    c: Result<Capture, rampart_capture::CaptureError>,
+    input_len: usize,
+) -> (Vec<(u64, u32, Vec<u8>, u64)>, Option<String>) {
     let mut c = match c {
         Ok(c) => c,
         Err(e) => return (Vec::new(), Some(e.to_string())),
     };
     let mut out = Vec::new();
+    let mut last_offset = 0;
     loop {
         match c.next_batch(7) {
             Ok(b) if b.is_empty() => return (out, None),
             Ok(b) => {
                 for f in b.iter() {
-                    assert!(f.data.len() <= f.caplen() as usize);
+                    // A frame lies inside its record, and records follow each other.
+                    assert!(f.offset as usize + f.data.len() <= input_len);
+                    assert!(f.offset >= last_offset);
+                    last_offset = f.offset + 1;
                     let m = PacketMeta::parse(f.link, f.data);
-                    assert!(usize::from(m.payload_offset) <= f.data.len().max(usize::from(m.payload_offset)));
+                    assert!(usize::from(m.l4_offset) <= f.data.len());
                     let _ = FlowKey::from_meta(&m);
                     out.push((f.ts.0, f.origlen, f.data.to_vec(), f.offset));
                 }
@@ -40,8 +47,11 @@ fn drain(c: Result<Capture, rampart_capture::CaptureError>) -> (Vec<(u64, u32, V
 }
 
 pub fn check(data: &[u8]) {
-    let mapped = drain(Capture::from_bytes("fuzz", data.to_vec()));
+    let mapped = drain(Capture::from_bytes("fuzz", data.to_vec()), data.len());
     let chunk = 1 + data.first().copied().unwrap_or(0) as usize % 13;
-    let streamed = drain(Capture::from_reader("fuzz", Box::new(Trickle(Cursor::new(data.to_vec()), chunk))));
+    let streamed = drain(
+        Capture::from_reader("fuzz", Box::new(Trickle(Cursor::new(data.to_vec()), chunk))),
+        data.len(),
+    );
     assert_eq!(mapped, streamed);
 }

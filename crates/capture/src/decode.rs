@@ -135,33 +135,23 @@ impl Decoder {
         self.format
     }
 
-    /// Decodes the pcapng block at the start of `b` (classic pcap goes through
-    /// [`Decoder::pcap_run`]).
-    #[inline]
-    pub(crate) fn step(&mut self, b: &[u8]) -> Result<Step, ErrorKind> {
-        self.pcapng_block(b)
-    }
-
     /// Decodes up to `room` consecutive classic pcap records from `b[*pos..]`, calling `push`
     /// with each frame (its `data_start` relative to `b`) and its record's start. Returns the
     /// bytes the next record needs when it is incomplete, or `None` once `room` frames are out.
-    /// One tight loop per batch: no per-record dispatch on the format or byte order.
+    /// One tight loop per batch: no per-record dispatch on the byte order.
     #[inline]
     pub(crate) fn pcap_run(
         &self,
         b: &[u8],
         pos: &mut usize,
         room: usize,
+        nanos: bool,
         push: impl FnMut(RawFrame, usize),
     ) -> Result<Option<(usize, &'static str)>, ErrorKind> {
-        match self.format {
-            Format::Pcap { nanos, big_endian: true } => {
-                self.pcap_loop::<true>(b, pos, room, nanos, push)
-            }
-            Format::Pcap { nanos, big_endian: false } => {
-                self.pcap_loop::<false>(b, pos, room, nanos, push)
-            }
-            Format::Pcapng => Ok(None),
+        if self.big_endian {
+            self.pcap_loop::<true>(b, pos, room, nanos, push)
+        } else {
+            self.pcap_loop::<false>(b, pos, room, nanos, push)
         }
     }
 
@@ -206,7 +196,9 @@ impl Decoder {
         Ok(None)
     }
 
-    fn pcapng_block(&mut self, b: &[u8]) -> Result<Step, ErrorKind> {
+    /// Decodes the pcapng block at the start of `b` (classic pcap goes through
+    /// [`Decoder::pcap_run`]).
+    pub(crate) fn pcapng_block(&mut self, b: &[u8]) -> Result<Step, ErrorKind> {
         if b.len() < 12 {
             return Ok(Step::Need(12, "block header"));
         }

@@ -279,11 +279,11 @@ impl Capture {
                 Input::Memory(v) => (v, true),
                 Input::Stream(s) => (&s.buf[..s.end], s.eof),
             };
-            let need = if let Format::Pcap { .. } = self.decoder.format() {
+            let need = if let Format::Pcap { nanos, .. } = self.decoder.format() {
                 let base = self.abs - self.pos as u64;
                 let descs = &mut self.descs;
                 let room = max - descs.len();
-                let run = self.decoder.pcap_run(bytes, &mut self.pos, room, |raw, rec| {
+                let run = self.decoder.pcap_run(bytes, &mut self.pos, room, nanos, |raw, rec| {
                     descs.push(Desc { raw, offset: base + rec as u64 })
                 });
                 self.abs = base + self.pos as u64;
@@ -295,7 +295,7 @@ impl Capture {
                 let rest = &bytes[self.pos..];
                 let step = self
                     .decoder
-                    .step(rest)
+                    .pcapng_block(rest)
                     .map_err(|k| CaptureError::new(&self.name, Some(self.abs), k))?;
                 match step {
                     Step::Frame(mut raw, n) => {

@@ -88,7 +88,7 @@ pub struct Outcome {
 }
 
 /// The per-batch work of `rampart flows`: parse each frame once, key and hash it, and account
-/// it in the flow table, with the lookups of a batch prefetched in two rounds.
+/// it in the flow table through a software pipeline of prefetches (see the crate docs).
 pub struct FlowStage {
     table: FlowTable,
     infos: Vec<PacketInfo>,

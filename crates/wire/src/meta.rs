@@ -266,7 +266,8 @@ pub struct PacketMeta {
     pub l3_offset: u16,
     /// Offset of the transport header (0 when not reached).
     pub l4_offset: u16,
-    /// Offset of the transport payload (0 when not reached).
+    /// Offset of the transport payload (0 when not reached). On a packet cut by the snap length
+    /// it can lie past the captured bytes: check it against the frame before slicing.
     pub payload_offset: u16,
     /// Source address; IPv4 in the first 4 bytes, the rest zero.
     pub src: [u8; 16],
