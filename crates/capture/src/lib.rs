@@ -22,11 +22,15 @@
 
 mod decode;
 mod error;
+pub mod filter;
+pub mod live;
 mod source;
 mod writer;
 
 pub use decode::Format;
 pub use error::{CaptureError, ErrorKind};
+pub use filter::{Filter, FilterError};
+pub use live::{LiveConfig, LiveError};
 pub use rampart_wire::LinkType;
 pub use source::{Batch, Capture, Frame};
 pub use writer::PcapWriter;

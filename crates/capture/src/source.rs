@@ -8,6 +8,7 @@ use rampart_wire::LinkType;
 use crate::Timestamp;
 use crate::decode::{Decoder, Format, RawFrame, Step};
 use crate::error::{CaptureError, ErrorKind};
+use crate::live::{LiveConfig, LiveError, Ring, RingFrame};
 
 /// Bytes the streaming buffer starts with; it doubles only when one record does not fit.
 const STREAM_BUF: usize = 1 << 20;
@@ -142,6 +143,9 @@ pub struct Capture {
     done: bool,
     /// End of the part of a mapping already paged in.
     populated: usize,
+    /// A live capture's ring, and the packets of the batch handed out.
+    live: Option<Box<Ring>>,
+    ring_frames: Vec<RingFrame>,
 }
 
 impl Capture {
@@ -209,7 +213,26 @@ impl Capture {
             pending: None,
             done: false,
             populated: 0,
+            live: None,
+            ring_frames: Vec::new(),
         })
+    }
+
+    /// Starts a live capture on `iface` (AF_PACKET, TPACKET_V3 ring).
+    pub fn live(iface: &str, cfg: &LiveConfig) -> Result<Self, LiveError> {
+        let ring = Ring::open(iface, cfg)?;
+        // The decoder is never used for a live capture; give it a valid empty pcap to hold.
+        let mut header = [0u8; 24];
+        header[..4].copy_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
+        header[4..6].copy_from_slice(&2u16.to_le_bytes());
+        header[6..8].copy_from_slice(&4u16.to_le_bytes());
+        header[16..20].copy_from_slice(&cfg.snaplen.to_le_bytes());
+        header[20..24].copy_from_slice(&ring.link.to_linktype().to_le_bytes());
+        let mut c = Self::start(iface.to_owned(), Input::Memory(header.to_vec()))
+            .expect("a well-formed pcap header");
+        c.size = None;
+        c.live = Some(Box::new(ring));
+        Ok(c)
     }
 
     /// The name the capture was opened with.
@@ -227,15 +250,49 @@ impl Capture {
         self.size
     }
 
-    /// Bytes of input consumed so far.
+    /// Bytes of input consumed so far (packets, for a live capture).
     pub fn position(&self) -> u64 {
         self.abs
+    }
+
+    /// Whether this is a live capture (an empty batch then means "nothing yet", not the end).
+    pub fn is_live(&self) -> bool {
+        self.live.is_some()
+    }
+
+    /// Live capture: packets the kernel delivered to the ring and packets it dropped, so far.
+    pub fn kernel_stats(&mut self) -> Option<(u64, u64)> {
+        self.live.as_mut().map(|r| r.stats())
+    }
+
+    fn next_live(&mut self, max: usize) -> Result<Batch<'_>, CaptureError> {
+        let Some(ring) = self.live.as_deref_mut() else { unreachable!("checked by the caller") };
+        // A live capture waits up to 100 ms, so callers see their stop flag promptly.
+        ring.next(max.max(1), 100, &mut self.ring_frames)
+            .map_err(|e| CaptureError::new(&self.name, None, ErrorKind::Io(e)))?;
+        let link = ring.link;
+        self.abs += self.ring_frames.len() as u64;
+        self.descs.extend(self.ring_frames.iter().map(|f| Desc {
+            raw: RawFrame {
+                ts: f.ts,
+                data_start: f.start,
+                caplen: f.caplen,
+                origlen: f.origlen,
+                link,
+                interface: 0,
+            },
+            offset: 0,
+        }));
+        Ok(Batch { buf: ring.block_bytes(), descs: &self.descs })
     }
 
     /// Hands out up to `max` frames. An empty batch means the input ended cleanly. After an
     /// error, frames decoded before it are handed out first and the error comes next time.
     pub fn next_batch(&mut self, max: usize) -> Result<Batch<'_>, CaptureError> {
         self.descs.clear();
+        if self.live.is_some() {
+            return self.next_live(max);
+        }
         if let Some(e) = self.pending.take() {
             self.done = true;
             return Err(e);

@@ -3,14 +3,14 @@
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use clap::ValueEnum;
 use rampart_capture::Capture;
-use rampart_engine::{FlowsConfig, Outcome, Summary, run_flows};
+use rampart_engine::{FlowFn, FlowsConfig, Outcome, Summary};
 use rampart_export::{FlowFormat, FlowWriter};
 use rampart_flow::TableConfig;
+
+use crate::input::{self, LiveArgs, Source};
 
 /// Output format.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -24,15 +24,23 @@ pub(crate) enum Format {
 /// Arguments of `rampart flows`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
-    /// Capture to read (pcap or pcapng); `-` reads standard input.
-    #[arg(short = 'r', long = "read", value_name = "FILE")]
-    file: PathBuf,
+    #[command(flatten)]
+    source: Source,
+    /// A tcpdump filter expression (compiled by libpcap): only matching packets are counted.
+    #[arg(short = 'f', long = "filter", value_name = "EXPR")]
+    filter: Option<String>,
     /// Record format.
     #[arg(long, value_enum, default_value = "json")]
     format: Format,
     /// Stop after this many packets.
     #[arg(short = 'c', long, value_name = "COUNT")]
     count: Option<u64>,
+    /// Stop after this many seconds (capture time from the first packet; wall time live).
+    #[arg(short = 's', long, value_name = "SECONDS", value_parser = parse_timeout)]
+    seconds: Option<f64>,
+    /// Leave out the passive RTT fields (`rtt_src_*`, `rtt_dst_*`).
+    #[arg(long)]
+    no_rtt: bool,
     /// Most flows tracked at once; beyond it the least recently seen of a sample is evicted.
     #[arg(long, value_name = "N", default_value_t = 1_000_000,
           value_parser = clap::value_parser!(u64).range(1..=4_000_000_000))]
@@ -46,6 +54,8 @@ pub(crate) struct Args {
     /// No summary on standard error.
     #[arg(short, long)]
     quiet: bool,
+    #[command(flatten)]
+    live: LiveArgs,
 }
 
 fn parse_timeout(s: &str) -> Result<f64, String> {
@@ -56,23 +66,17 @@ fn parse_timeout(s: &str) -> Result<f64, String> {
 }
 
 pub(crate) fn run(args: Args) -> ExitCode {
-    let stop = Arc::new(AtomicBool::new(false));
-    {
-        let stop = Arc::clone(&stop);
-        // A second Ctrl-C while the first is being honoured exits at once.
-        let _ = ctrlc::set_handler(move || {
-            if stop.swap(true, Ordering::Relaxed) {
-                std::process::exit(130);
-            }
-        });
-    }
-    let mut capture = match Capture::open(&args.file) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("rampart: {e}");
-            return ExitCode::from(if e.is_not_a_capture() { 2 } else { 1 });
-        }
+    let stop = input::stop_flag();
+    let mut filter = match input::filter(args.filter.as_deref(), &args.source) {
+        Ok(f) => f,
+        Err(e) => return e.exit(),
     };
+    let mut capture = match input::open(&args.source, &args.live, filter.as_mut()) {
+        Ok(c) => c,
+        Err(e) => return e.exit(),
+    };
+    // The kernel already applied the filter to a live capture.
+    let filter = if capture.is_live() { None } else { filter.as_mut() };
     let out: Box<dyn Write> = match &args.output {
         Some(p) => match std::fs::File::create(p) {
             Ok(f) => Box::new(f),
@@ -95,11 +99,14 @@ pub(crate) fn run(args: Args) -> ExitCode {
             ..TableConfig::default()
         },
         count: args.count,
+        seconds: args.seconds,
+        rtt: if args.no_rtt { None } else { FlowsConfig::default().rtt },
         ..FlowsConfig::default()
     };
     let bar = progress_bar(&capture, args.quiet);
     let result = writer.header().and_then(|()| {
-        run_flows(&mut capture, &cfg, &stop, &mut |e| writer.write(e), &mut |pos| {
+        let mut sink = FlowFn(|e: &_, r: &_| writer.write(e, r));
+        rampart_engine::run(&mut capture, &cfg, filter, &stop, &mut sink, &mut |pos| {
             if let Some(b) = &bar {
                 b.set_position(pos);
             }
@@ -125,7 +132,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Some(e) => {
             eprintln!("rampart: {e}");
             eprintln!("rampart: the flows seen before that point were written");
-            ExitCode::from(if e.is_not_a_capture() { 2 } else { 1 })
+            ExitCode::from(if e.is_usage() { 2 } else { 1 })
         }
         None => ExitCode::SUCCESS,
     }
@@ -170,6 +177,12 @@ fn print_summary(name: &str, s: &Summary) {
         t.peak,
         s.table_bytes as f64 / (1 << 20) as f64
     );
+    if s.filtered > 0 {
+        let _ = writeln!(err, "  filtered out: {} packets", s.filtered);
+    }
+    if let Some((got, dropped)) = s.kernel {
+        let _ = writeln!(err, "  kernel: {got} packets received, {dropped} dropped");
+    }
     if s.non_ip > 0 {
         let _ = writeln!(err, "  not IP: {} frames", s.non_ip);
     }

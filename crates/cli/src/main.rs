@@ -2,6 +2,8 @@
 #![forbid(unsafe_code)]
 
 mod flows;
+mod input;
+mod rtt;
 
 use std::process::ExitCode;
 
@@ -19,11 +21,14 @@ struct Cli {
 enum Command {
     /// Summarise a capture as one record per flow (JSON lines or CSV on standard output).
     Flows(flows::Args),
+    /// Passive TCP round-trip times from a capture or an interface (pping's options).
+    Rtt(rtt::Args),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Flows(args) => flows::run(args),
+        Command::Rtt(args) => rtt::run_cmd(args),
     }
 }

@@ -1,5 +1,7 @@
 //! The pipeline: capture batches in, parsed once into [`rampart_wire::PacketMeta`], tracked in
-//! the [`rampart_flow::FlowTable`], ended flows out to a caller-supplied sink.
+//! the [`rampart_flow::FlowTable`], RTT matched beside it ([`rampart_rtt::RttStage`]), ended
+//! flows and RTT samples out to a caller-supplied [`Sink`]. [`run_pping`] is the separate loop
+//! of `--compat pping`, which keeps pping's own flow state.
 //!
 //! Work happens in batches: each batch is parsed and hashed first, then accounted in a software
 //! pipeline (packet i+2D's index line and packet i+D's record are prefetched while packet i is
@@ -7,35 +9,88 @@
 //! have outstanding.
 //!
 //! The engine depends on the stages; no stage depends on the engine. It writes nothing itself:
-//! ended flows go to the sink the caller passes, so output formats live in `rampart-export`.
+//! ended flows and samples go to the sink the caller passes, so output formats live in
+//! `rampart-export`.
+//!
+//! A stage that keeps per-flow state beside the table (RTT here) indexes it by
+//! [`rampart_flow::FlowId`]. The table reuses a slot as soon as a flow ends, so the engine
+//! collects the ending flow's RTT summary right after the `track` call that ended it, before any
+//! later packet can take the slot.
 #![forbid(unsafe_code)]
 
 use std::io;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use rampart_capture::{Capture, CaptureError, Frame};
+use rampart_capture::{Capture, CaptureError, Filter, FilterError, Frame};
 use rampart_flow::{EndedFlow, FlowKey, FlowTable, PacketInfo, TableConfig, TableStats};
+use rampart_rtt::compat::{CompatCounters, CompatSample};
+use rampart_rtt::{
+    CompatConfig, PpingCompat, RttConfig, RttInput, RttStage, RttStats, RttSummary, Sample,
+    compat_view,
+};
 use rampart_wire::{PacketMeta, Status};
 
 /// Pipeline depth: packet i+D's record and packet i+2D's index line are prefetched while packet i
 /// is accounted.
 const LOOKAHEAD: usize = 8;
 
-/// Settings for [`run_flows`].
-#[derive(Clone, Copy, Debug)]
+/// Settings for [`run`].
+#[derive(Clone, Debug)]
 pub struct FlowsConfig {
     /// Flow table limits.
     pub table: TableConfig,
-    /// Stop after this many packets.
+    /// Stop after this many packets (after the filter).
     pub count: Option<u64>,
+    /// Stop after this many seconds: of capture time from the first packet, or of wall time
+    /// for a live capture.
+    pub seconds: Option<f64>,
     /// Frames per batch.
     pub batch: usize,
+    /// RTT matching; `None` turns it off.
+    pub rtt: Option<RttConfig>,
+    /// Hand every RTT sample to [`Sink::sample`] (else only per-flow summaries are kept).
+    pub samples: bool,
+    /// Packets addressed to these are not timestamped (their replies include local processing).
+    pub local: Vec<IpAddr>,
 }
 
 impl Default for FlowsConfig {
     fn default() -> Self {
-        Self { table: TableConfig::default(), count: None, batch: 256 }
+        Self {
+            table: TableConfig::default(),
+            count: None,
+            seconds: None,
+            batch: 256,
+            rtt: Some(RttConfig::default()),
+            samples: false,
+            local: Vec::new(),
+        }
+    }
+}
+
+/// Where a run's results go.
+pub trait Sink {
+    /// A flow ended, with its RTT summary (empty when RTT is off or the flow is not TCP).
+    fn flow(&mut self, e: &EndedFlow, rtt: &RttSummary) -> io::Result<()>;
+    /// An RTT sample (only with [`FlowsConfig::samples`]).
+    fn sample(&mut self, _s: &Sample) -> io::Result<()> {
+        Ok(())
+    }
+    /// Called once per batch, and about every 100 ms while a live capture is quiet (a place to
+    /// flush output by time).
+    fn tick(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A [`Sink`] from a closure over ended flows.
+pub struct FlowFn<F>(pub F);
+
+impl<F: FnMut(&EndedFlow, &RttSummary) -> io::Result<()>> Sink for FlowFn<F> {
+    fn flow(&mut self, e: &EndedFlow, rtt: &RttSummary) -> io::Result<()> {
+        (self.0)(e, rtt)
     }
 }
 
@@ -44,6 +99,8 @@ impl Default for FlowsConfig {
 pub struct Summary {
     /// Frames read.
     pub packets: u64,
+    /// Frames the filter rejected (not counted anywhere else).
+    pub filtered: u64,
     /// Sum of the frames' original lengths.
     pub wire_bytes: u64,
     /// Sum of the captured lengths.
@@ -54,12 +111,18 @@ pub struct Summary {
     pub tracked: u64,
     /// Flow records handed to the sink.
     pub flows: u64,
+    /// RTT samples handed to the sink.
+    pub samples: u64,
     /// Parse problems, indexed by [`Status::problem_index`].
     pub problems: [u64; Status::PROBLEMS],
     /// The flow table's counters.
     pub table: TableStats,
+    /// The RTT stage's counters.
+    pub rtt: RttStats,
     /// Memory held by the flow table at the end (its high-water mark: it does not shrink).
     pub table_bytes: usize,
+    /// Live capture: packets the kernel passed to the ring, and packets it dropped.
+    pub kernel: Option<(u64, u64)>,
     /// Wall time of the run.
     pub elapsed: Duration,
     /// The run was stopped by the caller's stop flag.
@@ -77,35 +140,96 @@ impl Summary {
     }
 }
 
+/// Why a run stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The capture went bad.
+    #[error(transparent)]
+    Capture(#[from] CaptureError),
+    /// libpcap refused the filter for a link type met part-way.
+    #[error(transparent)]
+    Filter(#[from] FilterError),
+}
+
+impl RunError {
+    /// The input was not a capture at all, or the filter was refused (exit status 2).
+    pub fn is_usage(&self) -> bool {
+        match self {
+            Self::Capture(e) => e.is_not_a_capture(),
+            Self::Filter(_) => true,
+        }
+    }
+}
+
 /// How a run ended.
 #[derive(Debug)]
 pub struct Outcome {
     /// What the run saw; complete even when the capture went bad part-way.
     pub summary: Summary,
-    /// The capture error that stopped the run, if any. Every flow seen before it was still
+    /// The error that stopped the run, if any. Every flow and sample seen before it was still
     /// handed to the sink.
-    pub error: Option<CaptureError>,
+    pub error: Option<RunError>,
 }
 
-/// The per-batch work of `rampart flows`: parse each frame once, key and hash it, and account
-/// it in the flow table through a software pipeline of prefetches (see the crate docs).
+/// The per-batch work: parse each frame once, key and hash it, account it in the flow table
+/// through a software pipeline of prefetches (see the crate docs), and match RTT beside it.
 pub struct FlowStage {
     table: FlowTable,
     infos: Vec<PacketInfo>,
+    tcp: Vec<Option<RttInput>>,
+    rtt: Option<RttStage>,
+    emit: bool,
+    samples: Vec<Sample>,
+    summaries: Vec<RttSummary>,
+    local: Vec<(u8, [u8; 16])>,
     now: u64,
 }
 
 impl FlowStage {
-    /// A stage with an empty table.
+    /// A stage with an empty table and no RTT matching.
     pub fn new(cfg: TableConfig) -> Self {
-        Self { table: FlowTable::new(cfg), infos: Vec::with_capacity(256), now: 0 }
+        Self::with_rtt(cfg, None, false, &[])
+    }
+
+    /// A stage with RTT matching (`samples`: keep every sample for [`FlowStage::take_samples`]);
+    /// packets to `local` addresses are not timestamped.
+    pub fn with_rtt(
+        cfg: TableConfig,
+        rtt: Option<RttConfig>,
+        samples: bool,
+        local: &[IpAddr],
+    ) -> Self {
+        let local = local
+            .iter()
+            .map(|a| match a {
+                IpAddr::V4(v) => {
+                    let mut s = [0; 16];
+                    s[..4].copy_from_slice(&v.octets());
+                    (4, s)
+                }
+                IpAddr::V6(v) => (6, v.octets()),
+            })
+            .collect();
+        Self {
+            table: FlowTable::new(cfg),
+            infos: Vec::with_capacity(256),
+            tcp: Vec::with_capacity(256),
+            rtt: rtt.map(RttStage::new),
+            emit: samples,
+            samples: Vec::new(),
+            summaries: Vec::new(),
+            local,
+            now: 0,
+        }
     }
 
     /// Parses and accounts one batch of frames, counting into `s`. Flows that end are left in
-    /// the table for [`FlowStage::take_ended`].
+    /// the table for [`FlowStage::take_ended`], samples for [`FlowStage::take_samples`].
     #[inline]
     pub fn process<'a>(&mut self, frames: impl Iterator<Item = Frame<'a>>, s: &mut Summary) {
         self.infos.clear();
+        self.tcp.clear();
+        let rtt_on = self.rtt.is_some();
         for frame in frames {
             s.packets += 1;
             s.wire_bytes += u64::from(frame.origlen);
@@ -129,6 +253,16 @@ impl FlowStage {
                 wire_len: frame.origlen,
                 tcp_flags: meta.tcp.flags,
             });
+            if rtt_on {
+                let mut input = RttInput::from_meta(&meta, frame.origlen);
+                if let Some(i) = &mut input
+                    && !self.local.is_empty()
+                {
+                    let fam = key.family;
+                    i.to_local = self.local.iter().any(|(f, a)| *f == fam && *a == meta.dst);
+                }
+                self.tcp.push(input);
+            }
             self.now = self.now.max(frame.ts.0);
         }
         // A software pipeline, as in DPDK's bulk lookups: packet i+2D's index line and packet
@@ -142,24 +276,59 @@ impl FlowStage {
             if let Some(p) = i.checked_sub(LOOKAHEAD).and_then(|j| self.infos.get(j)) {
                 self.table.prefetch_record(p.hash);
             }
-            if let Some(p) = i.checked_sub(2 * LOOKAHEAD).and_then(|j| self.infos.get(j)) {
-                self.table.track(p);
+            if let Some(j) = i.checked_sub(2 * LOOKAHEAD)
+                && let Some(p) = self.infos.get(j)
+            {
+                let t = self.table.track(p);
+                if let Some(rtt) = &mut self.rtt {
+                    // Collect the summaries of flows this packet ended before their slots are
+                    // reused (the new flow may have taken one of them).
+                    retire(&self.table, rtt, &mut self.summaries);
+                    if let Some(Some(input)) = self.tcp.get(j)
+                        && let Some(sample) =
+                            rtt.observe(t.id, t.new, &p.key, p.side, p.ts, input)
+                        && self.emit
+                    {
+                        self.samples.push(sample);
+                    }
+                }
             }
         }
         s.tracked += self.infos.len() as u64;
         self.table.advance(self.now);
+        self.sync_summaries();
     }
 
-    /// Flows that ended since the last call.
-    pub fn take_ended(&mut self) -> std::vec::Drain<'_, EndedFlow> {
-        self.table.take_ended()
+    fn sync_summaries(&mut self) {
+        match &mut self.rtt {
+            Some(rtt) => retire(&self.table, rtt, &mut self.summaries),
+            None => {
+                let n = self.table.ended().len();
+                self.summaries.resize(n, RttSummary::default());
+            }
+        }
+    }
+
+    /// Flows that ended since the last call, each with its RTT summary.
+    pub fn take_ended(&mut self) -> impl Iterator<Item = (EndedFlow, RttSummary)> + '_ {
+        self.sync_summaries();
+        self.table.take_ended().zip(self.summaries.drain(..))
+    }
+
+    /// RTT samples produced since the last call.
+    pub fn take_samples(&mut self) -> std::vec::Drain<'_, Sample> {
+        self.samples.drain(..)
     }
 
     /// Ends every live flow (end of input); they follow from [`FlowStage::take_ended`].
     pub fn finish(&mut self, s: &mut Summary) {
         s.table = self.table.stats();
         s.table_bytes = self.table.memory_bytes();
+        if let Some(rtt) = &self.rtt {
+            s.rtt = rtt.counters();
+        }
         self.table.finish();
+        self.sync_summaries();
     }
 
     /// The flow table.
@@ -168,50 +337,276 @@ impl FlowStage {
     }
 }
 
-/// Reads `capture` to the end (or to `cfg.count` packets, or until `stop` is set) and hands
-/// every flow record to `sink` when the flow ends. `progress` is called once per batch with the
-/// input position in bytes. Only an error from the sink (such as a closed pipe) aborts the run
-/// early; flows still in the table are then lost, as there is nowhere to write them.
-pub fn run_flows(
+/// Takes the RTT summaries of flows that ended since the summaries list was last in step.
+fn retire(table: &FlowTable, rtt: &mut RttStage, out: &mut Vec<RttSummary>) {
+    let ended = table.ended();
+    while out.len() < ended.len() {
+        out.push(rtt.retire(ended[out.len()].id));
+    }
+}
+
+/// An empty vector with `v`'s allocation, for frames of another batch (the in-place collect
+/// keeps the buffer, as the element type's size does not change).
+fn recycle<'b>(mut v: Vec<Frame<'_>>) -> Vec<Frame<'b>> {
+    v.clear();
+    v.into_iter().map(|_| unreachable!("the vector is empty")).collect()
+}
+
+/// Applies the filter to a batch, remembering the first error.
+fn filtered<'a, 'f>(
+    frames: impl Iterator<Item = Frame<'a>> + 'f,
+    filter: Option<&'f mut Filter>,
+    rejected: &'f mut u64,
+    error: &'f mut Option<FilterError>,
+) -> impl Iterator<Item = Frame<'a>> + 'f {
+    let mut filter = filter;
+    frames.filter(move |f| {
+        let Some(flt) = filter.as_deref_mut() else { return true };
+        if error.is_some() {
+            return false;
+        }
+        match flt.matches(f.link, f.data) {
+            Ok(true) => true,
+            Ok(false) => {
+                *rejected += 1;
+                false
+            }
+            Err(e) => {
+                *error = Some(e);
+                false
+            }
+        }
+    })
+}
+
+/// How many of `frames` to take so that the run stops after `count` packets or `seconds` of
+/// capture time from `first` (the packet reaching the limit is included, as tcpdump and pping
+/// do); `true` when the limit was reached.
+fn limit(frames: &[Frame<'_>], count_left: u64, seconds: Option<f64>, first: &mut Option<u64>) -> (usize, bool) {
+    let mut n = 0;
+    for f in frames {
+        if n as u64 == count_left {
+            return (n, true);
+        }
+        n += 1;
+        let start = *first.get_or_insert(f.ts.0);
+        if let Some(s) = seconds
+            && f.ts.0.saturating_sub(start) as f64 >= s * 1e9
+        {
+            return (n, true);
+        }
+    }
+    (n, n as u64 == count_left)
+}
+
+/// Reads `capture` to the end (or to the configured count or seconds, or until `stop` is set),
+/// handing every flow record to `sink` when the flow ends and, with [`FlowsConfig::samples`],
+/// every RTT sample as it is made. `progress` is called once per batch with the input position
+/// in bytes. Only an error from the sink (such as a closed pipe) aborts the run early; flows
+/// still in the table are then lost, as there is nowhere to write them.
+pub fn run(
     capture: &mut Capture,
     cfg: &FlowsConfig,
+    mut filter: Option<&mut Filter>,
     stop: &AtomicBool,
-    sink: &mut dyn FnMut(&EndedFlow) -> io::Result<()>,
+    sink: &mut dyn Sink,
     progress: &mut dyn FnMut(u64),
 ) -> io::Result<Outcome> {
     let started = Instant::now();
-    let mut stage = FlowStage::new(cfg.table);
+    let mut stage = FlowStage::with_rtt(cfg.table, cfg.rtt, cfg.samples, &cfg.local);
     let mut s = Summary::default();
-    let mut error = None;
+    let mut error: Option<RunError> = None;
+    let mut filter_error = None;
+    let mut first = None;
+    let live = capture.is_live();
+    let mut spare: Vec<Frame<'static>> = Vec::with_capacity(cfg.batch);
+    let mut passed = 0u64;
     loop {
         if stop.load(Ordering::Relaxed) {
             s.interrupted = true;
             break;
         }
-        let remaining = cfg.count.map_or(u64::MAX, |c| c - s.packets);
-        if remaining == 0 {
+        if live
+            && cfg.seconds.is_some_and(|sec| started.elapsed().as_secs_f64() >= sec)
+        {
             break;
         }
-        let batch = match capture.next_batch(cfg.batch.min(remaining as usize)) {
+        let left = cfg.count.map_or(u64::MAX, |c| c - passed);
+        if left == 0 {
+            break;
+        }
+        let batch = match capture.next_batch(cfg.batch) {
+            Ok(b) if b.is_empty() && live => {
+                progress(capture.position());
+                sink.tick()?;
+                continue;
+            }
             Ok(b) if b.is_empty() => break,
             Ok(b) => b,
             Err(e) => {
-                error = Some(e);
+                error = Some(e.into());
                 break;
             }
         };
-        stage.process(batch.iter(), &mut s);
-        for e in stage.take_ended() {
+        let mut frames = recycle(std::mem::take(&mut spare));
+        frames.extend(filtered(
+            batch.iter(),
+            filter.as_deref_mut(),
+            &mut s.filtered,
+            &mut filter_error,
+        ));
+        let (take, done) = limit(&frames, left, cfg.seconds, &mut first);
+        passed += take as u64;
+        stage.process(frames[..take].iter().copied(), &mut s);
+        for x in stage.take_samples() {
+            s.samples += 1;
+            sink.sample(&x)?;
+        }
+        for (e, r) in stage.take_ended() {
             s.flows += 1;
-            sink(&e)?;
+            sink.flow(&e, &r)?;
+        }
+        spare = recycle(frames);
+        progress(capture.position());
+        sink.tick()?;
+        if let Some(e) = filter_error.take() {
+            error = Some(e.into());
+            break;
+        }
+        if done {
+            break;
+        }
+    }
+    s.kernel = capture.kernel_stats();
+    stage.finish(&mut s);
+    for (e, r) in stage.take_ended() {
+        s.flows += 1;
+        sink.flow(&e, &r)?;
+    }
+    s.elapsed = started.elapsed();
+    Ok(Outcome { summary: s, error })
+}
+
+/// [`run`] without RTT samples or a filter: flow records only.
+pub fn run_flows(
+    capture: &mut Capture,
+    cfg: &FlowsConfig,
+    stop: &AtomicBool,
+    sink: &mut dyn FnMut(&EndedFlow, &RttSummary) -> io::Result<()>,
+    progress: &mut dyn FnMut(u64),
+) -> io::Result<Outcome> {
+    let cfg = FlowsConfig { samples: false, ..cfg.clone() };
+    run(capture, &cfg, None, stop, &mut FlowFn(sink), progress)
+}
+
+/// What `--compat pping` reports besides samples, in pping's order.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CompatEvent<'a> {
+    /// A sample.
+    Sample(&'a CompatSample),
+    /// The first usable packet, at these whole seconds (pping's "First packet at").
+    First(i64),
+    /// An interval summary.
+    Summary(CompatCounters),
+    /// `-c` or `-s` was reached: the counters and the capture seconds covered.
+    Stop(CompatCounters, f64),
+    /// A batch was processed, or a live capture was quiet for about 100 ms.
+    Tick,
+}
+
+/// The `--compat pping` loop: every frame goes through pping's filter and parser model
+/// ([`compat_view`]), then an extra filter expression if given (pping's `tcp and (EXPR)`), then
+/// pping's algorithm. Samples and pping's other reports go to `on` in the order pping prints
+/// them. The summary counts frames as [`run`] does; flows are pping's directions.
+pub fn run_pping(
+    capture: &mut Capture,
+    cfg: &CompatConfig,
+    mut filter: Option<&mut Filter>,
+    stop: &AtomicBool,
+    on: &mut dyn FnMut(CompatEvent<'_>) -> io::Result<()>,
+    progress: &mut dyn FnMut(u64),
+) -> io::Result<Outcome> {
+    let started = Instant::now();
+    let mut pping = PpingCompat::new(*cfg);
+    let live = capture.is_live();
+    let mut s = Summary::default();
+    let mut error: Option<RunError> = None;
+    'run: loop {
+        if stop.load(Ordering::Relaxed) {
+            s.interrupted = true;
+            break;
+        }
+        if live
+            && cfg.seconds > 0.0
+            && started.elapsed().as_secs_f64() >= cfg.seconds
+        {
+            break;
+        }
+        let batch = match capture.next_batch(256) {
+            Ok(b) if b.is_empty() && live => {
+                progress(capture.position());
+                on(CompatEvent::Tick)?;
+                continue;
+            }
+            Ok(b) if b.is_empty() => break,
+            Ok(b) => b,
+            Err(e) => {
+                error = Some(e.into());
+                break;
+            }
+        };
+        for frame in batch.iter() {
+            s.packets += 1;
+            s.wire_bytes += u64::from(frame.origlen);
+            s.captured_bytes += u64::from(frame.caplen());
+            let meta = PacketMeta::parse(frame.link, frame.data);
+            if let Some(i) = meta.status.problem_index() {
+                s.problems[i] += 1;
+            }
+            let view = compat_view(frame.link, frame.data, &meta);
+            if view == rampart_rtt::CompatView::Filtered {
+                s.filtered += 1;
+                continue;
+            }
+            if let Some(f) = filter.as_deref_mut() {
+                match f.matches(frame.link, frame.data) {
+                    Ok(true) => {}
+                    Ok(false) => {
+                        s.filtered += 1;
+                        continue;
+                    }
+                    Err(e) => {
+                        error = Some(e.into());
+                        break 'run;
+                    }
+                }
+            }
+            s.tracked += 1;
+            let step = pping.packet(
+                frame.ts.secs() as i64,
+                frame.ts.subsec_micros(),
+                view,
+            );
+            if let Some(secs) = step.first {
+                on(CompatEvent::First(secs))?;
+            }
+            if let Some(x) = &step.sample {
+                s.samples += 1;
+                on(CompatEvent::Sample(x))?;
+            }
+            if let Some((c, secs)) = step.stop {
+                on(CompatEvent::Stop(c, secs))?;
+                break 'run;
+            }
+            if let Some(c) = step.summary {
+                on(CompatEvent::Summary(c))?;
+            }
         }
         progress(capture.position());
+        on(CompatEvent::Tick)?;
     }
-    stage.finish(&mut s);
-    for e in stage.take_ended() {
-        s.flows += 1;
-        sink(&e)?;
-    }
+    s.kernel = capture.kernel_stats();
+    s.flows = pping.counters().flows.max(0) as u64;
     s.elapsed = started.elapsed();
     Ok(Outcome { summary: s, error })
 }

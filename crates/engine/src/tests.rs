@@ -13,7 +13,7 @@ fn run(bytes: Vec<u8>, cfg: FlowsConfig) -> (Vec<EndedFlow>, Outcome) {
         &mut cap,
         &cfg,
         &stop,
-        &mut |e| {
+        &mut |e, _| {
             flows.push(*e);
             Ok(())
         },
@@ -42,7 +42,7 @@ fn a_bad_record_still_yields_every_flow_before_it() {
     let cut = bytes.len() - 1000;
     bytes.truncate(cut);
     let (flows, out) = run(bytes, FlowsConfig::default());
-    let e = out.error.expect("the cut is reported");
+    let Some(RunError::Capture(e)) = out.error else { panic!("the cut is reported") };
     assert!(e.offset.unwrap() < cut as u64);
     let packets: u64 = flows.iter().map(|f| f.flow.packets[0] + f.flow.packets[1]).sum();
     assert_eq!(packets, out.summary.packets);
@@ -59,7 +59,7 @@ fn stop_flag_ends_the_run_with_flows_flushed() {
         &mut cap,
         &FlowsConfig { batch: 100, ..FlowsConfig::default() },
         &stop,
-        &mut |e| {
+        &mut |e, _| {
             n += e.flow.packets[0] + e.flow.packets[1];
             Ok(())
         },

@@ -14,16 +14,27 @@
 //! | `tcp_flags_fwd`, `tcp_flags_rev` | TCP flags seen each way, as letters `CEUAPRSF` |
 //! | `icmp_id` | the echo identifier of an ICMP echo flow |
 //! | `end_reason` | `idle`, `evicted` or `end` |
+//! | `rtt_src_count`, `_min`, `_median`, `_max` | TCP: passive RTT samples from the capture point to the initiator and back (seconds; median within ~3 %) |
+//! | `rtt_dst_count`, `_min`, `_median`, `_max` | the same towards the responder |
 //!
-//! JSON omits `tcp_flags_*` for non-TCP flows and `icmp_id` for non-echo flows; CSV leaves
-//! those cells empty. Numbers are JSON numbers, addresses strings (IPv6 in RFC 5952 form).
+//! JSON omits `tcp_flags_*` and `rtt_*` for non-TCP flows, `rtt_*_min/median/max` when there
+//! are no samples, and `icmp_id` for non-echo flows; CSV leaves those cells empty.
+//!
+//! The [`rtt`] module writes RTT samples (pping's two formats and JSON) and per-flow RTT
+//! summaries; [`num`] holds the hand-written number and address formatting both use. Numbers are JSON numbers, addresses strings (IPv6 in RFC 5952 form).
 #![forbid(unsafe_code)]
 
 use std::io::{self, Write};
 use std::net::IpAddr;
 
 use rampart_flow::{EndedFlow, KeyKind};
+use rampart_rtt::RttSummary;
 use rampart_wire::proto;
+
+pub mod num;
+pub mod rtt;
+
+use num::int;
 
 /// Output format of flow records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,7 +46,8 @@ pub enum FlowFormat {
 }
 
 const COLUMNS: &str = "proto,src,sport,dst,dport,first,last,duration,packets_fwd,bytes_fwd,\
-packets_rev,bytes_rev,tcp_flags_fwd,tcp_flags_rev,icmp_id,end_reason";
+packets_rev,bytes_rev,tcp_flags_fwd,tcp_flags_rev,icmp_id,end_reason,rtt_src_count,rtt_src_min,\
+rtt_src_median,rtt_src_max,rtt_dst_count,rtt_dst_min,rtt_dst_median,rtt_dst_max";
 
 /// Writes flow records to `W`. Output is buffered by `W`; call [`FlowWriter::flush`] before exit.
 pub struct FlowWriter<W: Write> {
@@ -62,8 +74,8 @@ impl<W: Write> FlowWriter<W> {
         Ok(())
     }
 
-    /// Writes one flow record.
-    pub fn write(&mut self, e: &EndedFlow) -> io::Result<()> {
+    /// Writes one flow record with its RTT summary.
+    pub fn write(&mut self, e: &EndedFlow, rtt: &RttSummary) -> io::Result<()> {
         self.header()?;
         self.line.clear();
         let f = &e.flow;
@@ -74,6 +86,7 @@ impl<W: Write> FlowWriter<W> {
         };
         let tcp = f.key.proto == proto::TCP;
         let echo = (f.key.kind() == KeyKind::Echo).then_some(f.key.port_a);
+        let (rtt_src, rtt_dst) = rtt::toward(f.initiator, rtt);
         let l = &mut self.line;
         match self.format {
             FlowFormat::Json => {
@@ -115,7 +128,11 @@ impl<W: Write> FlowWriter<W> {
                 }
                 l.extend_from_slice(b",\"end_reason\":\"");
                 l.extend_from_slice(e.reason.name().as_bytes());
-                l.extend_from_slice(b"\"}\n");
+                l.push(b'"');
+                if tcp {
+                    rtt::summary_json(l, rtt_src, rtt_dst);
+                }
+                l.extend_from_slice(b"}\n");
             }
             FlowFormat::Csv => {
                 proto_name(l, f.key.proto, f.key.family, false);
@@ -149,6 +166,11 @@ impl<W: Write> FlowWriter<W> {
                 }
                 l.push(b',');
                 l.extend_from_slice(e.reason.name().as_bytes());
+                if tcp {
+                    rtt::summary_csv(l, rtt_src, rtt_dst);
+                } else {
+                    l.extend_from_slice(b",,,,,,,,");
+                }
                 l.push(b'\n');
             }
         }
@@ -165,10 +187,6 @@ impl<W: Write> FlowWriter<W> {
         self.out.flush()?;
         Ok(self.out)
     }
-}
-
-fn int(l: &mut Vec<u8>, v: impl itoa::Integer) {
-    l.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }
 
 /// Nanoseconds as seconds with six decimals (microseconds, truncated).
@@ -260,7 +278,7 @@ mod tests {
 
     fn render(format: FlowFormat, e: &EndedFlow) -> String {
         let mut w = FlowWriter::new(Vec::new(), format);
-        w.write(e).unwrap();
+        w.write(e, &RttSummary::default()).unwrap();
         String::from_utf8(w.into_inner().unwrap()).unwrap()
     }
 
@@ -273,9 +291,22 @@ mod tests {
              \"dport\":40000,\"first\":1700000000.000001,\"last\":1700000001.500000,\
              \"duration\":1.499999,\"packets_fwd\":3,\"bytes_fwd\":180,\"packets_rev\":2,\
              \"bytes_rev\":1500,\"tcp_flags_fwd\":\"APSF\",\"tcp_flags_rev\":\"AS\",\
-             \"end_reason\":\"end\"}\n"
+             \"end_reason\":\"end\",\"rtt_src_count\":0,\"rtt_dst_count\":0}\n"
         );
         assert_eq!(ended(6, KeyKind::Ports, 4).flow.initiator, Side::B);
+        // Samples towards each end: side B is the initiator here, so sides[1] is `rtt_src`.
+        let mut r = RttSummary::default();
+        r.sides[1] = rampart_rtt::DirSummary { count: 2, min: 1_000, median: 1_500, max: 2_000 };
+        let mut w = FlowWriter::new(Vec::new(), FlowFormat::Json);
+        w.write(&ended(6, KeyKind::Ports, 4), &r).unwrap();
+        let s = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        assert!(
+            s.ends_with(
+                ",\"rtt_src_count\":2,\"rtt_src_min\":0.000001000,\"rtt_src_median\":0.000001500,\
+                 \"rtt_src_max\":0.000002000,\"rtt_dst_count\":0}\n"
+            ),
+            "{s}"
+        );
     }
 
     #[test]
@@ -290,8 +321,8 @@ mod tests {
     #[test]
     fn csv_has_a_header_and_fixed_columns() {
         let mut w = FlowWriter::new(Vec::new(), FlowFormat::Csv);
-        w.write(&ended(17, KeyKind::Ports, 4)).unwrap();
-        w.write(&ended(6, KeyKind::Ports, 6)).unwrap();
+        w.write(&ended(17, KeyKind::Ports, 4), &RttSummary::default()).unwrap();
+        w.write(&ended(6, KeyKind::Ports, 6), &RttSummary::default()).unwrap();
         let s = String::from_utf8(w.into_inner().unwrap()).unwrap();
         let lines: Vec<_> = s.lines().collect();
         assert_eq!(lines[0], COLUMNS);
@@ -300,7 +331,7 @@ mod tests {
         assert_eq!(
             lines[1],
             "udp,10.0.0.2,80,10.0.0.1,40000,1700000000.000001,1700000001.500000,1.499999,\
-             3,180,2,1500,,,,end"
+             3,180,2,1500,,,,end,,,,,,,,"
         );
         let mut w = FlowWriter::new(Vec::new(), FlowFormat::Csv);
         w.header().unwrap();

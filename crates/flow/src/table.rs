@@ -310,6 +310,12 @@ impl FlowTable {
         self.live = 0;
     }
 
+    /// The flows that ended since the last [`FlowTable::take_ended`], without taking them (a
+    /// stage keeping per-flow state collects it from here before the slot is reused).
+    pub fn ended(&self) -> &[EndedFlow] {
+        &self.ended
+    }
+
     /// Takes the flows that ended since the last call, in the order they ended.
     pub fn take_ended(&mut self) -> std::vec::Drain<'_, EndedFlow> {
         self.ended.drain(..)

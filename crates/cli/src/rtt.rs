@@ -1,0 +1,368 @@
+//! `rampart rtt`: passive TCP round-trip times, with pping's options.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::ValueEnum;
+use rampart_engine::{CompatEvent, FlowsConfig, Outcome, Sink, run, run_pping};
+use rampart_export::rtt::{RttFormat, RttWriter};
+use rampart_flow::{EndedFlow, TableConfig};
+use rampart_rtt::compat::CompatCounters;
+use rampart_rtt::{CompatConfig, Mode, RttConfig, RttSummary, Sample};
+
+use crate::input::{self, Fail, LiveArgs, Source};
+
+/// Compatibility targets.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum Compat {
+    /// Upstream pollere/pping: the same samples and output, quirks included.
+    Pping,
+}
+
+/// Matching methods.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum ModeArg {
+    /// TSval/TSecr only.
+    Ts,
+    /// SEQ/ACK only (Karn's rule).
+    Seq,
+    /// TSval/TSecr where the option is present, SEQ/ACK elsewhere.
+    Hybrid,
+}
+
+/// Output formats.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum FormatArg {
+    /// pping's default: `HH:MM:SS rtt min_rtt flow`.
+    Text,
+    /// pping's `-m`: `epoch.usec rtt min_rtt fBytes dBytes pBytes flow`.
+    Machine,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Arguments of `rampart rtt`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    #[command(flatten)]
+    source: Source,
+    /// A tcpdump filter expression (compiled by libpcap); only TCP is ever matched.
+    #[arg(short = 'f', long = "filter", value_name = "EXPR")]
+    filter: Option<String>,
+    /// Stop after this many packets.
+    #[arg(short = 'c', long, value_name = "COUNT")]
+    count: Option<u64>,
+    /// Stop after this many seconds (capture time from the first packet; wall time live).
+    #[arg(short = 's', long, value_name = "SECONDS", value_parser = positive)]
+    seconds: Option<f64>,
+    /// Machine-readable output (pping's `-m`); same as `--format machine`.
+    #[arg(short = 'm', long)]
+    machine: bool,
+    /// Output format.
+    #[arg(long, value_enum, conflicts_with = "machine")]
+    format: Option<FormatArg>,
+    /// No summaries on standard error.
+    #[arg(short, long)]
+    quiet: bool,
+    /// Accepted for pping compatibility (summaries are on unless -q).
+    #[arg(short, long)]
+    verbose: bool,
+    /// Summary interval in seconds of capture time (`--compat pping`).
+    #[arg(long = "sumInt", value_name = "SECONDS", default_value_t = 10.0, value_parser = non_negative)]
+    sum_int: f64,
+    /// Unmatched TSvals older than this many seconds are forgotten.
+    #[arg(long = "tsvalMaxAge", value_name = "SECONDS", default_value_t = 10.0, value_parser = positive)]
+    tsval_max_age: f64,
+    /// Flows idle longer than this many seconds are forgotten.
+    #[arg(long = "flowMaxIdle", value_name = "SECONDS", default_value_t = 300.0, value_parser = positive)]
+    flow_max_idle: f64,
+    /// Also time packets addressed to the capturing host (live capture).
+    #[arg(short = 'l', long = "showLocal")]
+    show_local: bool,
+    /// Reproduce another tool exactly.
+    #[arg(long, value_enum)]
+    compat: Option<Compat>,
+    /// Matching methods (not with --compat).
+    #[arg(long, value_enum, default_value = "hybrid", conflicts_with = "compat")]
+    mode: ModeArg,
+    /// Print one RTT summary per flow (count, min, median, max each way) instead of samples.
+    #[arg(long, conflicts_with = "compat")]
+    summary: bool,
+    /// Most flows tracked at once (not with --compat, which keeps pping's 10,000).
+    #[arg(long, value_name = "N", default_value_t = 1_000_000,
+          value_parser = clap::value_parser!(u64).range(1..=4_000_000_000))]
+    max_flows: u64,
+    #[command(flatten)]
+    live: LiveArgs,
+}
+
+fn positive(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v < 1e9 => Ok(v),
+        _ => Err(format!("'{s}' is not a positive number of seconds")),
+    }
+}
+
+fn non_negative(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..1e9).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' is not a number of seconds")),
+    }
+}
+
+/// Standard output, flushed by time when capturing live (pping flushes every second, every
+/// 100 ms with `-m`).
+struct Out<W: Write> {
+    w: RttWriter<W>,
+    live: bool,
+    last_flush: Instant,
+}
+
+impl<W: Write> Out<W> {
+    fn tick(&mut self) -> io::Result<()> {
+        if self.live && self.last_flush.elapsed().as_millis() >= 100 {
+            self.last_flush = Instant::now();
+            self.w.flush()?;
+        }
+        Ok(())
+    }
+}
+
+struct Samples<'a, W: Write> {
+    out: &'a mut Out<W>,
+    summary: bool,
+}
+
+impl<W: Write> Sink for Samples<'_, W> {
+    fn flow(&mut self, e: &EndedFlow, rtt: &RttSummary) -> io::Result<()> {
+        if self.summary && rtt.sides.iter().any(|d| d.count > 0) {
+            self.out.w.write_summary(e, rtt)?;
+        }
+        Ok(())
+    }
+
+    fn sample(&mut self, s: &Sample) -> io::Result<()> {
+        self.out.w.write_sample(s)
+    }
+
+    fn tick(&mut self) -> io::Result<()> {
+        self.out.tick()
+    }
+}
+
+pub(crate) fn run_cmd(args: Args) -> ExitCode {
+    let stop = input::stop_flag();
+    let mut filter = match input::filter(args.filter.as_deref(), &args.source) {
+        Ok(f) => f,
+        Err(e) => return e.exit(),
+    };
+    let mut capture = match input::open(&args.source, &args.live, filter.as_mut()) {
+        Ok(c) => c,
+        Err(e) => return e.exit(),
+    };
+    let live = capture.is_live();
+    // The kernel already applied the filter to a live capture.
+    let filter = if live { None } else { filter.as_mut() };
+    let format = match (args.machine, args.format) {
+        (true, _) => RttFormat::Machine,
+        (false, Some(FormatArg::Machine)) => RttFormat::Machine,
+        (false, Some(FormatArg::Json)) => RttFormat::Json,
+        (false, Some(FormatArg::Text) | None) => RttFormat::Text,
+    };
+    let mut out = Out {
+        w: RttWriter::new(io::BufWriter::with_capacity(1 << 20, io::stdout().lock()), format),
+        live,
+        last_flush: Instant::now(),
+    };
+    let locals = if args.show_local { Vec::new() } else { input::local_addresses(&args.source) };
+    let result = match args.compat {
+        Some(Compat::Pping) => {
+            if format == RttFormat::Json {
+                return Fail("--compat pping prints pping's formats only, not JSON".into(), 2)
+                    .exit();
+            }
+            // pping's local filter: the interface's first IPv4 address.
+            let local = locals.iter().find_map(|a| match a {
+                std::net::IpAddr::V4(v) => Some(v.octets()),
+                std::net::IpAddr::V6(_) => None,
+            });
+            let cfg = CompatConfig {
+                tsval_max_age: args.tsval_max_age,
+                flow_max_idle: args.flow_max_idle,
+                sum_int: if args.quiet { 0.0 } else { args.sum_int },
+                count: args.count.unwrap_or(0),
+                seconds: args.seconds.unwrap_or(0.0),
+                local,
+                ..CompatConfig::default()
+            };
+            run_pping(
+                &mut capture,
+                &cfg,
+                filter,
+                &stop,
+                &mut |ev| match ev {
+                    CompatEvent::Sample(s) => out.w.write_compat(s),
+                    CompatEvent::First(secs) => {
+                        eprintln!("First packet at {}\n", out.w.clock().asctime(secs));
+                        Ok(())
+                    }
+                    CompatEvent::Summary(c) => {
+                        out.w.flush()?;
+                        eprint!("{}", pping_summary(&c));
+                        Ok(())
+                    }
+                    CompatEvent::Stop(c, secs) => {
+                        out.w.flush()?;
+                        eprint!("{}", pping_summary(&c));
+                        eprintln!("Captured {} packets in {} seconds", c.packets, shortest_g(secs));
+                        Ok(())
+                    }
+                    CompatEvent::Tick => out.tick(),
+                },
+                &mut |_| {},
+            )
+        }
+        None => {
+            let cfg = FlowsConfig {
+                table: TableConfig {
+                    max_flows: args.max_flows as usize,
+                    idle_timeout_ns: (args.flow_max_idle * 1e9) as u64,
+                    ..TableConfig::default()
+                },
+                count: args.count,
+                seconds: args.seconds,
+                rtt: Some(RttConfig {
+                    mode: match args.mode {
+                        ModeArg::Ts => Mode::Ts,
+                        ModeArg::Seq => Mode::Seq,
+                        ModeArg::Hybrid => Mode::Hybrid,
+                    },
+                    tsval_max_age_ns: (args.tsval_max_age * 1e9) as u64,
+                    ..RttConfig::default()
+                }),
+                samples: !args.summary,
+                local: locals,
+                ..FlowsConfig::default()
+            };
+            let mut sink = Samples { out: &mut out, summary: args.summary };
+            run(&mut capture, &cfg, filter, &stop, &mut sink, &mut |_| {})
+        }
+    };
+    let flushed = out.w.flush();
+    let outcome: Outcome = match result.and_then(|o| flushed.map(|()| o)) {
+        Ok(o) => o,
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("rampart: writing RTT samples: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    if !args.quiet && args.compat.is_none() {
+        print_summary(capture.name(), &outcome);
+    } else if !args.quiet
+        && let Some((got, dropped)) = outcome.summary.kernel
+    {
+        eprintln!("{}: kernel: {got} packets received, {dropped} dropped", capture.name());
+    }
+    match outcome.error {
+        Some(e) => {
+            eprintln!("rampart: {e}");
+            eprintln!("rampart: the samples seen before that point were written");
+            ExitCode::from(if e.is_usage() { 2 } else { 1 })
+        }
+        None => ExitCode::SUCCESS,
+    }
+}
+
+/// pping's summary line: `N flows, M packets, ` then the non-zero counters.
+fn pping_summary(c: &CompatCounters) -> String {
+    let mut s = format!("{} flows, {} packets, ", c.flows, c.packets);
+    for (v, name) in [
+        (c.no_ts, " no TS opt, "),
+        (c.uni_dir, " uni-directional, "),
+        (c.not_tcp, " not TCP, "),
+    ] {
+        if v > 0 {
+            s.push_str(&format!("{v}{name}"));
+        }
+    }
+    s.push('\n');
+    s
+}
+
+/// A double as C++ streams print it by default (`%g`, six significant digits).
+fn shortest_g(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let exp = v.abs().log10().floor() as i32;
+    if !(-5..6).contains(&exp) {
+        let s = format!("{v:.5e}");
+        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+        let m = m.trim_end_matches('0').trim_end_matches('.');
+        let e: i32 = e.parse().unwrap_or(0);
+        return format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs());
+    }
+    let decimals = (5 - exp).max(0) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
+}
+
+fn print_summary(name: &str, o: &Outcome) {
+    let s = &o.summary;
+    let secs = s.elapsed.as_secs_f64();
+    let ns = if s.packets > 0 { secs * 1e9 / s.packets as f64 } else { 0.0 };
+    let r = &s.rtt;
+    let mut err = io::stderr().lock();
+    let _ = writeln!(
+        err,
+        "{name}: {} packets ({} TCP), {} RTT samples ({} ts, {} seq), {} flows in {secs:.3} s \
+         ({ns:.0} ns/packet){}",
+        s.packets,
+        r.tcp_packets,
+        r.ts_samples + r.seq_samples,
+        r.ts_samples,
+        r.seq_samples,
+        s.flows,
+        if s.interrupted { ", interrupted" } else { "" }
+    );
+    if s.filtered > 0 {
+        let _ = writeln!(err, "  filtered out: {} packets", s.filtered);
+    }
+    if r.expired + r.table_full + r.backwards > 0 {
+        let _ = writeln!(
+            err,
+            "  unmatched: {} echoes of expired TSvals, {} TSvals not stored (table full), \
+             {} echoes earlier than their TSval",
+            r.expired, r.table_full, r.backwards
+        );
+    }
+    if let Some((got, dropped)) = s.kernel {
+        let _ = writeln!(err, "  kernel: {got} packets received, {dropped} dropped");
+    }
+    let problems: Vec<String> = s.problems().map(|(n, c)| format!("{n} {c}")).collect();
+    if !problems.is_empty() {
+        let _ = writeln!(err, "  parse problems: {}", problems.join(", "));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn g_format_like_cxx_streams() {
+        assert_eq!(shortest_g(4.999999), "5");
+        assert_eq!(shortest_g(5.123456), "5.12346");
+        assert_eq!(shortest_g(74.0), "74");
+        assert_eq!(shortest_g(0.000123), "0.000123");
+        assert_eq!(shortest_g(1234567.0), "1.23457e+06");
+    }
+
+    #[test]
+    fn summary_line_lists_non_zero_counters() {
+        let c = CompatCounters { flows: 3, packets: 10, no_ts: 0, uni_dir: 2, not_tcp: 1 };
+        assert_eq!(pping_summary(&c), "3 flows, 10 packets, 2 uni-directional, 1 not TCP, \n");
+    }
+}

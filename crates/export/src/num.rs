@@ -1,0 +1,208 @@
+//! Number and address text, written by hand into reused buffers.
+//!
+//! [`fixed`] prints an `f64` with a fixed number of decimals exactly as C's `printf("%.*f")`
+//! does (the exact binary value, rounded half to even), without going through `fmt`: the value
+//! is scaled in 128-bit integer arithmetic, which is exact for every number an RTT tool prints.
+//! Values outside that range fall back to Rust's formatter, which rounds the same way.
+
+use std::io::Write;
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+/// Appends an integer.
+#[inline]
+pub fn int(l: &mut Vec<u8>, v: impl itoa::Integer) {
+    l.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
+}
+
+/// Appends `v` zero-padded to `width` digits.
+#[inline]
+pub fn padded(l: &mut Vec<u8>, v: u64, width: usize) {
+    let mut buf = itoa::Buffer::new();
+    let digits = buf.format(v);
+    l.extend(std::iter::repeat_n(b'0', width.saturating_sub(digits.len())));
+    l.extend_from_slice(digits.as_bytes());
+}
+
+const POW10: [u64; 10] =
+    [1, 10, 100, 1000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000];
+
+/// Appends `x` with `prec` decimals (at most 9), as `printf("%.{prec}f", x)` would.
+pub fn fixed(l: &mut Vec<u8>, x: f64, prec: usize) {
+    match scaled(x, prec) {
+        Some(n) => {
+            if x.is_sign_negative() {
+                l.push(b'-');
+            }
+            let p = POW10[prec];
+            int(l, n / u128::from(p));
+            if prec > 0 {
+                l.push(b'.');
+                padded(l, (n % u128::from(p)) as u64, prec);
+            }
+        }
+        None => {
+            let _ = write!(l, "{x:.prec$}");
+        }
+    }
+}
+
+/// `|x| × 10^prec` rounded half to even, computed exactly; `None` when out of range.
+fn scaled(x: f64, prec: usize) -> Option<u128> {
+    if !x.is_finite() || prec > 9 {
+        return None;
+    }
+    let bits = x.abs().to_bits();
+    let exp = ((bits >> 52) & 0x7ff) as i32;
+    let frac = bits & ((1 << 52) - 1);
+    // x = mant × 2^e exactly.
+    let (mant, e) = if exp == 0 { (frac, -1074) } else { (frac | (1 << 52), exp - 1075) };
+    let num = u128::from(mant) * u128::from(POW10[prec]);
+    if e >= 0 {
+        return if e <= 40 { Some(num << e) } else { None };
+    }
+    let s = (-e) as u32;
+    if s >= 127 {
+        // Below 2^-53 after scaling: rounds to zero.
+        return Some(0);
+    }
+    let q = num >> s;
+    let r = num & ((1u128 << s) - 1);
+    let half = 1u128 << (s - 1);
+    Some(if r > half || (r == half && q & 1 == 1) { q + 1 } else { q })
+}
+
+/// pping's `fmtTimeDiff`: seconds scaled to µs below 1 ms and to ms below 1 s, with two, one or
+/// no decimals by size (the last with a leading space), cut to the 9 characters its buffer
+/// holds.
+pub fn time_diff(l: &mut Vec<u8>, mut dt: f64) {
+    let start = l.len();
+    let unit: &[u8] = if dt < 1e-3 {
+        dt *= 1e6;
+        b"us"
+    } else if dt < 1.0 {
+        dt *= 1e3;
+        b"ms"
+    } else {
+        b"s"
+    };
+    if dt < 10.0 {
+        fixed(l, dt, 2);
+    } else if dt < 100.0 {
+        fixed(l, dt, 1);
+    } else {
+        l.push(b' ');
+        fixed(l, dt, 0);
+    }
+    l.extend_from_slice(unit);
+    l.truncate(start + 9.min(l.len() - start));
+}
+
+/// Appends an IPv4 address in dotted decimal.
+#[inline]
+pub fn ipv4(l: &mut Vec<u8>, a: [u8; 4]) {
+    for (i, b) in a.iter().enumerate() {
+        if i > 0 {
+            l.push(b'.');
+        }
+        int(l, *b);
+    }
+}
+
+/// Appends an IPv6 address as glibc's `inet_ntop` writes it: RFC 5952 compression, and the
+/// last 32 bits dotted for IPv4-mapped (`::ffff:a.b.c.d`) and IPv4-compatible (`::a.b.c.d`)
+/// addresses.
+pub fn ipv6(l: &mut Vec<u8>, a: [u8; 16]) {
+    let ip = Ipv6Addr::from(a);
+    let w = ip.segments();
+    let compat = w[..6] == [0; 6] && w[6] != 0;
+    if compat {
+        l.extend_from_slice(b"::");
+        ipv4(l, [a[12], a[13], a[14], a[15]]);
+    } else if w[..5] == [0; 5] && w[5] == 0xffff {
+        l.extend_from_slice(b"::ffff:");
+        ipv4(l, [a[12], a[13], a[14], a[15]]);
+    } else {
+        let _ = write!(l, "{ip}");
+    }
+}
+
+/// Appends the address in a key slot: IPv4 in the first four bytes when `family` is 4.
+#[inline]
+pub fn slot_addr(l: &mut Vec<u8>, family: u8, a: &[u8; 16]) {
+    if family == 4 {
+        ipv4(l, [a[0], a[1], a[2], a[3]]);
+    } else {
+        ipv6(l, *a);
+    }
+}
+
+/// The address in a key slot as a std address.
+pub fn slot_ip(family: u8, a: &[u8; 16]) -> std::net::IpAddr {
+    if family == 4 { Ipv4Addr::new(a[0], a[1], a[2], a[3]).into() } else { Ipv6Addr::from(*a).into() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn s(f: impl FnOnce(&mut Vec<u8>)) -> String {
+        let mut l = Vec::new();
+        f(&mut l);
+        String::from_utf8(l).unwrap()
+    }
+
+    #[test]
+    fn ties_round_to_even_like_printf() {
+        // 1/128 = 0.0078125 exactly: a tie at six decimals.
+        assert_eq!(s(|l| fixed(l, 0.0078125, 6)), "0.007812");
+        assert_eq!(s(|l| fixed(l, 0.0234375, 6)), "0.023438");
+        assert_eq!(s(|l| fixed(l, 0.5, 0)), "0");
+        assert_eq!(s(|l| fixed(l, 1.5, 0)), "2");
+        assert_eq!(s(|l| fixed(l, 2.5, 0)), "2");
+        assert_eq!(s(|l| fixed(l, -0.0, 6)), "-0.000000");
+        assert_eq!(s(|l| fixed(l, -1e-9, 6)), "-0.000000");
+        assert_eq!(s(|l| fixed(l, 1e30, 6)), format!("{:.6}", 1e30));
+    }
+
+    #[test]
+    fn time_diff_matches_pping() {
+        assert_eq!(s(|l| time_diff(l, 0.020480)), "20.5ms");
+        assert_eq!(s(|l| time_diff(l, 0.000083)), "83.0us");
+        assert_eq!(s(|l| time_diff(l, 0.000007)), "7.00us");
+        assert_eq!(s(|l| time_diff(l, 0.2401)), " 240ms");
+        assert_eq!(s(|l| time_diff(l, 1.5)), "1.50s");
+        assert_eq!(s(|l| time_diff(l, 0.0099999)), "10.00ms");
+        // Cut to 9 characters, as pping's 10-byte buffer does.
+        assert_eq!(s(|l| time_diff(l, 123_456_789.0)), " 12345678");
+    }
+
+    #[test]
+    fn ipv6_like_inet_ntop() {
+        let v6 = |t: &str| s(|l| ipv6(l, t.parse::<Ipv6Addr>().unwrap().octets()));
+        assert_eq!(v6("fd77::1"), "fd77::1");
+        assert_eq!(v6("::1"), "::1");
+        assert_eq!(v6("::"), "::");
+        assert_eq!(v6("::ffff:10.1.2.3"), "::ffff:10.1.2.3");
+        assert_eq!(v6("::10.1.2.3"), "::10.1.2.3");
+        assert_eq!(v6("2001:db8:0:1:0:0:0:1"), "2001:db8:0:1::1");
+        assert_eq!(v6("2001:0:0:1:0:0:0:1"), "2001:0:0:1::1");
+        assert_eq!(v6("1:0:1:1:1:1:1:1"), "1:0:1:1:1:1:1:1");
+    }
+
+    proptest! {
+        #[test]
+        fn fixed_agrees_with_rust_formatting(bits in any::<u64>(), prec in 0usize..=9) {
+            let x = f64::from_bits(bits);
+            prop_assume!(x.is_finite());
+            prop_assert_eq!(s(|l| fixed(l, x, prec)), format!("{x:.prec$}"));
+        }
+
+        #[test]
+        fn fixed_agrees_on_rtt_sized_values(us in 0u64..100_000_000, frac in 0u32..1000, prec in 0usize..=9) {
+            let x = us as f64 * 1e-6 + f64::from(frac) * 1e-9;
+            prop_assert_eq!(s(|l| fixed(l, x, prec)), format!("{x:.prec$}"));
+            prop_assert_eq!(s(|l| fixed(l, -x, prec)), format!("{:.prec$}", -x));
+        }
+    }
+}

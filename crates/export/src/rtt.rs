@@ -1,0 +1,379 @@
+//! RTT samples and per-flow RTT summaries out.
+//!
+//! Sample formats:
+//!
+//! * [`RttFormat::Text`], pping's default: `HH:MM:SS rtt min_rtt src:sport+dst:dport`, the clock
+//!   in the local time zone (`TZ`), times scaled to µs/ms/s as pping's `fmtTimeDiff` does.
+//! * [`RttFormat::Machine`], pping's `-m`:
+//!   `epoch.usec rtt min_rtt fBytes dBytes pBytes src:sport+dst:dport`, times in seconds.
+//! * [`RttFormat::Json`]: one object per sample with `time` (epoch seconds), `rtt` and `min_rtt`
+//!   (seconds, 9 decimals), `proto`, `src`, `sport`, `dst`, `dport` and `method` (`ts`/`seq`).
+//!
+//! In every format the flow is that of the packet carrying the echo (or ACK): the RTT runs from
+//! the capture point to `src` and back.
+//!
+//! Summaries ([`RttWriter::write_summary`]) give, per flow, the count, min, median and max of
+//! the samples towards each end: `rtt_src_*` (capture point to the initiator) and `rtt_dst_*`
+//! (capture point to the responder).
+
+use std::io::{self, Write};
+
+use rampart_flow::{EndedFlow, FlowKey, Side};
+use rampart_rtt::{CompatSample, DirSummary, RttSummary, Sample};
+
+use crate::num::{fixed, int, padded, slot_addr, time_diff};
+
+/// Output format of RTT samples and summaries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RttFormat {
+    /// pping's default human format.
+    Text,
+    /// pping's `-m` machine format.
+    Machine,
+    /// JSON lines.
+    Json,
+}
+
+/// Local wall-clock `HH:MM:SS` of epoch seconds, as `strftime("%T", localtime(t))`, cached per
+/// second.
+pub struct LocalClock {
+    tz: jiff::tz::TimeZone,
+    last: Option<i64>,
+    text: [u8; 8],
+}
+
+impl Default for LocalClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl LocalClock {
+    /// The system time zone (`TZ`, else `/etc/localtime`, else UTC).
+    pub fn new() -> Self {
+        Self { tz: jiff::tz::TimeZone::system(), last: None, text: *b"00:00:00" }
+    }
+
+    /// `HH:MM:SS` of `secs`.
+    pub fn hms(&mut self, secs: i64) -> &[u8; 8] {
+        if self.last != Some(secs) {
+            self.last = Some(secs);
+            let t = jiff::Timestamp::from_second(secs).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+            let dt = self.tz.to_datetime(t);
+            let parts = [dt.hour() as u8, dt.minute() as u8, dt.second() as u8];
+            for (i, v) in parts.into_iter().enumerate() {
+                self.text[i * 3] = b'0' + v / 10;
+                self.text[i * 3 + 1] = b'0' + v % 10;
+            }
+        }
+        &self.text
+    }
+
+    /// C's `asctime(localtime(t))` without the newline: `Thu Nov 23 10:00:00 2026`.
+    pub fn asctime(&self, secs: i64) -> String {
+        let t = jiff::Timestamp::from_second(secs).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+        self.tz.to_datetime(t).strftime("%a %b %e %H:%M:%S %Y").to_string()
+    }
+}
+
+/// Writes RTT samples or summaries to `W` (buffer it: one line is one `write_all`).
+pub struct RttWriter<W: Write> {
+    out: W,
+    format: RttFormat,
+    line: Vec<u8>,
+    clock: LocalClock,
+}
+
+/// `src:sport+dst:dport` for a packet sent by `side` of `key`.
+fn flow_name(l: &mut Vec<u8>, key: &FlowKey, side: Side) {
+    let (s, sp, d, dp) = match side {
+        Side::A => (&key.addr_a, key.port_a, &key.addr_b, key.port_b),
+        Side::B => (&key.addr_b, key.port_b, &key.addr_a, key.port_a),
+    };
+    slot_addr(l, key.family, s);
+    l.push(b':');
+    int(l, sp);
+    l.push(b'+');
+    slot_addr(l, key.family, d);
+    l.push(b':');
+    int(l, dp);
+}
+
+/// Nanoseconds as seconds with `prec` decimals (truncated).
+fn secs(l: &mut Vec<u8>, ns: u64, prec: usize) {
+    int(l, ns / 1_000_000_000);
+    l.push(b'.');
+    let frac = ns % 1_000_000_000;
+    padded(l, frac / 10u64.pow(9 - prec as u32), prec);
+}
+
+impl<W: Write> RttWriter<W> {
+    /// A writer of `format` lines to `out`.
+    pub fn new(out: W, format: RttFormat) -> Self {
+        Self { out, format, line: Vec::with_capacity(256), clock: LocalClock::new() }
+    }
+
+    /// The writer's clock (for pping's "First packet at" line).
+    pub fn clock(&self) -> &LocalClock {
+        &self.clock
+    }
+
+    /// One sample from `--compat pping`, printed with pping's own arithmetic.
+    pub fn write_compat(&mut self, s: &CompatSample) -> io::Result<()> {
+        let l = &mut self.line;
+        l.clear();
+        match self.format {
+            RttFormat::Machine => {
+                int(l, (s.cap_tm + s.off_tm as f64) as i64);
+                l.push(b'.');
+                let us = ((s.cap_tm - s.cap_tm.floor()) * 1e6) as i32;
+                padded(l, u64::from(us.max(0) as u32), 6);
+                for (v, prec) in
+                    [(s.rtt, 6), (s.min, 6), (s.fbytes, 0), (s.dbytes, 0), (s.pbytes, 0)]
+                {
+                    l.push(b' ');
+                    fixed(l, v, prec);
+                }
+            }
+            RttFormat::Text | RttFormat::Json => {
+                l.extend_from_slice(self.clock.hms(s.secs));
+                l.push(b' ');
+                time_diff(l, s.rtt);
+                l.push(b' ');
+                time_diff(l, s.min);
+            }
+        }
+        l.push(b' ');
+        flow_name(l, &s.key, s.side);
+        l.push(b'\n');
+        self.out.write_all(&self.line)
+    }
+
+    /// One sample from the default mode.
+    pub fn write_sample(&mut self, s: &Sample) -> io::Result<()> {
+        let l = &mut self.line;
+        l.clear();
+        match self.format {
+            RttFormat::Machine => {
+                secs(l, s.ts, 6);
+                l.push(b' ');
+                secs(l, s.rtt, 6);
+                l.push(b' ');
+                secs(l, s.min, 6);
+                for v in [s.fbytes, s.dbytes, s.pbytes] {
+                    l.push(b' ');
+                    int(l, v);
+                }
+                l.push(b' ');
+                flow_name(l, &s.key, s.side);
+            }
+            RttFormat::Text => {
+                l.extend_from_slice(self.clock.hms((s.ts / 1_000_000_000) as i64));
+                l.push(b' ');
+                time_diff(l, s.rtt as f64 * 1e-9);
+                l.push(b' ');
+                time_diff(l, s.min as f64 * 1e-9);
+                l.push(b' ');
+                flow_name(l, &s.key, s.side);
+            }
+            RttFormat::Json => {
+                l.extend_from_slice(b"{\"time\":");
+                secs(l, s.ts, 6);
+                l.extend_from_slice(b",\"rtt\":");
+                secs(l, s.rtt, 9);
+                l.extend_from_slice(b",\"min_rtt\":");
+                secs(l, s.min, 9);
+                l.extend_from_slice(b",\"proto\":\"tcp\"");
+                endpoints_json(l, &s.key, s.side);
+                l.extend_from_slice(b",\"method\":\"");
+                l.extend_from_slice(s.method.name().as_bytes());
+                l.extend_from_slice(b"\"}");
+            }
+        }
+        l.push(b'\n');
+        self.out.write_all(&self.line)
+    }
+
+    /// One flow's RTT summary (flows without samples are skipped by the caller or printed with
+    /// zero counts). JSON: an object with the flow's endpoints, `first`, `last` and the
+    /// `rtt_src_*`/`rtt_dst_*` fields; text: `src:sport+dst:dport` then `src n=… min=… med=…
+    /// max=…` and the same for `dst`; machine: `first last flow` then count, min, median, max
+    /// in seconds for src and for dst.
+    pub fn write_summary(&mut self, e: &EndedFlow, r: &RttSummary) -> io::Result<()> {
+        let f = &e.flow;
+        let (src, dst) = toward(f.initiator, r);
+        let l = &mut self.line;
+        l.clear();
+        match self.format {
+            RttFormat::Json => {
+                l.extend_from_slice(b"{\"proto\":\"tcp\"");
+                endpoints_json(l, &f.key, f.initiator);
+                l.extend_from_slice(b",\"first\":");
+                secs(l, f.first, 6);
+                l.extend_from_slice(b",\"last\":");
+                secs(l, f.last, 6);
+                summary_json(l, src, dst);
+                l.push(b'}');
+            }
+            RttFormat::Text => {
+                flow_name(l, &f.key, f.initiator);
+                for (name, d) in [(&b" src"[..], src), (b" dst", dst)] {
+                    l.extend_from_slice(name);
+                    l.extend_from_slice(b" n=");
+                    int(l, d.count);
+                    if d.count > 0 {
+                        for (k, v) in [(&b" min="[..], d.min), (b" med=", d.median), (b" max=", d.max)]
+                        {
+                            l.extend_from_slice(k);
+                            let at = l.len();
+                            time_diff(l, v as f64 * 1e-9);
+                            // Drop the leading space pping's format puts before 3-digit values.
+                            if l.get(at) == Some(&b' ') {
+                                l.remove(at);
+                            }
+                        }
+                    }
+                }
+            }
+            RttFormat::Machine => {
+                secs(l, f.first, 6);
+                l.push(b' ');
+                secs(l, f.last, 6);
+                l.push(b' ');
+                flow_name(l, &f.key, f.initiator);
+                for d in [src, dst] {
+                    l.push(b' ');
+                    int(l, d.count);
+                    for v in [d.min, d.median, d.max] {
+                        l.push(b' ');
+                        secs(l, v, 6);
+                    }
+                }
+            }
+        }
+        l.push(b'\n');
+        self.out.write_all(&self.line)
+    }
+
+    /// Flushes the underlying writer.
+    pub fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// The summaries towards the initiator (`src`) and the responder (`dst`).
+pub fn toward(initiator: Side, r: &RttSummary) -> (DirSummary, DirSummary) {
+    let i = initiator as usize;
+    (r.sides[i], r.sides[i ^ 1])
+}
+
+fn endpoints_json(l: &mut Vec<u8>, key: &FlowKey, side: Side) {
+    let (s, sp, d, dp) = match side {
+        Side::A => (&key.addr_a, key.port_a, &key.addr_b, key.port_b),
+        Side::B => (&key.addr_b, key.port_b, &key.addr_a, key.port_a),
+    };
+    l.extend_from_slice(b",\"src\":\"");
+    slot_addr(l, key.family, s);
+    l.extend_from_slice(b"\",\"sport\":");
+    int(l, sp);
+    l.extend_from_slice(b",\"dst\":\"");
+    slot_addr(l, key.family, d);
+    l.extend_from_slice(b"\",\"dport\":");
+    int(l, dp);
+}
+
+/// `,"rtt_src_count":n,"rtt_src_min":s,...` for both ends; min/median/max only with samples.
+pub(crate) fn summary_json(l: &mut Vec<u8>, src: DirSummary, dst: DirSummary) {
+    for (name, d) in [(&b"src"[..], src), (b"dst", dst)] {
+        l.extend_from_slice(b",\"rtt_");
+        l.extend_from_slice(name);
+        l.extend_from_slice(b"_count\":");
+        int(l, d.count);
+        if d.count > 0 {
+            for (k, v) in [(&b"_min\":"[..], d.min), (b"_median\":", d.median), (b"_max\":", d.max)] {
+                l.extend_from_slice(b",\"rtt_");
+                l.extend_from_slice(name);
+                l.extend_from_slice(k);
+                secs(l, v, 9);
+            }
+        }
+    }
+}
+
+/// CSV cells `count,min,median,max` for src then dst (stats empty without samples).
+pub(crate) fn summary_csv(l: &mut Vec<u8>, src: DirSummary, dst: DirSummary) {
+    for d in [src, dst] {
+        l.push(b',');
+        int(l, d.count);
+        for v in [d.min, d.median, d.max] {
+            l.push(b',');
+            if d.count > 0 {
+                secs(l, v, 9);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rampart_flow::KeyKind;
+
+    fn key() -> (FlowKey, Side) {
+        FlowKey::new([10, 77, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 5201, [10, 77, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 41466, 6, 4, KeyKind::Ports)
+    }
+
+    fn compat(format: RttFormat) -> String {
+        let (key, side) = key();
+        let s = CompatSample {
+            cap_tm: 0.635544,
+            off_tm: 1795392285,
+            secs: 1795392285,
+            rtt: 0.020480,
+            min: 0.020480,
+            fbytes: 66.0,
+            dbytes: 0.0,
+            pbytes: 140.0,
+            key,
+            side,
+        };
+        let mut w = RttWriter::new(Vec::new(), format);
+        w.write_compat(&s).unwrap();
+        String::from_utf8(w.out).unwrap()
+    }
+
+    #[test]
+    fn compat_lines_look_like_pping() {
+        assert_eq!(
+            compat(RttFormat::Machine),
+            "1795392285.635544 0.020480 0.020480 66 0 140 10.77.0.2:5201+10.77.0.1:41466\n"
+        );
+        let text = compat(RttFormat::Text);
+        assert!(text.ends_with(" 20.5ms 20.5ms 10.77.0.2:5201+10.77.0.1:41466\n"), "{text}");
+    }
+
+    #[test]
+    fn json_sample_has_the_named_fields() {
+        let (key, side) = key();
+        let s = Sample {
+            ts: 1_795_392_285_635_544_000,
+            rtt: 20_480_123,
+            min: 20_000_000,
+            method: rampart_rtt::Method::Seq,
+            id: rampart_flow::FlowId(0),
+            key,
+            side,
+            fbytes: 0,
+            dbytes: 0,
+            pbytes: 0,
+        };
+        let mut w = RttWriter::new(Vec::new(), RttFormat::Json);
+        w.write_sample(&s).unwrap();
+        assert_eq!(
+            String::from_utf8(w.out).unwrap(),
+            "{\"time\":1795392285.635544,\"rtt\":0.020480123,\"min_rtt\":0.020000000,\
+             \"proto\":\"tcp\",\"src\":\"10.77.0.2\",\"sport\":5201,\"dst\":\"10.77.0.1\",\
+             \"dport\":41466,\"method\":\"seq\"}\n"
+        );
+    }
+}

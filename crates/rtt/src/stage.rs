@@ -1,0 +1,463 @@
+//! The default mode: RTT samples per flow, kept beside the flow table.
+//!
+//! TSval/TSecr matching follows ePPing's rules rather than pping's, so that a sample is the time
+//! from a data segment to the segment that echoes it, not to whatever the application sends
+//! next:
+//!
+//! * only segments that carry data (or SYN) are timestamped, never pure ACKs;
+//! * a TSval is timestamped only if it is newer than the last one timestamped in that direction
+//!   (RFC 7323 ordering), so the first segment carrying it wins;
+//! * only a segment with the ACK flag can echo, and the entry it matches is deleted;
+//! * an entry older than the maximum age is ignored.
+//!
+//! Flows without the timestamps option use SEQ/ACK matching ([`crate::seq`]); `--mode` picks
+//! one method or both (hybrid: per packet, TS when the option is present).
+//!
+//! State is indexed by the flow table's [`FlowId`]; the caller resets it when the table starts
+//! a new flow in a slot ([`RttStage::observe`] with `new`) and collects a flow's summary with
+//! [`RttStage::retire`] when the table ends it. TSval entries carry the flow's epoch, so an
+//! entry left by a flow that has ended never matches a later one in the same slot.
+
+use hashbrown::HashTable;
+use rampart_flow::{FlowId, FlowKey, Side};
+use rampart_wire::{PacketMeta, proto, tcp::flags};
+
+use crate::seq::SeqDir;
+use crate::sketch::Sketch;
+
+/// Which matching methods run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// TSval/TSecr only.
+    Ts,
+    /// SEQ/ACK only.
+    Seq,
+    /// TSval/TSecr for packets with the timestamps option, SEQ/ACK for the others.
+    #[default]
+    Hybrid,
+}
+
+/// How a sample was matched.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// TSval/TSecr echo.
+    Ts,
+    /// SEQ/ACK.
+    Seq,
+}
+
+impl Method {
+    /// `"ts"` or `"seq"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Ts => "ts",
+            Self::Seq => "seq",
+        }
+    }
+}
+
+/// Settings for [`RttStage`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RttConfig {
+    /// Matching methods.
+    pub mode: Mode,
+    /// TSval entries older than this (ns of capture time) no longer match.
+    pub tsval_max_age_ns: u64,
+    /// Most TSval entries held; beyond it new TSvals are not timestamped (and counted).
+    pub max_tsvals: usize,
+}
+
+impl Default for RttConfig {
+    fn default() -> Self {
+        Self { mode: Mode::Hybrid, tsval_max_age_ns: 10_000_000_000, max_tsvals: 1 << 22 }
+    }
+}
+
+/// What the stage needs from one TCP packet, taken from its [`PacketMeta`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RttInput {
+    /// (TSval, TSecr) when the option is present.
+    pub ts: Option<(u32, u32)>,
+    /// Sequence number.
+    pub seq: u32,
+    /// Acknowledgment number.
+    pub ack: u32,
+    /// TCP flags.
+    pub flags: u16,
+    /// Sequence space the segment uses: payload bytes, plus one each for SYN and FIN.
+    pub seg_len: u32,
+    /// Payload bytes.
+    pub payload: u32,
+    /// Frame length on the wire.
+    pub wire_len: u32,
+    /// The packet is addressed to this host: do not timestamp it (the reply would include
+    /// local processing).
+    pub to_local: bool,
+}
+
+impl RttInput {
+    /// The input for a TCP packet whose header was parsed, else `None`.
+    #[inline]
+    pub fn from_meta(meta: &PacketMeta, wire_len: u32) -> Option<Self> {
+        if meta.proto != proto::TCP || meta.tcp.header_len == 0 || meta.is_later_fragment() {
+            return None;
+        }
+        let t = &meta.tcp;
+        let syn_fin = u32::from(t.flags & flags::SYN != 0) + u32::from(t.flags & flags::FIN != 0);
+        Some(Self {
+            ts: t.timestamps(),
+            seq: t.seq,
+            ack: t.ack,
+            flags: t.flags,
+            seg_len: meta.payload_wire_len + syn_fin,
+            payload: meta.payload_wire_len,
+            wire_len,
+            to_local: false,
+        })
+    }
+}
+
+/// One RTT sample.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Sample {
+    /// Capture time of the packet that completed it (ns since the epoch).
+    pub ts: u64,
+    /// The round-trip time, capture point to `side`'s host and back (ns).
+    pub rtt: u64,
+    /// The smallest sample so far for that direction (ns).
+    pub min: u64,
+    /// How it was matched.
+    pub method: Method,
+    /// The flow.
+    pub id: FlowId,
+    /// The flow's key.
+    pub key: FlowKey,
+    /// The side that sent the packet carrying the echo or ACK.
+    pub side: Side,
+    /// Bytes the other side had sent when the timed segment passed (pping's fBytes).
+    pub fbytes: u64,
+    /// The other side's byte count at its previous sample (pping's dBytes).
+    pub dbytes: u64,
+    /// Bytes `side` sent since its previous sample (pping's pBytes).
+    pub pbytes: u64,
+}
+
+/// RTT statistics of one direction: samples measuring capture point to that side's host.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DirSummary {
+    /// Samples.
+    pub count: u64,
+    /// Smallest sample (ns).
+    pub min: u64,
+    /// Median from the sketch (ns, within about 3 %, clamped to min..max).
+    pub median: u64,
+    /// Largest sample (ns).
+    pub max: u64,
+}
+
+/// A flow's RTT statistics, indexed by [`Side`] (`[0]` is side A of the key).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RttSummary {
+    /// Per side: RTT from the capture point to that side's host and back.
+    pub sides: [DirSummary; 2],
+}
+
+/// Counters kept by the stage.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RttStats {
+    /// TCP packets seen.
+    pub tcp_packets: u64,
+    /// Samples produced, by TSval/TSecr.
+    pub ts_samples: u64,
+    /// Samples produced, by SEQ/ACK.
+    pub seq_samples: u64,
+    /// TSvals not timestamped because the table was full.
+    pub table_full: u64,
+    /// Echoes that found an entry older than the maximum age.
+    pub expired: u64,
+    /// Echoes matched to an entry stamped later than themselves (capture time going back).
+    pub backwards: u64,
+}
+
+#[derive(Clone, Debug, Default)]
+struct DirStats {
+    count: u64,
+    min: u64,
+    max: u64,
+    sketch: Sketch,
+}
+
+impl DirStats {
+    fn add(&mut self, rtt: u64) {
+        if self.count == 0 || rtt < self.min {
+            self.min = rtt;
+        }
+        self.max = self.max.max(rtt);
+        self.count += 1;
+        self.sketch.insert(rtt);
+    }
+
+    fn summary(&self) -> DirSummary {
+        if self.count == 0 {
+            return DirSummary::default();
+        }
+        let median = self.sketch.quantile(0.5).unwrap_or(self.min).clamp(self.min, self.max);
+        DirSummary { count: self.count, min: self.min, median, max: self.max }
+    }
+}
+
+const TS_SEEN: u8 = 1;
+
+/// Per-flow state, indexed by flow id (about 100 bytes; statistics live apart, only for flows
+/// with samples).
+#[derive(Clone, Copy, Debug, Default)]
+struct FlowRtt {
+    epoch: u32,
+    stats: u32,
+    ts_last: [u32; 2],
+    flags: [u8; 2],
+    seq: [SeqDir; 2],
+    bytes: [u64; 2],
+    lst_bytes: [u64; 2],
+    bytes_dep: [u64; 2],
+}
+
+#[derive(Clone, Copy, Debug)]
+struct TsEntry {
+    key: u64,
+    epoch: u32,
+    t: u64,
+    fbytes: u64,
+    dbytes: u64,
+}
+
+#[inline]
+fn ts_key(id: FlowId, dir: usize, tsval: u32) -> u64 {
+    (u64::from(id.0) << 33) | ((dir as u64) << 32) | u64::from(tsval)
+}
+
+#[inline]
+fn ts_hash(k: u64) -> u64 {
+    let m = u128::from(k) * u128::from(0x9e37_79b9_7f4a_7c15_u64);
+    (m as u64) ^ ((m >> 64) as u64)
+}
+
+/// RTT matching for every flow of a flow table.
+pub struct RttStage {
+    cfg: RttConfig,
+    flows: Vec<FlowRtt>,
+    stats: Vec<[DirStats; 2]>,
+    free_stats: Vec<u32>,
+    ts: HashTable<TsEntry>,
+    next_sweep: u64,
+    counters: RttStats,
+}
+
+impl RttStage {
+    /// A stage with no flows.
+    pub fn new(cfg: RttConfig) -> Self {
+        Self {
+            cfg,
+            flows: Vec::new(),
+            stats: Vec::new(),
+            free_stats: Vec::new(),
+            ts: HashTable::with_capacity(1 << 12),
+            next_sweep: 0,
+            counters: RttStats::default(),
+        }
+    }
+
+    /// The stage's counters.
+    pub fn counters(&self) -> RttStats {
+        self.counters
+    }
+
+    /// TSval entries held.
+    pub fn ts_entries(&self) -> usize {
+        self.ts.len()
+    }
+
+    /// One TCP packet of flow `id` (`new`: the table just started this flow in that slot),
+    /// sent by `side` of `key` at `now` (ns). Returns the sample it completes, if any.
+    #[inline]
+    pub fn observe(
+        &mut self,
+        id: FlowId,
+        new: bool,
+        key: &FlowKey,
+        side: Side,
+        now: u64,
+        p: &RttInput,
+    ) -> Option<Sample> {
+        self.counters.tcp_packets += 1;
+        let i = id.0 as usize;
+        if i >= self.flows.len() {
+            self.flows.resize(i + 1, FlowRtt::default());
+        }
+        if new {
+            self.reset(i);
+        }
+        if now >= self.next_sweep {
+            self.sweep(now);
+        }
+        let d = side as usize;
+        let f = &mut self.flows[i];
+        f.bytes[d] += u64::from(p.wire_len);
+        let mode = self.cfg.mode;
+        let (start, method) = match p.ts {
+            Some((tsval, tsecr)) if mode != Mode::Seq => {
+                let epoch = f.epoch;
+                if tsval != 0
+                    && (p.payload > 0 || p.flags & flags::SYN != 0)
+                    && !p.to_local
+                    && (f.flags[d] & TS_SEEN == 0
+                        || (tsval.wrapping_sub(f.ts_last[d]) as i32) > 0)
+                {
+                    f.ts_last[d] = tsval;
+                    f.flags[d] |= TS_SEEN;
+                    let entry = TsEntry {
+                        key: ts_key(id, d, tsval),
+                        epoch,
+                        t: now,
+                        fbytes: f.bytes[d],
+                        dbytes: f.bytes_dep[d],
+                    };
+                    self.stamp(entry, now);
+                }
+                if p.flags & flags::ACK == 0 || tsecr == 0 {
+                    return None;
+                }
+                let k = ts_key(id, d ^ 1, tsecr);
+                let Ok(o) = self.ts.find_entry(ts_hash(k), |e| e.key == k) else {
+                    return None;
+                };
+                let (e, _) = o.remove();
+                if e.epoch != epoch {
+                    return None;
+                }
+                if now < e.t {
+                    self.counters.backwards += 1;
+                    return None;
+                }
+                if now - e.t > self.cfg.tsval_max_age_ns {
+                    self.counters.expired += 1;
+                    return None;
+                }
+                ((e.t, e.fbytes, e.dbytes), Method::Ts)
+            }
+            None if mode == Mode::Ts => return None,
+            _ => {
+                f.seq[d].on_send(p.seq, p.seg_len, now);
+                if p.flags & flags::ACK == 0 {
+                    return None;
+                }
+                let t = f.seq[d ^ 1].on_ack(p.ack)?;
+                if now < t {
+                    self.counters.backwards += 1;
+                    return None;
+                }
+                ((t, f.bytes[d ^ 1], f.bytes_dep[d ^ 1]), Method::Seq)
+            }
+        };
+        let (t, fbytes, dbytes) = start;
+        let rtt = now - t;
+        match method {
+            Method::Ts => self.counters.ts_samples += 1,
+            Method::Seq => self.counters.seq_samples += 1,
+        }
+        let f = &mut self.flows[i];
+        let pbytes = f.bytes[d] - f.lst_bytes[d];
+        f.lst_bytes[d] = f.bytes[d];
+        f.bytes_dep[d ^ 1] = fbytes;
+        let s = self.stats_of(i);
+        let st = &mut self.stats[s][d];
+        st.add(rtt);
+        Some(Sample {
+            ts: now,
+            rtt,
+            min: st.min,
+            method,
+            id,
+            key: *key,
+            side,
+            fbytes,
+            dbytes,
+            pbytes,
+        })
+    }
+
+    /// The summary of flow `id`, which has ended; its statistics are released.
+    pub fn retire(&mut self, id: FlowId) -> RttSummary {
+        let Some(f) = self.flows.get_mut(id.0 as usize) else {
+            return RttSummary::default();
+        };
+        let s = std::mem::take(&mut f.stats);
+        if s == 0 {
+            return RttSummary::default();
+        }
+        let st = &mut self.stats[s as usize - 1];
+        let out = RttSummary { sides: [st[0].summary(), st[1].summary()] };
+        *st = Default::default();
+        self.free_stats.push(s - 1);
+        out
+    }
+
+    fn reset(&mut self, i: usize) {
+        let f = &mut self.flows[i];
+        let epoch = f.epoch.wrapping_add(1);
+        if f.stats != 0 {
+            let s = f.stats as usize - 1;
+            self.stats[s] = Default::default();
+            self.free_stats.push(s as u32);
+        }
+        *f = FlowRtt { epoch, ..FlowRtt::default() };
+    }
+
+    fn stats_of(&mut self, i: usize) -> usize {
+        let f = &mut self.flows[i];
+        if f.stats == 0 {
+            let s = match self.free_stats.pop() {
+                Some(s) => s as usize,
+                None => {
+                    self.stats.push(Default::default());
+                    self.stats.len() - 1
+                }
+            };
+            f.stats = s as u32 + 1;
+        }
+        f.stats as usize - 1
+    }
+
+    /// Records a TSval (replacing a stale entry with the same key).
+    fn stamp(&mut self, entry: TsEntry, now: u64) {
+        if self.ts.len() >= self.cfg.max_tsvals {
+            self.sweep(now);
+            if self.ts.len() >= self.cfg.max_tsvals {
+                self.counters.table_full += 1;
+                return;
+            }
+        }
+        let h = ts_hash(entry.key);
+        match self.ts.entry(h, |e| e.key == entry.key, |e| ts_hash(e.key)) {
+            hashbrown::hash_table::Entry::Occupied(mut o) => *o.get_mut() = entry,
+            hashbrown::hash_table::Entry::Vacant(v) => {
+                v.insert(entry);
+            }
+        }
+    }
+
+    /// Drops entries past the maximum age or left by ended flows; runs once per maximum age of
+    /// capture time (and when the table is full).
+    fn sweep(&mut self, now: u64) {
+        let max_age = self.cfg.tsval_max_age_ns;
+        let flows = &self.flows;
+        self.ts.retain(|e| {
+            let current = flows.get((e.key >> 33) as usize).is_some_and(|f| f.epoch == e.epoch);
+            current && now.saturating_sub(e.t) <= max_age
+        });
+        self.next_sweep = now.saturating_add(max_age.max(1));
+    }
+}
+
+#[cfg(test)]
+mod tests;
