@@ -582,24 +582,24 @@ pub fn run_pping(
                 }
             }
             s.tracked += 1;
-            let step = pping.packet(
-                frame.ts.secs() as i64,
-                frame.ts.subsec_micros(),
-                view,
-            );
-            if let Some(secs) = step.first {
+            let step = pping.packet(frame.ts.secs() as i64, frame.ts.subsec_micros(), &view);
+            if step.first
+                && let Some(secs) = pping.first_secs()
+            {
                 on(CompatEvent::First(secs))?;
             }
-            if let Some(x) = &step.sample {
+            if step.sample
+                && let Some(x) = pping.sample()
+            {
                 s.samples += 1;
                 on(CompatEvent::Sample(x))?;
             }
-            if let Some((c, secs)) = step.stop {
-                on(CompatEvent::Stop(c, secs))?;
+            if step.stop {
+                on(CompatEvent::Stop(pping.reported(), pping.elapsed()))?;
                 break 'run;
             }
-            if let Some(c) = step.summary {
-                on(CompatEvent::Summary(c))?;
+            if step.summary {
+                on(CompatEvent::Summary(pping.reported()))?;
             }
         }
         progress(capture.position());

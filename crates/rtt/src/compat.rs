@@ -218,17 +218,19 @@ pub struct CompatCounters {
     pub not_tcp: u64,
 }
 
-/// What happened around one packet besides its sample.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+/// What one packet led to; the details are read from [`PpingCompat`]'s accessors (kept small,
+/// since it is returned for every packet).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CompatStep {
-    /// The sample the packet produced.
-    pub sample: Option<CompatSample>,
-    /// This packet was the first usable one, at these whole seconds ("First packet at").
-    pub first: Option<i64>,
-    /// An interval summary is due, with these counters.
-    pub summary: Option<CompatCounters>,
-    /// `-c` or `-s` was reached: stop after this packet, with these counters and seconds.
-    pub stop: Option<(CompatCounters, f64)>,
+    /// The packet produced a sample: [`PpingCompat::sample`].
+    pub sample: bool,
+    /// The packet was the first usable one: [`PpingCompat::first_secs`] ("First packet at").
+    pub first: bool,
+    /// An interval summary is due: [`PpingCompat::reported`].
+    pub summary: bool,
+    /// `-c` or `-s` was reached: stop after this packet ([`PpingCompat::reported`],
+    /// [`PpingCompat::elapsed`]).
+    pub stop: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -299,6 +301,8 @@ pub struct PpingCompat {
     next_sum: f64,
     next_clean: f64,
     counters: CompatCounters,
+    reported: CompatCounters,
+    last: Option<CompatSample>,
 }
 
 impl PpingCompat {
@@ -318,6 +322,8 @@ impl PpingCompat {
             next_sum: 0.0,
             next_clean: 0.0,
             counters: CompatCounters::default(),
+            reported: CompatCounters::default(),
+            last: None,
         }
     }
 
@@ -328,9 +334,10 @@ impl PpingCompat {
 
     /// One delivered frame (anything but [`CompatView::Filtered`], which pping never sees),
     /// captured at `secs` and `micros`; then pping's stop, summary and clean-up checks.
-    pub fn packet(&mut self, secs: i64, micros: u32, view: CompatView) -> CompatStep {
+    #[inline]
+    pub fn packet(&mut self, secs: i64, micros: u32, view: &CompatView) -> CompatStep {
         let mut step = CompatStep::default();
-        if view == CompatView::Filtered {
+        if *view == CompatView::Filtered {
             return step;
         }
         step.sample = self.process(secs, micros, view, &mut step.first);
@@ -338,12 +345,14 @@ impl PpingCompat {
         if (c.seconds > 0.0 && self.cap_tm - self.startm >= c.seconds)
             || (c.count > 0 && self.counters.packets >= c.count)
         {
-            step.stop = Some((self.counters(), self.cap_tm - self.startm));
+            step.stop = true;
+            self.reported = self.counters();
             return step;
         }
         if self.cap_tm >= self.next_sum && c.sum_int != 0.0 {
             if self.next_sum > 0.0 {
-                step.summary = Some(self.counters());
+                step.summary = true;
+                self.reported = self.counters();
                 self.counters = CompatCounters::default();
             }
             self.next_sum = self.cap_tm + c.sum_int;
@@ -355,39 +364,53 @@ impl PpingCompat {
         step
     }
 
+    /// The sample of the last packet whose step said so.
+    pub fn sample(&self) -> Option<&CompatSample> {
+        self.last.as_ref()
+    }
+
+    /// Whole seconds of the first usable packet.
+    pub fn first_secs(&self) -> Option<i64> {
+        self.off_tm
+    }
+
+    /// The counters of the last summary or stop.
+    pub fn reported(&self) -> CompatCounters {
+        self.reported
+    }
+
+    /// Capture seconds since the first usable packet (pping's "Captured N packets in T").
+    pub fn elapsed(&self) -> f64 {
+        self.cap_tm - self.startm
+    }
+
     /// The counters as pping's summary line shows them.
     pub fn counters(&self) -> CompatCounters {
         CompatCounters { flows: self.flow_cnt, ..self.counters }
     }
 
-    fn process(
-        &mut self,
-        secs: i64,
-        micros: u32,
-        view: CompatView,
-        first: &mut Option<i64>,
-    ) -> Option<CompatSample> {
+    /// pping's `process_packet`; true when it printed a sample (kept in `self.last`).
+    #[inline]
+    fn process(&mut self, secs: i64, micros: u32, view: &CompatView, first: &mut bool) -> bool {
         self.counters.packets += 1;
         let p = match view {
             CompatView::Usable(p) => p,
             CompatView::NotTcp => {
                 self.counters.not_tcp += 1;
-                return None;
+                return false;
             }
             CompatView::NoTs => {
                 self.counters.no_ts += 1;
-                return None;
+                return false;
             }
-            CompatView::Skip | CompatView::Filtered => return None,
+            CompatView::Skip | CompatView::Filtered => return false,
         };
         let off_tm = match self.off_tm {
             None => {
                 self.off_tm = Some(secs);
                 self.startm = f64::from(micros) * 1e-6;
                 self.cap_tm = self.startm;
-                if self.cfg.sum_int != 0.0 {
-                    *first = Some(secs);
-                }
+                *first = self.cfg.sum_int != 0.0;
                 secs
             }
             Some(off) => {
@@ -407,7 +430,7 @@ impl PpingCompat {
             Some(c) if self.conns[c as usize].dirs[dir].alive => c,
             _ => {
                 if self.flow_cnt > self.cfg.max_flows {
-                    return None;
+                    return false;
                 }
                 let c = match found {
                     Some(c) => c,
@@ -427,7 +450,7 @@ impl PpingCompat {
         d.last_tm = cap_tm;
         if !d.rev_flow {
             self.counters.uni_dir += 1;
-            return None;
+            return false;
         }
         let arr_fwd = d.bytes_snt + f64::from(p.pdu_size);
         d.bytes_snt = arr_fwd;
@@ -447,9 +470,9 @@ impl PpingCompat {
             }
         }
         let k = ts_key(ci, other, p.tsecr);
-        let e = self.ts.find_mut(ts_hash(k), |e| e.key == k)?;
+        let Some(e) = self.ts.find_mut(ts_hash(k), |e| e.key == k) else { return false };
         if e.t <= 0.0 {
-            return None;
+            return false;
         }
         let t = e.t;
         e.t = -t;
@@ -468,7 +491,7 @@ impl PpingCompat {
         if conn.dirs[other].alive {
             conn.dirs[other].bytes_dep = fbytes;
         }
-        Some(CompatSample {
+        self.last = Some(CompatSample {
             cap_tm,
             off_tm,
             secs,
@@ -479,7 +502,8 @@ impl PpingCompat {
             pbytes,
             key: p.key,
             side: p.side,
-        })
+        });
+        true
     }
 
     fn new_conn(&mut self, key: FlowKey, hash: u64) -> u32 {
