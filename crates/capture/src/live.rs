@@ -46,7 +46,9 @@ pub enum LiveError {
     #[error("interface '{0}' does not exist")]
     NoInterface(String),
     /// The process lacks the capability to open packet sockets.
-    #[error("capturing on '{0}' needs CAP_NET_RAW (run as root, or `setcap cap_net_raw+ep` on the binary)")]
+    #[error(
+        "capturing on '{0}' needs CAP_NET_RAW (run as root, or `setcap cap_net_raw+ep` on the binary)"
+    )]
     Permission(String),
     /// Another system call failed.
     #[error("capturing on '{iface}': {what}: {err}")]
@@ -314,7 +316,12 @@ impl Ring {
 
     /// Fills `out` with up to `max` packets of the current block (waiting up to `timeout_ms`
     /// for one); returns with `out` empty on timeout.
-    pub(crate) fn next(&mut self, max: usize, timeout_ms: i32, out: &mut Vec<RingFrame>) -> io::Result<()> {
+    pub(crate) fn next(
+        &mut self,
+        max: usize,
+        timeout_ms: i32,
+        out: &mut Vec<RingFrame>,
+    ) -> io::Result<()> {
         out.clear();
         loop {
             if let Some((left, off)) = self.held {
@@ -363,8 +370,11 @@ impl Ring {
                 self.held = Some((n, first));
                 continue;
             }
-            let mut pfd =
-                libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN | libc::POLLERR, revents: 0 };
+            let mut pfd = libc::pollfd {
+                fd: self.fd.as_raw_fd(),
+                events: libc::POLLIN | libc::POLLERR,
+                revents: 0,
+            };
             // SAFETY: one valid pollfd.
             let rc = unsafe { libc::poll(&mut pfd, 1, timeout_ms) };
             if rc < 0 {

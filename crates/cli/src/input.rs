@@ -52,7 +52,8 @@ pub(crate) fn open(
         let mut cfg = LiveConfig { snaplen: live.snaplen, promisc: live.promisc, program: None };
         if let Some(f) = filter {
             let link = rampart_capture::live::interface_link(iface).unwrap_or(LinkType::Ethernet);
-            cfg.program = Some(f.kernel_program(link, live.snaplen).map_err(|e| Fail(e.to_string(), 2))?);
+            cfg.program =
+                Some(f.kernel_program(link, live.snaplen).map_err(|e| Fail(e.to_string(), 2))?);
         }
         return Capture::live(iface, &cfg).map_err(|e| Fail(e.to_string(), 2));
     }

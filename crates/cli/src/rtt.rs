@@ -278,11 +278,9 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
 /// pping's summary line: `N flows, M packets, ` then the non-zero counters.
 fn pping_summary(c: &CompatCounters) -> String {
     let mut s = format!("{} flows, {} packets, ", c.flows, c.packets);
-    for (v, name) in [
-        (c.no_ts, " no TS opt, "),
-        (c.uni_dir, " uni-directional, "),
-        (c.not_tcp, " not TCP, "),
-    ] {
+    for (v, name) in
+        [(c.no_ts, " no TS opt, "), (c.uni_dir, " uni-directional, "), (c.not_tcp, " not TCP, ")]
+    {
         if v > 0 {
             s.push_str(&format!("{v}{name}"));
         }

@@ -10,9 +10,14 @@ fn dependencies_point_one_way() {
         ("rampart-wire", &[][..]),
         ("rampart-capture", &["rampart-wire"][..]),
         ("rampart-flow", &["rampart-wire"][..]),
-        ("rampart-export", &["rampart-wire", "rampart-flow"][..]),
-        ("rampart-engine", &["rampart-wire", "rampart-capture", "rampart-flow"][..]),
-        ("rampart", &["rampart-capture", "rampart-engine", "rampart-export", "rampart-flow"][..]),
+        ("rampart-rtt", &["rampart-wire", "rampart-flow"][..]),
+        ("rampart-export", &["rampart-wire", "rampart-flow", "rampart-rtt"][..]),
+        ("rampart-engine", &["rampart-wire", "rampart-capture", "rampart-flow", "rampart-rtt"][..]),
+        (
+            "rampart",
+            &["rampart-capture", "rampart-engine", "rampart-export", "rampart-flow", "rampart-rtt"]
+                [..],
+        ),
     ]);
     let out = Command::new(env!("CARGO"))
         .args(["metadata", "--format-version", "1", "--no-deps", "--offline"])

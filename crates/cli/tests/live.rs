@@ -46,7 +46,12 @@ fn rtt_on_a_live_interface_sees_the_injected_delay() {
         return skip("not root (it creates network namespaces and needs CAP_NET_RAW)");
     }
     for tool in ["ip", "ethtool", "python3", "curl"] {
-        if !Command::new("which").arg(tool).stdout(Stdio::null()).status().is_ok_and(|s| s.success()) {
+        if !Command::new("which")
+            .arg(tool)
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+        {
             return skip(&format!("{tool} is not installed"));
         }
     }
@@ -120,8 +125,5 @@ fn rtt_on_a_live_interface_sees_the_injected_delay() {
     assert!(samples.iter().all(|v| v["src"] == "10.231.0.2"), "{samples:?}");
     let floor = samples.iter().map(|v| v["rtt"].as_f64().unwrap()).fold(f64::MAX, f64::min);
     let want = f64::from(2 * HALF_MS) / 1000.0;
-    assert!(
-        floor >= want && floor < want + 0.010,
-        "lowest RTT {floor:.6} s, delay {want} s"
-    );
+    assert!(floor >= want && floor < want + 0.010, "lowest RTT {floor:.6} s, delay {want} s");
 }

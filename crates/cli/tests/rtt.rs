@@ -177,7 +177,9 @@ fn by_src(json: &str) -> BTreeMap<String, Vec<f64>> {
         for k in ["proto", "src", "dst", "method"] {
             assert!(v[k].is_string(), "{k} in {line}");
         }
-        m.entry(v["src"].as_str().unwrap().to_owned()).or_default().push(v["rtt"].as_f64().unwrap());
+        m.entry(v["src"].as_str().unwrap().to_owned())
+            .or_default()
+            .push(v["rtt"].as_f64().unwrap());
     }
     for v in m.values_mut() {
         v.sort_by(f64::total_cmp);
@@ -191,7 +193,13 @@ fn default_mode_floors_match_the_injected_delays_without_think_time() {
     // .3 and .4 are 5, 20 and 80 ms away (see samples/README.md). The delay bridge adds up to
     // about 0.6 ms.
     let m = by_src(&stdout(&["rtt", "--format", "json", "-q", "-r", &sample()]));
-    for (host, ms) in [("10.77.0.1", 4.0), ("10.77.0.2", 5.0), ("10.77.0.3", 20.0), ("10.77.0.4", 80.0), ("fd77::1", 4.0)] {
+    for (host, ms) in [
+        ("10.77.0.1", 4.0),
+        ("10.77.0.2", 5.0),
+        ("10.77.0.3", 20.0),
+        ("10.77.0.4", 80.0),
+        ("fd77::1", 4.0),
+    ] {
         let v = &m[host];
         let floor = v[0] * 1e3;
         assert!(floor >= ms && floor < ms + 0.7, "{host}: floor {floor} ms, delay {ms} ms");
@@ -245,7 +253,7 @@ fn summaries_give_each_direction_s_min_median_and_max() {
                 v["rtt_dst_median"].as_f64().unwrap(),
                 v["rtt_dst_max"].as_f64().unwrap(),
             );
-            assert!(min >= 0.080 && min < 0.0807 && min <= med && med <= max, "{line}");
+            assert!((0.080..0.0807).contains(&min) && min <= med && med <= max, "{line}");
             seen += 1;
         }
     }
@@ -258,7 +266,9 @@ fn summaries_give_each_direction_s_min_median_and_max() {
         .filter(|v| v["dst"] == "10.77.0.4" && v["proto"] == "tcp")
         .collect();
     assert!(!to4.is_empty());
-    assert!(to4.iter().any(|v| v["rtt_dst_min"].as_f64().is_some_and(|m| (0.080..0.0807).contains(&m))));
+    assert!(
+        to4.iter().any(|v| v["rtt_dst_min"].as_f64().is_some_and(|m| (0.080..0.0807).contains(&m)))
+    );
     assert!(to4.iter().all(|v| v["rtt_src_count"].is_number()));
 }
 
@@ -267,7 +277,8 @@ fn filter_expressions_go_through_libpcap() {
     let out = stdout(&["rtt", "-m", "-q", "-f", "host 10.77.0.4", "-r", &sample()]);
     assert!(!out.is_empty());
     assert!(out.lines().all(|l| l.contains("10.77.0.4")), "{out}");
-    let c = stdout(&["rtt", "--compat", "pping", "-m", "-q", "-f", "host 10.77.0.4", "-r", &sample()]);
+    let c =
+        stdout(&["rtt", "--compat", "pping", "-m", "-q", "-f", "host 10.77.0.4", "-r", &sample()]);
     assert!(!c.is_empty() && c.lines().all(|l| l.contains("10.77.0.4")));
     let bad = rampart(&["rtt", "-f", "tcp and port", "-r", &sample()]);
     assert_eq!(bad.status.code(), Some(2));

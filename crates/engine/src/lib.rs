@@ -285,8 +285,7 @@ impl FlowStage {
                     // reused (the new flow may have taken one of them).
                     retire(&self.table, rtt, &mut self.summaries);
                     if let Some(Some(input)) = self.tcp.get(j)
-                        && let Some(sample) =
-                            rtt.observe(t.id, t.new, &p.key, p.side, p.ts, input)
+                        && let Some(sample) = rtt.observe(t.id, t.new, &p.key, p.side, p.ts, input)
                         && self.emit
                     {
                         self.samples.push(sample);
@@ -382,7 +381,12 @@ fn filtered<'a, 'f>(
 /// How many of `frames` to take so that the run stops after `count` packets or `seconds` of
 /// capture time from `first` (the packet reaching the limit is included, as tcpdump and pping
 /// do); `true` when the limit was reached.
-fn limit(frames: &[Frame<'_>], count_left: u64, seconds: Option<f64>, first: &mut Option<u64>) -> (usize, bool) {
+fn limit(
+    frames: &[Frame<'_>],
+    count_left: u64,
+    seconds: Option<f64>,
+    first: &mut Option<u64>,
+) -> (usize, bool) {
     let mut n = 0;
     for f in frames {
         if n as u64 == count_left {
@@ -426,9 +430,7 @@ pub fn run(
             s.interrupted = true;
             break;
         }
-        if live
-            && cfg.seconds.is_some_and(|sec| started.elapsed().as_secs_f64() >= sec)
-        {
+        if live && cfg.seconds.is_some_and(|sec| started.elapsed().as_secs_f64() >= sec) {
             break;
         }
         let left = cfg.count.map_or(u64::MAX, |c| c - passed);
@@ -536,10 +538,7 @@ pub fn run_pping(
             s.interrupted = true;
             break;
         }
-        if live
-            && cfg.seconds > 0.0
-            && started.elapsed().as_secs_f64() >= cfg.seconds
-        {
+        if live && cfg.seconds > 0.0 && started.elapsed().as_secs_f64() >= cfg.seconds {
             break;
         }
         let batch = match capture.next_batch(256) {

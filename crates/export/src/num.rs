@@ -138,7 +138,11 @@ pub fn slot_addr(l: &mut Vec<u8>, family: u8, a: &[u8; 16]) {
 
 /// The address in a key slot as a std address.
 pub fn slot_ip(family: u8, a: &[u8; 16]) -> std::net::IpAddr {
-    if family == 4 { Ipv4Addr::new(a[0], a[1], a[2], a[3]).into() } else { Ipv6Addr::from(*a).into() }
+    if family == 4 {
+        Ipv4Addr::new(a[0], a[1], a[2], a[3]).into()
+    } else {
+        Ipv6Addr::from(*a).into()
+    }
 }
 
 #[cfg(test)]

@@ -222,7 +222,8 @@ impl<W: Write> RttWriter<W> {
                     l.extend_from_slice(b" n=");
                     int(l, d.count);
                     if d.count > 0 {
-                        for (k, v) in [(&b" min="[..], d.min), (b" med=", d.median), (b" max=", d.max)]
+                        for (k, v) in
+                            [(&b" min="[..], d.min), (b" med=", d.median), (b" max=", d.max)]
                         {
                             l.extend_from_slice(k);
                             let at = l.len();
@@ -290,7 +291,8 @@ pub(crate) fn summary_json(l: &mut Vec<u8>, src: DirSummary, dst: DirSummary) {
         l.extend_from_slice(b"_count\":");
         int(l, d.count);
         if d.count > 0 {
-            for (k, v) in [(&b"_min\":"[..], d.min), (b"_median\":", d.median), (b"_max\":", d.max)] {
+            for (k, v) in [(&b"_min\":"[..], d.min), (b"_median\":", d.median), (b"_max\":", d.max)]
+            {
                 l.extend_from_slice(b",\"rtt_");
                 l.extend_from_slice(name);
                 l.extend_from_slice(k);
@@ -320,7 +322,15 @@ mod tests {
     use rampart_flow::KeyKind;
 
     fn key() -> (FlowKey, Side) {
-        FlowKey::new([10, 77, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 5201, [10, 77, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 41466, 6, 4, KeyKind::Ports)
+        FlowKey::new(
+            [10, 77, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            5201,
+            [10, 77, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+            41466,
+            6,
+            4,
+            KeyKind::Ports,
+        )
     }
 
     fn compat(format: RttFormat) -> String {

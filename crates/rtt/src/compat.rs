@@ -313,7 +313,7 @@ impl PpingCompat {
             conns: Vec::new(),
             free: Vec::new(),
             index: HashTable::new(),
-            hasher: foldhash::fast::FixedState::with_seed(0x7070_696e_67),
+            hasher: foldhash::fast::FixedState::with_seed(0x0070_7069_6e67),
             ts: HashTable::with_capacity(1 << 12),
             flow_cnt: 0,
             off_tm: None,
@@ -529,7 +529,8 @@ impl PpingCompat {
         let max_age = self.cfg.tsval_max_age;
         let conns = &mut self.conns;
         self.ts.retain(|e| {
-            let keep = !(n - e.t.abs() > max_age);
+            // pping removes when `n - |t| > max_age`; NaN never occurs (times are finite).
+            let keep = (n - e.t.abs()).partial_cmp(&max_age) != Some(std::cmp::Ordering::Greater);
             if !keep {
                 conns[(e.key >> 33) as usize].refs -= 1;
             }

@@ -173,7 +173,7 @@ pub struct RttStats {
     pub seq_samples: u64,
     /// TSvals not timestamped because the table was full.
     pub table_full: u64,
-    /// Echoes that found an entry older than the maximum age.
+    /// Echoes that found an entry older than the maximum age (before a sweep removed it).
     pub expired: u64,
     /// Echoes matched to an entry stamped later than themselves (capture time going back).
     pub backwards: u64,
@@ -310,8 +310,7 @@ impl RttStage {
                 if tsval != 0
                     && (p.payload > 0 || p.flags & flags::SYN != 0)
                     && !p.to_local
-                    && (f.flags[d] & TS_SEEN == 0
-                        || (tsval.wrapping_sub(f.ts_last[d]) as i32) > 0)
+                    && (f.flags[d] & TS_SEEN == 0 || (tsval.wrapping_sub(f.ts_last[d]) as i32) > 0)
                 {
                     f.ts_last[d] = tsval;
                     f.flags[d] |= TS_SEEN;

@@ -1,0 +1,185 @@
+//! The default mode's rules, one test each.
+
+use super::*;
+use rampart_flow::KeyKind;
+use rampart_wire::tcp::flags::{ACK, FIN, SYN};
+
+fn key() -> FlowKey {
+    let mut a = [0u8; 16];
+    a[..4].copy_from_slice(&[10, 0, 0, 1]);
+    let mut b = [0u8; 16];
+    b[..4].copy_from_slice(&[10, 0, 0, 2]);
+    FlowKey::new(a, 40000, b, 80, 6, 4, KeyKind::Ports).0
+}
+
+fn pkt(flags: u16, ts: Option<(u32, u32)>, seq: u32, ack: u32, payload: u32) -> RttInput {
+    let syn_fin = u32::from(flags & SYN != 0) + u32::from(flags & FIN != 0);
+    RttInput {
+        ts,
+        seq,
+        ack,
+        flags,
+        seg_len: payload + syn_fin,
+        payload,
+        wire_len: 66 + payload,
+        to_local: false,
+    }
+}
+
+/// Runs (ms, side, packet) through one flow; returns (ms of the sample, rtt ms, method).
+fn run(mode: Mode, pkts: &[(u64, Side, RttInput)]) -> Vec<(u64, f64, Method)> {
+    let mut st = RttStage::new(RttConfig { mode, ..RttConfig::default() });
+    let k = key();
+    let mut out = Vec::new();
+    for (i, (ms, side, p)) in pkts.iter().enumerate() {
+        if let Some(s) = st.observe(FlowId(3), i == 0, &k, *side, ms * 1_000_000, p) {
+            assert_eq!(s.side, *side, "the sample names the packet carrying the echo");
+            out.push((*ms, s.rtt as f64 / 1e6, s.method));
+        }
+    }
+    out
+}
+
+use Side::{A, B};
+
+#[test]
+fn pure_acks_are_not_timestamped() {
+    let got = run(
+        Mode::Ts,
+        &[
+            (0, A, pkt(ACK, Some((10, 1)), 0, 0, 0)), // pure ACK: not stamped
+            (5, B, pkt(ACK, Some((90, 10)), 0, 0, 100)), // echoes 10: nothing to match
+            (6, A, pkt(ACK, Some((11, 90)), 0, 0, 0)), // echoes 90 (data): 1 ms
+        ],
+    );
+    assert_eq!(got, vec![(6, 1.0, Method::Ts)]);
+}
+
+#[test]
+fn echoes_need_the_ack_flag_and_match_once() {
+    let got = run(
+        Mode::Ts,
+        &[
+            (0, A, pkt(ACK, Some((10, 1)), 0, 0, 100)),
+            (2, B, pkt(0x08, Some((90, 10)), 0, 0, 0)), // no ACK flag: no match
+            (3, B, pkt(ACK, Some((91, 10)), 0, 0, 0)),  // 3 ms, entry deleted
+            (4, B, pkt(ACK, Some((92, 10)), 0, 0, 0)),  // nothing left
+        ],
+    );
+    assert_eq!(got, vec![(3, 3.0, Method::Ts)]);
+}
+
+#[test]
+fn only_a_newer_tsval_is_timestamped() {
+    let got = run(
+        Mode::Ts,
+        &[
+            (0, A, pkt(ACK, Some((10, 1)), 0, 0, 100)),
+            (1, A, pkt(ACK, Some((10, 1)), 100, 0, 100)), // same TSval: first one stays
+            (2, A, pkt(ACK, Some((9, 1)), 200, 0, 100)),  // older: ignored
+            (5, B, pkt(ACK, Some((90, 10)), 0, 300, 0)),
+            (6, B, pkt(ACK, Some((91, 9)), 0, 300, 0)),
+        ],
+    );
+    assert_eq!(got, vec![(5, 5.0, Method::Ts)]);
+}
+
+#[test]
+fn the_handshake_is_timed_by_its_syns() {
+    let got = run(
+        Mode::Ts,
+        &[
+            (0, A, pkt(SYN, Some((10, 0)), 0, 0, 0)),
+            (20, B, pkt(SYN | ACK, Some((90, 10)), 500, 1, 0)),
+            (21, A, pkt(ACK, Some((11, 90)), 1, 501, 0)),
+        ],
+    );
+    assert_eq!(got, vec![(20, 20.0, Method::Ts), (21, 1.0, Method::Ts)]);
+}
+
+#[test]
+fn hybrid_falls_back_to_seq_ack_without_timestamps() {
+    let pkts = [
+        (0, A, pkt(SYN, None, 1000, 0, 0)),
+        (20, B, pkt(SYN | ACK, None, 5000, 1001, 0)),
+        (21, A, pkt(ACK, None, 1001, 5001, 0)),
+        (22, A, pkt(ACK, None, 1001, 5001, 500)),
+        (42, B, pkt(ACK, None, 5001, 1501, 0)),
+    ];
+    let got = run(Mode::Hybrid, &pkts);
+    assert_eq!(got, vec![(20, 20.0, Method::Seq), (21, 1.0, Method::Seq), (42, 20.0, Method::Seq)]);
+    assert!(run(Mode::Ts, &pkts).is_empty());
+}
+
+#[test]
+fn karn_skips_retransmitted_segments() {
+    let got = run(
+        Mode::Seq,
+        &[
+            (0, A, pkt(ACK, None, 1000, 1, 500)),
+            (200, A, pkt(ACK, None, 1000, 1, 500)), // retransmission
+            (210, B, pkt(ACK, None, 1, 1500, 0)),   // ambiguous: no sample
+            (211, A, pkt(ACK, None, 1500, 1, 100)),
+            (221, B, pkt(ACK, None, 1, 1600, 0)),
+        ],
+    );
+    assert_eq!(got, vec![(221, 10.0, Method::Seq)]);
+}
+
+#[test]
+fn a_new_flow_in_a_reused_slot_does_not_see_old_entries() {
+    let mut st = RttStage::new(RttConfig::default());
+    let k = key();
+    let data = pkt(ACK, Some((10, 1)), 0, 0, 100);
+    assert!(st.observe(FlowId(3), true, &k, A, 0, &data).is_none());
+    let s = st.retire(FlowId(3));
+    assert_eq!(s.sides, [DirSummary::default(); 2]);
+    // The slot now holds another flow: its echo of TSval 10 must not match.
+    let echo = pkt(ACK, Some((90, 10)), 0, 0, 0);
+    assert!(st.observe(FlowId(3), true, &k, B, 1_000_000, &echo).is_none());
+}
+
+#[test]
+fn summaries_count_each_side() {
+    let mut st = RttStage::new(RttConfig::default());
+    let k = key();
+    for (i, ms) in [3u64, 5, 4].into_iter().enumerate() {
+        let t = i as u64 * 100;
+        let tsval = 10 + i as u32;
+        let _ = st.observe(
+            FlowId(0),
+            i == 0,
+            &k,
+            A,
+            t * 1_000_000,
+            &pkt(ACK, Some((tsval, 1)), 0, 0, 10),
+        );
+        let s = st.observe(
+            FlowId(0),
+            false,
+            &k,
+            B,
+            (t + ms) * 1_000_000,
+            &pkt(ACK, Some((90, tsval)), 0, 0, 0),
+        );
+        assert!(s.is_some());
+    }
+    let sum = st.retire(FlowId(0));
+    assert_eq!(sum.sides[0], DirSummary::default());
+    let b = sum.sides[1];
+    assert_eq!((b.count, b.min, b.max), (3, 3_000_000, 5_000_000));
+    assert!(b.median.abs_diff(4_000_000) <= 4_000_000 / 32);
+}
+
+#[test]
+fn expired_tsvals_do_not_match() {
+    let mut st =
+        RttStage::new(RttConfig { tsval_max_age_ns: 1_000_000_000, ..RttConfig::default() });
+    let k = key();
+    let _ = st.observe(FlowId(0), true, &k, A, 0, &pkt(ACK, Some((10, 1)), 0, 0, 10));
+    assert!(
+        st.observe(FlowId(0), false, &k, B, 1_500_000_000, &pkt(ACK, Some((90, 10)), 0, 0, 0))
+            .is_none()
+    );
+    assert_eq!(st.ts_entries(), 0, "the sweep removed it");
+}
