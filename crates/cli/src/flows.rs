@@ -58,7 +58,8 @@ pub(crate) struct Args {
     live: LiveArgs,
 }
 
-fn parse_timeout(s: &str) -> Result<f64, String> {
+/// A positive number of seconds (below 10^9).
+pub(crate) fn parse_timeout(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 && v < 1e9 => Ok(v),
         _ => Err(format!("'{s}' is not a positive number of seconds")),

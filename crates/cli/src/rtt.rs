@@ -54,7 +54,7 @@ pub(crate) struct Args {
     #[arg(short = 'c', long, value_name = "COUNT")]
     count: Option<u64>,
     /// Stop after this many seconds (capture time from the first packet; wall time live).
-    #[arg(short = 's', long, value_name = "SECONDS", value_parser = positive)]
+    #[arg(short = 's', long, value_name = "SECONDS", value_parser = crate::flows::parse_timeout)]
     seconds: Option<f64>,
     /// Machine-readable output (pping's `-m`); same as `--format machine`.
     #[arg(short = 'm', long)]
@@ -72,10 +72,10 @@ pub(crate) struct Args {
     #[arg(long = "sumInt", value_name = "SECONDS", default_value_t = 10.0, value_parser = non_negative)]
     sum_int: f64,
     /// Unmatched TSvals older than this many seconds are forgotten.
-    #[arg(long = "tsvalMaxAge", value_name = "SECONDS", default_value_t = 10.0, value_parser = positive)]
+    #[arg(long = "tsvalMaxAge", value_name = "SECONDS", default_value_t = 10.0, value_parser = crate::flows::parse_timeout)]
     tsval_max_age: f64,
     /// Flows idle longer than this many seconds are forgotten.
-    #[arg(long = "flowMaxIdle", value_name = "SECONDS", default_value_t = 300.0, value_parser = positive)]
+    #[arg(long = "flowMaxIdle", value_name = "SECONDS", default_value_t = 300.0, value_parser = crate::flows::parse_timeout)]
     flow_max_idle: f64,
     /// Also time packets addressed to the capturing host (live capture).
     #[arg(short = 'l', long = "showLocal")]
@@ -95,13 +95,6 @@ pub(crate) struct Args {
     max_flows: u64,
     #[command(flatten)]
     live: LiveArgs,
-}
-
-fn positive(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 && v < 1e9 => Ok(v),
-        _ => Err(format!("'{s}' is not a positive number of seconds")),
-    }
 }
 
 fn non_negative(s: &str) -> Result<f64, String> {

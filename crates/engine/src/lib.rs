@@ -130,6 +130,19 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// Parses a frame, counting it, its bytes and its parse problem if any.
+    #[inline]
+    fn parse(&mut self, frame: &Frame<'_>) -> PacketMeta {
+        self.packets += 1;
+        self.wire_bytes += u64::from(frame.origlen);
+        self.captured_bytes += u64::from(frame.caplen());
+        let meta = PacketMeta::parse(frame.link, frame.data);
+        if let Some(i) = meta.status.problem_index() {
+            self.problems[i] += 1;
+        }
+        meta
+    }
+
     /// Parse problems with a non-zero count, by name.
     pub fn problems(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
         self.problems
@@ -231,13 +244,7 @@ impl FlowStage {
         self.tcp.clear();
         let rtt_on = self.rtt.is_some();
         for frame in frames {
-            s.packets += 1;
-            s.wire_bytes += u64::from(frame.origlen);
-            s.captured_bytes += u64::from(frame.caplen());
-            let meta = PacketMeta::parse(frame.link, frame.data);
-            if let Some(i) = meta.status.problem_index() {
-                s.problems[i] += 1;
-            }
+            let meta = s.parse(&frame);
             let Some((key, side)) = FlowKey::from_meta(&meta) else {
                 if meta.status == Status::NotIp {
                     s.non_ip += 1;
@@ -555,13 +562,7 @@ pub fn run_pping(
             }
         };
         for frame in batch.iter() {
-            s.packets += 1;
-            s.wire_bytes += u64::from(frame.origlen);
-            s.captured_bytes += u64::from(frame.caplen());
-            let meta = PacketMeta::parse(frame.link, frame.data);
-            if let Some(i) = meta.status.problem_index() {
-                s.problems[i] += 1;
-            }
+            let meta = s.parse(&frame);
             let view = compat_view(frame.link, frame.data, &meta);
             if view == rampart_rtt::CompatView::Filtered {
                 s.filtered += 1;

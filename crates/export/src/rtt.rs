@@ -84,12 +84,17 @@ pub struct RttWriter<W: Write> {
     clock: LocalClock,
 }
 
-/// `src:sport+dst:dport` for a packet sent by `side` of `key`.
-fn flow_name(l: &mut Vec<u8>, key: &FlowKey, side: Side) {
-    let (s, sp, d, dp) = match side {
+/// Source address and port, then destination, of a packet sent by `side` of `key`.
+fn ends(key: &FlowKey, side: Side) -> (&[u8; 16], u16, &[u8; 16], u16) {
+    match side {
         Side::A => (&key.addr_a, key.port_a, &key.addr_b, key.port_b),
         Side::B => (&key.addr_b, key.port_b, &key.addr_a, key.port_a),
-    };
+    }
+}
+
+/// `src:sport+dst:dport` for a packet sent by `side` of `key`.
+fn flow_name(l: &mut Vec<u8>, key: &FlowKey, side: Side) {
+    let (s, sp, d, dp) = ends(key, side);
     slot_addr(l, key.family, s);
     l.push(b':');
     int(l, sp);
@@ -269,10 +274,7 @@ pub fn toward(initiator: Side, r: &RttSummary) -> (DirSummary, DirSummary) {
 }
 
 fn endpoints_json(l: &mut Vec<u8>, key: &FlowKey, side: Side) {
-    let (s, sp, d, dp) = match side {
-        Side::A => (&key.addr_a, key.port_a, &key.addr_b, key.port_b),
-        Side::B => (&key.addr_b, key.port_b, &key.addr_a, key.port_a),
-    };
+    let (s, sp, d, dp) = ends(key, side);
     l.extend_from_slice(b",\"src\":\"");
     slot_addr(l, key.family, s);
     l.extend_from_slice(b"\",\"sport\":");

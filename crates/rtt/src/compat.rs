@@ -38,6 +38,8 @@ use hashbrown::HashTable;
 use rampart_flow::{FlowKey, Side};
 use rampart_wire::{Family, LinkType, PacketMeta, Status, tcp::flags};
 
+use crate::{ts_hash, ts_key};
+
 /// What pping would make of one frame.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum CompatView {
@@ -272,18 +274,6 @@ struct TsEntry {
     t: f64,
     fbytes: f64,
     dbytes: f64,
-}
-
-#[inline]
-fn ts_key(conn: u32, dir: usize, tsval: u32) -> u64 {
-    (u64::from(conn) << 33) | ((dir as u64) << 32) | u64::from(tsval)
-}
-
-/// A multiply-fold hash: both halves of a 128-bit product, so high and low bits are mixed.
-#[inline]
-fn ts_hash(k: u64) -> u64 {
-    let m = u128::from(k) * u128::from(0x9e37_79b9_7f4a_7c15_u64);
-    (m as u64) ^ ((m >> 64) as u64)
 }
 
 /// pping's algorithm over its own state; feed it every frame's [`CompatView`] in capture order.

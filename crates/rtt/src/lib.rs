@@ -21,6 +21,20 @@ pub mod seq;
 pub mod sketch;
 pub mod stage;
 
+/// A TSval table key: flow (or connection) slot, direction, TSval.
+#[inline]
+pub(crate) fn ts_key(slot: u32, dir: usize, tsval: u32) -> u64 {
+    (u64::from(slot) << 33) | ((dir as u64) << 32) | u64::from(tsval)
+}
+
+/// A multiply-fold hash of a TSval key: both halves of a 128-bit product, so high and low bits
+/// are mixed (hashbrown uses both).
+#[inline]
+pub(crate) fn ts_hash(k: u64) -> u64 {
+    let m = u128::from(k) * u128::from(0x9e37_79b9_7f4a_7c15_u64);
+    (m as u64) ^ ((m >> 64) as u64)
+}
+
 pub use compat::{CompatConfig, CompatSample, CompatView, PpingCompat, compat_view};
 pub use stage::{
     DirSummary, Method, Mode, RttConfig, RttInput, RttStage, RttStats, RttSummary, Sample,

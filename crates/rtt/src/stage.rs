@@ -24,6 +24,7 @@ use rampart_wire::{PacketMeta, proto, tcp::flags};
 
 use crate::seq::SeqDir;
 use crate::sketch::Sketch;
+use crate::{ts_hash, ts_key};
 
 /// Which matching methods run.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -231,17 +232,6 @@ struct TsEntry {
     dbytes: u64,
 }
 
-#[inline]
-fn ts_key(id: FlowId, dir: usize, tsval: u32) -> u64 {
-    (u64::from(id.0) << 33) | ((dir as u64) << 32) | u64::from(tsval)
-}
-
-#[inline]
-fn ts_hash(k: u64) -> u64 {
-    let m = u128::from(k) * u128::from(0x9e37_79b9_7f4a_7c15_u64);
-    (m as u64) ^ ((m >> 64) as u64)
-}
-
 /// RTT matching for every flow of a flow table.
 pub struct RttStage {
     cfg: RttConfig,
@@ -315,7 +305,7 @@ impl RttStage {
                     f.ts_last[d] = tsval;
                     f.flags[d] |= TS_SEEN;
                     let entry = TsEntry {
-                        key: ts_key(id, d, tsval),
+                        key: ts_key(id.0, d, tsval),
                         epoch,
                         t: now,
                         fbytes: f.bytes[d],
@@ -326,7 +316,7 @@ impl RttStage {
                 if p.flags & flags::ACK == 0 || tsecr == 0 {
                     return None;
                 }
-                let k = ts_key(id, d ^ 1, tsecr);
+                let k = ts_key(id.0, d ^ 1, tsecr);
                 let Ok(o) = self.ts.find_entry(ts_hash(k), |e| e.key == k) else {
                     return None;
                 };
