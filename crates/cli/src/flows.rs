@@ -68,16 +68,12 @@ pub(crate) fn parse_timeout(s: &str) -> Result<f64, String> {
 
 pub(crate) fn run(args: Args) -> ExitCode {
     let stop = input::stop_flag();
-    let mut filter = match input::filter(args.filter.as_deref(), &args.source) {
-        Ok(f) => f,
-        Err(e) => return e.exit(),
-    };
-    let mut capture = match input::open(&args.source, &args.live, filter.as_mut()) {
-        Ok(c) => c,
-        Err(e) => return e.exit(),
-    };
-    // The kernel already applied the filter to a live capture.
-    let filter = if capture.is_live() { None } else { filter.as_mut() };
+    let (mut capture, mut filter) =
+        match input::prepare(&args.source, &args.live, args.filter.as_deref()) {
+            Ok(c) => c,
+            Err(e) => return e.exit(),
+        };
+    let filter = filter.as_mut();
     let out: Box<dyn Write> = match &args.output {
         Some(p) => match std::fs::File::create(p) {
             Ok(f) => Box::new(f),

@@ -43,11 +43,7 @@ impl Fail {
 }
 
 /// Opens the source; for a live capture the filter (if any) is also attached in the kernel.
-pub(crate) fn open(
-    src: &Source,
-    live: &LiveArgs,
-    filter: Option<&mut Filter>,
-) -> Result<Capture, Fail> {
+fn open(src: &Source, live: &LiveArgs, filter: Option<&mut Filter>) -> Result<Capture, Fail> {
     if let Some(iface) = &src.interface {
         let mut cfg = LiveConfig { snaplen: live.snaplen, promisc: live.promisc, program: None };
         if let Some(f) = filter {
@@ -64,9 +60,21 @@ pub(crate) fn open(
     })
 }
 
+/// Compiles `-f` and opens the source. The filter comes back only for files: a live capture's
+/// filter already runs in the kernel.
+pub(crate) fn prepare(
+    src: &Source,
+    live: &LiveArgs,
+    expr: Option<&str>,
+) -> Result<(Capture, Option<Filter>), Fail> {
+    let mut filter = filter(expr, src)?;
+    let capture = open(src, live, filter.as_mut())?;
+    Ok(if capture.is_live() { (capture, None) } else { (capture, filter) })
+}
+
 /// Compiles `-f` for the link type the capture will most likely show (Ethernet), so a bad
 /// expression is reported before anything is read.
-pub(crate) fn filter(expr: Option<&str>, src: &Source) -> Result<Option<Filter>, Fail> {
+fn filter(expr: Option<&str>, src: &Source) -> Result<Option<Filter>, Fail> {
     let Some(expr) = expr else { return Ok(None) };
     let link = src
         .interface

@@ -146,17 +146,13 @@ impl<W: Write> Sink for Samples<'_, W> {
 
 pub(crate) fn run_cmd(args: Args) -> ExitCode {
     let stop = input::stop_flag();
-    let mut filter = match input::filter(args.filter.as_deref(), &args.source) {
-        Ok(f) => f,
-        Err(e) => return e.exit(),
-    };
-    let mut capture = match input::open(&args.source, &args.live, filter.as_mut()) {
-        Ok(c) => c,
-        Err(e) => return e.exit(),
-    };
+    let (mut capture, mut filter) =
+        match input::prepare(&args.source, &args.live, args.filter.as_deref()) {
+            Ok(c) => c,
+            Err(e) => return e.exit(),
+        };
     let live = capture.is_live();
-    // The kernel already applied the filter to a live capture.
-    let filter = if live { None } else { filter.as_mut() };
+    let filter = filter.as_mut();
     let format = match (args.machine, args.format) {
         (true, _) => RttFormat::Machine,
         (false, Some(FormatArg::Machine)) => RttFormat::Machine,
