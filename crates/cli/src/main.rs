@@ -3,6 +3,7 @@
 
 mod flows;
 mod input;
+mod rss;
 mod rtt;
 
 use std::process::ExitCode;
@@ -23,6 +24,9 @@ enum Command {
     Flows(flows::Args),
     /// Passive TCP round-trip times from a capture or an interface (pping's options).
     Rtt(rtt::Args),
+    /// Toeplitz RSS: hashes, queues, local ports for a queue, a capture's queue balance.
+    #[command(subcommand)]
+    Rss(rss::Cmd),
 }
 
 fn main() -> ExitCode {
@@ -30,5 +34,6 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Flows(args) => flows::run(args),
         Command::Rtt(args) => rtt::run_cmd(args),
+        Command::Rss(cmd) => rss::run(cmd),
     }
 }

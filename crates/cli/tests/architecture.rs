@@ -12,11 +12,21 @@ fn dependencies_point_one_way() {
         ("rampart-flow", &["rampart-wire"][..]),
         ("rampart-rtt", &["rampart-wire", "rampart-flow"][..]),
         ("rampart-export", &["rampart-wire", "rampart-flow", "rampart-rtt"][..]),
-        ("rampart-engine", &["rampart-wire", "rampart-capture", "rampart-flow", "rampart-rtt"][..]),
+        ("rampart-rss", &[][..]),
+        (
+            "rampart-engine",
+            &["rampart-wire", "rampart-capture", "rampart-flow", "rampart-rtt", "rampart-rss"][..],
+        ),
         (
             "rampart",
-            &["rampart-capture", "rampart-engine", "rampart-export", "rampart-flow", "rampart-rtt"]
-                [..],
+            &[
+                "rampart-capture",
+                "rampart-engine",
+                "rampart-export",
+                "rampart-flow",
+                "rampart-rtt",
+                "rampart-rss",
+            ][..],
         ),
     ]);
     let out = Command::new(env!("CARGO"))

@@ -18,6 +18,10 @@
 //! later packet can take the slot.
 #![forbid(unsafe_code)]
 
+mod balance;
+
+pub use balance::{Balance, QueueLoad, balance, nic_hash};
+
 use std::io;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
