@@ -54,6 +54,11 @@ pub(crate) struct Args {
     /// No summary on standard error.
     #[arg(short, long)]
     quiet: bool,
+    /// Threads to shard flows over (by a symmetric Toeplitz hash); the records are the same,
+    /// in the same order, for any number.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    workers: u16,
     #[command(flatten)]
     live: LiveArgs,
 }
@@ -98,6 +103,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         count: args.count,
         seconds: args.seconds,
         rtt: if args.no_rtt { None } else { FlowsConfig::default().rtt },
+        workers: usize::from(args.workers),
         ..FlowsConfig::default()
     };
     let bar = progress_bar(&capture, args.quiet);

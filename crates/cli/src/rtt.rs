@@ -93,6 +93,12 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = 1_000_000,
           value_parser = clap::value_parser!(u64).range(1..=4_000_000_000))]
     max_flows: u64,
+    /// Threads to shard flows over (by a symmetric Toeplitz hash); the output is the same for
+    /// any number. Not with --compat: pping's flow limit, clean-up clock and counters are
+    /// global, so its algorithm runs on one thread.
+    #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "compat",
+          value_parser = clap::value_parser!(u16).range(1..=256))]
+    workers: u16,
     #[command(flatten)]
     live: LiveArgs,
 }
@@ -232,6 +238,7 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
                 }),
                 samples: !args.summary,
                 local: locals,
+                workers: usize::from(args.workers),
                 ..FlowsConfig::default()
             };
             let mut sink = Samples { out: &mut out, summary: args.summary };

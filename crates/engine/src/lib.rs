@@ -19,8 +19,10 @@
 #![forbid(unsafe_code)]
 
 mod balance;
+mod workers;
 
 pub use balance::{Balance, QueueLoad, balance, nic_hash};
+pub use workers::Shard;
 
 use std::io;
 use std::net::IpAddr;
@@ -58,6 +60,8 @@ pub struct FlowsConfig {
     pub samples: bool,
     /// Packets addressed to these are not timestamped (their replies include local processing).
     pub local: Vec<IpAddr>,
+    /// Threads the flow stage is sharded over (see [`Shard`]); the output does not depend on it.
+    pub workers: usize,
 }
 
 impl Default for FlowsConfig {
@@ -70,6 +74,7 @@ impl Default for FlowsConfig {
             rtt: Some(RttConfig::default()),
             samples: false,
             local: Vec::new(),
+            workers: 1,
         }
     }
 }
@@ -188,18 +193,123 @@ pub struct Outcome {
     pub error: Option<RunError>,
 }
 
-/// The per-batch work: parse each frame once, key and hash it, account it in the flow table
-/// through a software pipeline of prefetches (see the crate docs), and match RTT beside it.
-pub struct FlowStage {
-    table: FlowTable,
-    infos: Vec<PacketInfo>,
-    tcp: Vec<Option<RttInput>>,
-    rtt: Option<RttStage>,
-    emit: bool,
-    samples: Vec<Sample>,
-    summaries: Vec<RttSummary>,
+/// One packet as the flow stage needs it: an owned summary of its headers (no packet bytes),
+/// and its position in the batch it came in.
+#[derive(Clone, Copy, Debug)]
+pub struct Work {
+    /// Key, direction, time, length and flags (the hash is filled in by the flow stage).
+    pub info: PacketInfo,
+    /// What RTT matching needs, for a TCP packet when RTT is on.
+    pub tcp: Option<RttInput>,
+    /// Position in the batch (after the filter), which orders the outputs.
+    pub pos: u32,
+}
+
+/// A flow record ready for the sink, with its RTT summary and the position that orders it: the
+/// position of the packet that ended it, or for flows ended by capture time (or the end of
+/// input) the position given for the end of their batch.
+#[derive(Clone, Copy, Debug)]
+pub struct Ended {
+    /// Position of the packet that ended the flow, or of its batch's end.
+    pub pos: u32,
+    /// Ended between packets (by the idle timeout, or at the end of input).
+    pub tick: bool,
+    /// The record.
+    pub flow: EndedFlow,
+    /// Its RTT summary.
+    pub rtt: RttSummary,
+}
+
+impl Ended {
+    /// The output order: by position; flows ended at one tick by last packet, then first
+    /// packet, then key (a total order that does not depend on table layout); flows one packet
+    /// ended in the order it ended them (sort stably).
+    pub fn order(&self) -> (u32, u64, u64, FlowKey) {
+        if self.tick {
+            (self.pos, self.flow.flow.last, self.flow.flow.first, self.flow.flow.key)
+        } else {
+            (self.pos, 0, 0, FlowKey::default())
+        }
+    }
+}
+
+/// The parsing half of the pipeline: each frame parsed once into a [`Work`] item.
+#[derive(Clone, Debug)]
+pub struct Parser {
+    rtt: bool,
     local: Vec<(u8, [u8; 16])>,
     now: u64,
+}
+
+impl Parser {
+    /// A parser; `rtt` keeps what RTT matching needs, and packets to `local` addresses are
+    /// marked so they are not timestamped.
+    pub fn new(rtt: bool, local: &[IpAddr]) -> Self {
+        let local = local
+            .iter()
+            .map(|a| match a {
+                IpAddr::V4(v) => {
+                    let mut s = [0; 16];
+                    s[..4].copy_from_slice(&v.octets());
+                    (4, s)
+                }
+                IpAddr::V6(v) => (6, v.octets()),
+            })
+            .collect();
+        Self { rtt, local, now: 0 }
+    }
+
+    /// Parses one frame, counting it into `s`; `None` when it has no flow (not IP).
+    #[inline]
+    pub fn prepare(&mut self, frame: &Frame<'_>, pos: u32, s: &mut Summary) -> Option<Work> {
+        let meta = s.parse(frame);
+        let Some((key, side)) = FlowKey::from_meta(&meta) else {
+            if meta.status == Status::NotIp {
+                s.non_ip += 1;
+            }
+            return None;
+        };
+        let info = PacketInfo {
+            key,
+            side,
+            hash: 0,
+            ts: frame.ts.0,
+            wire_len: frame.origlen,
+            tcp_flags: meta.tcp.flags,
+        };
+        let mut tcp = None;
+        if self.rtt {
+            tcp = RttInput::from_meta(&meta, frame.origlen);
+            if let Some(i) = &mut tcp
+                && !self.local.is_empty()
+            {
+                let fam = key.family;
+                i.to_local = self.local.iter().any(|(f, a)| *f == fam && *a == meta.dst);
+            }
+        }
+        self.now = self.now.max(frame.ts.0);
+        s.tracked += 1;
+        Some(Work { info, tcp, pos })
+    }
+
+    /// The latest capture time of any packet with a flow so far.
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+}
+
+/// The per-batch work: parse each frame once ([`Parser`]), then account it in the flow table
+/// through a software pipeline of prefetches (see the crate docs) and match RTT beside it
+/// ([`FlowStage::account`], which is also what each worker runs).
+pub struct FlowStage {
+    table: FlowTable,
+    parser: Parser,
+    work: Vec<Work>,
+    rtt: Option<RttStage>,
+    emit: bool,
+    samples: Vec<(u32, Sample)>,
+    summaries: Vec<RttSummary>,
+    out: Vec<Ended>,
 }
 
 impl FlowStage {
@@ -216,117 +326,95 @@ impl FlowStage {
         samples: bool,
         local: &[IpAddr],
     ) -> Self {
-        let local = local
-            .iter()
-            .map(|a| match a {
-                IpAddr::V4(v) => {
-                    let mut s = [0; 16];
-                    s[..4].copy_from_slice(&v.octets());
-                    (4, s)
-                }
-                IpAddr::V6(v) => (6, v.octets()),
-            })
-            .collect();
         Self {
             table: FlowTable::new(cfg),
-            infos: Vec::with_capacity(256),
-            tcp: Vec::with_capacity(256),
+            parser: Parser::new(rtt.is_some(), local),
+            work: Vec::with_capacity(256),
             rtt: rtt.map(RttStage::new),
             emit: samples,
             samples: Vec::new(),
             summaries: Vec::new(),
-            local,
-            now: 0,
+            out: Vec::new(),
         }
     }
 
-    /// Parses and accounts one batch of frames, counting into `s`. Flows that end are left in
-    /// the table for [`FlowStage::take_ended`], samples for [`FlowStage::take_samples`].
+    /// Parses and accounts one batch of frames, counting into `s`. Flows that end wait for
+    /// [`FlowStage::take_ended`], samples for [`FlowStage::take_samples`].
     #[inline]
     pub fn process<'a>(&mut self, frames: impl Iterator<Item = Frame<'a>>, s: &mut Summary) {
-        self.infos.clear();
-        self.tcp.clear();
-        let rtt_on = self.rtt.is_some();
-        for frame in frames {
-            let meta = s.parse(&frame);
-            let Some((key, side)) = FlowKey::from_meta(&meta) else {
-                if meta.status == Status::NotIp {
-                    s.non_ip += 1;
-                }
-                continue;
-            };
-            let hash = self.table.hash(&key);
-            self.infos.push(PacketInfo {
-                key,
-                side,
-                hash,
-                ts: frame.ts.0,
-                wire_len: frame.origlen,
-                tcp_flags: meta.tcp.flags,
-            });
-            if rtt_on {
-                let mut input = RttInput::from_meta(&meta, frame.origlen);
-                if let Some(i) = &mut input
-                    && !self.local.is_empty()
-                {
-                    let fam = key.family;
-                    i.to_local = self.local.iter().any(|(f, a)| *f == fam && *a == meta.dst);
-                }
-                self.tcp.push(input);
+        let mut work = std::mem::take(&mut self.work);
+        work.clear();
+        for (i, frame) in frames.enumerate() {
+            if let Some(w) = self.parser.prepare(&frame, i as u32, s) {
+                work.push(w);
             }
-            self.now = self.now.max(frame.ts.0);
+        }
+        let now = self.parser.now();
+        self.account(&mut work, now, u32::MAX);
+        self.work = work;
+    }
+
+    /// Accounts parsed packets (hashing their keys for this table), then lets capture time run
+    /// to `now`, ending the flows idle past the timeout at position `tick`.
+    #[inline]
+    pub fn account(&mut self, work: &mut [Work], now: u64, tick: u32) {
+        for w in work.iter_mut() {
+            w.info.hash = self.table.hash(&w.info.key);
         }
         // A software pipeline, as in DPDK's bulk lookups: packet i+2D's index line and packet
         // i+D's record are asked for while packet i is accounted. A core tracks only a handful
         // of outstanding misses, so asking for a whole batch at once would lose most of them.
-        let n = self.infos.len();
+        let n = work.len();
         for i in 0..n + 2 * LOOKAHEAD {
-            if let Some(p) = self.infos.get(i) {
-                self.table.prefetch_index(p.hash);
+            if let Some(w) = work.get(i) {
+                self.table.prefetch_index(w.info.hash);
             }
-            if let Some(p) = i.checked_sub(LOOKAHEAD).and_then(|j| self.infos.get(j)) {
-                self.table.prefetch_record(p.hash);
+            if let Some(w) = i.checked_sub(LOOKAHEAD).and_then(|j| work.get(j)) {
+                self.table.prefetch_record(w.info.hash);
             }
             if let Some(j) = i.checked_sub(2 * LOOKAHEAD)
-                && let Some(p) = self.infos.get(j)
+                && let Some(w) = work.get(j)
             {
+                let p = &w.info;
                 let t = self.table.track(p);
-                if let Some(rtt) = &mut self.rtt {
-                    // Collect the summaries of flows this packet ended before their slots are
-                    // reused (the new flow may have taken one of them).
-                    retire(&self.table, rtt, &mut self.summaries);
-                    if let Some(Some(input)) = self.tcp.get(j)
-                        && let Some(sample) = rtt.observe(t.id, t.new, &p.key, p.side, p.ts, input)
-                        && self.emit
-                    {
-                        self.samples.push(sample);
-                    }
+                if !self.table.ended().is_empty() {
+                    self.collect(w.pos, false);
+                }
+                if let Some(rtt) = &mut self.rtt
+                    && let Some(input) = &w.tcp
+                    && let Some(sample) = rtt.observe(t.id, t.new, &p.key, p.side, p.ts, input)
+                    && self.emit
+                {
+                    self.samples.push((w.pos, sample));
                 }
             }
         }
-        s.tracked += self.infos.len() as u64;
-        self.table.advance(self.now);
-        self.sync_summaries();
+        self.table.advance(now);
+        let start = self.out.len();
+        self.collect(tick, true);
+        self.out[start..].sort_unstable_by_key(Ended::order);
     }
 
-    fn sync_summaries(&mut self) {
+    /// Moves the flows the table ended into the output, with their RTT summaries (taken before
+    /// any later packet can reuse their slots).
+    fn collect(&mut self, pos: u32, tick: bool) {
         match &mut self.rtt {
             Some(rtt) => retire(&self.table, rtt, &mut self.summaries),
-            None => {
-                let n = self.table.ended().len();
-                self.summaries.resize(n, RttSummary::default());
-            }
+            None => self.summaries.resize(self.table.ended().len(), RttSummary::default()),
         }
+        let ended = self.table.take_ended().zip(self.summaries.drain(..));
+        self.out.extend(ended.map(|(flow, rtt)| Ended { pos, tick, flow, rtt }));
     }
 
-    /// Flows that ended since the last call, each with its RTT summary.
-    pub fn take_ended(&mut self) -> impl Iterator<Item = (EndedFlow, RttSummary)> + '_ {
-        self.sync_summaries();
-        self.table.take_ended().zip(self.summaries.drain(..))
+    /// Flows that ended since the last call, in output order: those a packet ended in packet
+    /// order, then those the idle timeout ended by last packet (then first packet, then key),
+    /// then, after [`FlowStage::finish`], the rest by first packet (then key).
+    pub fn take_ended(&mut self) -> std::vec::Drain<'_, Ended> {
+        self.out.drain(..)
     }
 
-    /// RTT samples produced since the last call.
-    pub fn take_samples(&mut self) -> std::vec::Drain<'_, Sample> {
+    /// RTT samples produced since the last call, each with its packet's position in the batch.
+    pub fn take_samples(&mut self) -> std::vec::Drain<'_, (u32, Sample)> {
         self.samples.drain(..)
     }
 
@@ -338,7 +426,7 @@ impl FlowStage {
             s.rtt = rtt.counters();
         }
         self.table.finish();
-        self.sync_summaries();
+        self.collect(u32::MAX, true);
     }
 
     /// The flow table.
@@ -427,6 +515,9 @@ pub fn run(
     sink: &mut dyn Sink,
     progress: &mut dyn FnMut(u64),
 ) -> io::Result<Outcome> {
+    if cfg.workers > 1 {
+        return workers::run(capture, cfg, filter, stop, sink, progress);
+    }
     let started = Instant::now();
     let mut stage = FlowStage::with_rtt(cfg.table, cfg.rtt, cfg.samples, &cfg.local);
     let mut s = Summary::default();
@@ -471,13 +562,13 @@ pub fn run(
         let (take, done) = limit(&frames, left, cfg.seconds, &mut first);
         passed += take as u64;
         stage.process(frames[..take].iter().copied(), &mut s);
-        for x in stage.take_samples() {
+        for (_, x) in stage.take_samples() {
             s.samples += 1;
             sink.sample(&x)?;
         }
-        for (e, r) in stage.take_ended() {
+        for e in stage.take_ended() {
             s.flows += 1;
-            sink.flow(&e, &r)?;
+            sink.flow(&e.flow, &e.rtt)?;
         }
         spare = recycle(frames);
         progress(capture.position());
@@ -492,9 +583,9 @@ pub fn run(
     }
     s.kernel = capture.kernel_stats();
     stage.finish(&mut s);
-    for (e, r) in stage.take_ended() {
+    for e in stage.take_ended() {
         s.flows += 1;
-        sink.flow(&e, &r)?;
+        sink.flow(&e.flow, &e.rtt)?;
     }
     s.elapsed = started.elapsed();
     Ok(Outcome { summary: s, error })

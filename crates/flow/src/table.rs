@@ -1,3 +1,5 @@
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::hash::{BuildHasher, Hasher};
 
 use crate::key::{FlowKey, Side};
@@ -9,6 +11,8 @@ const EVICT_SAMPLE: usize = 8;
 /// Index slots per allowed flow at full size (load factor at most 1/2).
 const SLOTS_PER_FLOW: usize = 2;
 const MIN_SLOTS: usize = 1024;
+/// Idle timers count capture time in ticks of 2^26 ns (67 ms): a `u32` covers 9 years.
+const TICK_SHIFT: u32 = 26;
 
 /// Table limits.
 #[derive(Clone, Copy, Debug)]
@@ -157,6 +161,13 @@ pub struct TableStats {
 
 /// A bounded flow table: open addressing with linear probing over 8-byte index entries,
 /// records in a chunked arena, backward-shift deletion (no tombstones).
+///
+/// Idle flows end exactly: [`FlowTable::advance`] ends every flow idle past the timeout at the
+/// time it is given, whatever else the table holds, so which flows end at which call depends
+/// only on each flow's own packets (tables that share a capture between them end the same flows
+/// at the same calls as one table would). A lazy timer heap of 8-byte entries (deadline tick,
+/// record), at most one per record, finds them: a flow's entry is looked at about once per
+/// timeout period, never per packet.
 pub struct FlowTable {
     index: Vec<u64>,
     mask: usize,
@@ -168,9 +179,16 @@ pub struct FlowTable {
     cfg: TableConfig,
     hasher: foldhash::fast::FixedState,
     hand: usize,
-    /// Capture time of the last [`FlowTable::advance`], and sweep work owed (record-ns).
+    /// Capture time of the last [`FlowTable::advance`].
     clock: u64,
-    credit: u128,
+    /// Idle timers: `deadline tick << 32 | record`, earliest first; the tick is rounded down,
+    /// so an entry never comes due after its flow's deadline.
+    timers: BinaryHeap<Reverse<u64>>,
+    /// One bit per record: it has an entry in `timers`.
+    armed: Vec<u64>,
+    /// Capture time of tick 0.
+    base: Option<u64>,
+    due: Vec<u64>,
     ended: Vec<EndedFlow>,
     stats: TableStats,
 }
@@ -198,7 +216,10 @@ impl FlowTable {
             hasher: foldhash::fast::FixedState::with_seed(cfg.seed),
             hand: 0,
             clock: 0,
-            credit: 0,
+            timers: BinaryHeap::new(),
+            armed: Vec::new(),
+            base: None,
+            due: Vec::new(),
             ended: Vec::new(),
             stats: TableStats::default(),
         }
@@ -261,6 +282,7 @@ impl FlowTable {
         };
         *self.record_mut(rec) = Flow::start(p);
         self.stats.created += 1;
+        self.arm(rec, p.ts);
         Tracked { id: FlowId(rec), new: true, forward: true }
     }
 
@@ -277,20 +299,64 @@ impl FlowTable {
         }
     }
 
-    /// Lets capture time run to `now`, sweeping just enough records that each is looked at
-    /// once per quarter of the idle timeout. An idle flow is then reported at most a quarter of
-    /// the timeout late (and exactly on its next packet), while the sweep costs in proportion to
-    /// flows per second of capture rather than to packets. Time going backwards is ignored.
+    /// Lets capture time run to `now`, ending every flow idle for longer than the timeout (a
+    /// flow is also ended on its next packet after the timeout). Time going backwards is
+    /// ignored.
     pub fn advance(&mut self, now: u64) {
-        let Some(elapsed) = now.checked_sub(self.clock) else { return };
-        self.clock = now;
-        let period = u128::from((self.cfg.idle_timeout_ns / 4).max(1));
-        self.credit += u128::from(elapsed) * self.allocated as u128;
-        let budget = self.credit / period;
-        self.credit %= period;
-        if budget > 0 {
-            self.sweep(now, budget.min(self.allocated as u128) as usize);
+        if now < self.clock {
+            return;
         }
+        self.clock = now;
+        let due = self.tick(now);
+        let timeout = self.cfg.idle_timeout_ns;
+        while let Some(&Reverse(e)) = self.timers.peek() {
+            if (e >> 32) as u32 > due {
+                break;
+            }
+            self.timers.pop();
+            let rec = e as u32;
+            let f = self.record(rec);
+            if !f.live {
+                self.disarm(rec);
+            } else if now.saturating_sub(f.last) > timeout {
+                self.remove(rec, EndReason::Idle);
+                self.disarm(rec);
+            } else {
+                let t = self.tick(f.last.saturating_add(timeout));
+                let e = (u64::from(t) << 32) | u64::from(rec);
+                // Due again within this tick: look at it on a later call, not in this loop.
+                if t > due { self.timers.push(Reverse(e)) } else { self.due.push(e) }
+            }
+        }
+        for e in self.due.drain(..) {
+            self.timers.push(Reverse(e));
+        }
+    }
+
+    fn tick(&self, t: u64) -> u32 {
+        let since = t.saturating_sub(self.base.unwrap_or(0)) >> TICK_SHIFT;
+        since.min(u64::from(u32::MAX)) as u32
+    }
+
+    /// Gives a record's new flow a timer unless the record still has one pending (which comes
+    /// due no later than the new flow's deadline, as the flow started after the old one's last
+    /// packet).
+    fn arm(&mut self, rec: u32, ts: u64) {
+        let (w, b) = (rec as usize / 64, rec % 64);
+        if w >= self.armed.len() {
+            self.armed.resize(w + 1, 0);
+        }
+        if self.armed[w] & (1 << b) != 0 {
+            return;
+        }
+        self.armed[w] |= 1 << b;
+        let base = *self.base.get_or_insert(ts);
+        let t = self.tick(ts.max(base).saturating_add(self.cfg.idle_timeout_ns));
+        self.timers.push(Reverse((u64::from(t) << 32) | u64::from(rec)));
+    }
+
+    fn disarm(&mut self, rec: u32) {
+        self.armed[rec as usize / 64] &= !(1 << (rec % 64));
     }
 
     /// Ends every live flow with [`EndReason::End`], in order of first packet.
@@ -304,6 +370,8 @@ impl FlowTable {
             }
         }
         self.ended[start..].sort_by_key(|e| (e.flow.first, e.flow.key));
+        self.timers.clear();
+        self.armed.fill(0);
         self.index.fill(0);
         self.free.clear();
         self.allocated = 0;
@@ -347,6 +415,8 @@ impl FlowTable {
         self.index.len() * 8
             + self.chunks.len() * CHUNK * std::mem::size_of::<Flow>()
             + self.free.capacity() * 4
+            + self.timers.capacity() * 8
+            + self.armed.capacity() * 8
     }
 
     #[inline]

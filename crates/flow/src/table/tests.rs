@@ -118,7 +118,7 @@ proptest! {
                 }
             }
             if op.sweep {
-                t.sweep(ts, 1000);
+                t.advance(ts);
                 let idle: Vec<FlowKey> = model.iter()
                     .filter(|(_, f)| ts - f.last > timeout).map(|(k, _)| *k).collect();
                 for k in idle {
@@ -126,6 +126,8 @@ proptest! {
                 }
             }
             got.extend(t.take_ended().map(|e| (e.flow, e.reason)));
+            // advance() is exact: the same flows have ended after every step.
+            prop_assert_eq!(got.len(), model_ended.len());
         }
         t.finish();
         got.extend(t.take_ended().map(|e| (e.flow, e.reason)));
@@ -159,20 +161,34 @@ proptest! {
 }
 
 #[test]
-fn advancing_time_sweeps_at_the_timeout_pace() {
+fn advancing_time_ends_exactly_the_idle_flows() {
     let mut t = FlowTable::new(cfg(100, 4000));
     for i in 0..40 {
-        t.track(&packet(&t, i, false, 10));
+        t.track(&packet(&t, i, false, 10 + u64::from(i)));
     }
     t.advance(10);
     assert_eq!(t.take_ended().count(), 0);
     t.advance(4010);
     assert_eq!(t.take_ended().count(), 0, "idle for exactly the timeout: not ended yet");
-    // 1000 ns is a quarter of the timeout: every record is looked at once in that time.
-    t.advance(4011);
-    t.advance(5010);
-    assert_eq!(t.take_ended().count(), 40, "all idle, all found within a quarter timeout");
+    t.advance(4020);
+    assert_eq!(t.take_ended().count(), 10, "flows last seen at 10..=19");
     t.advance(3000);
+    assert_eq!(t.take_ended().count(), 0, "time going backwards is ignored");
+    // A flow that keeps sending is not ended; its timer moves on.
+    let seconds = 1_000_000_000u64;
+    let mut t = FlowTable::new(cfg(100, 5 * seconds));
+    for s in 0..30 {
+        t.track(&packet(&t, 1, false, s * seconds));
+        if s % 3 == 0 {
+            t.track(&packet(&t, 2, false, s * seconds));
+        }
+        t.advance(s * seconds);
+        assert_eq!(t.take_ended().count(), 0, "second {s}");
+    }
+    t.advance(34 * seconds);
+    assert_eq!(t.take_ended().count(), 1, "flow 2 last seen at 27 s");
+    t.advance(35 * seconds);
+    assert_eq!(t.take_ended().count(), 1, "flow 1 last seen at 29 s, idle past 34 s + 1 ns");
     assert!(t.is_empty());
 }
 

@@ -1,0 +1,522 @@
+//! `--workers N`: the flow stage sharded over threads that share nothing.
+//!
+//! The calling thread reads the capture, applies the filter and limits, parses each frame once
+//! and sends each packet's owned summary ([`Work`]) to the worker that owns its flow: a
+//! symmetric Toeplitz hash of the flow key (Woo and Park's `0x6d5a` key, so both directions
+//! meet) through a round-robin RETA of 128 entries, exactly what a NIC configured with that key
+//! would do. Batches travel over single-producer single-consumer rings (`rtrb`), one each way
+//! per worker; emptied vectors travel back for reuse.
+//!
+//! Every batch reaches every worker, possibly empty, with the batch's capture time, so each
+//! worker's table ends idle flows at the same batches one table would (the table's idle
+//! timers are exact). Outputs carry their packet's position in the batch; the calling thread
+//! merges each batch's samples and records by position, idle-ended records by last packet,
+//! first packet and key, and the records at the end of input by first packet and key: the same
+//! orders one [`FlowStage`] produces, so the output is byte for byte that of one worker.
+//! Limits that are global by nature are divided: each worker's table holds `max_flows / N`
+//! flows and its RTT stage `max_tsvals / N` timestamps, so when a table is full, which flow is
+//! evicted can differ from a single table's choice.
+
+use std::collections::VecDeque;
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::{self, Thread};
+use std::time::Instant;
+
+use rampart_capture::{Capture, Frame};
+use rampart_flow::{FlowKey, TableConfig, TableStats};
+use rampart_rss::{Key, Reta, Toeplitz};
+use rampart_rtt::{RttStats, Sample};
+
+use crate::{
+    Ended, FlowStage, FlowsConfig, Outcome, Parser, RunError, Sink, Summary, Work, filtered, limit,
+    recycle,
+};
+
+/// Jobs a worker may be behind the reader.
+const IN_FLIGHT: usize = 4;
+/// Packets per worker that fill a job: capture batches are grouped so that waking a thread
+/// costs little next to the work it is woken for.
+const JOB_PACKETS: usize = 4096;
+/// Entries in the steering RETA.
+const RETA_SIZE: usize = 128;
+
+/// Which worker owns a flow: the symmetric Toeplitz hash of its key through a round-robin RETA.
+///
+/// The symmetric key repeats every 16 bits, so its hash of any input equals its hash of the
+/// XOR of the input's 16-bit words placed first: [`Shard::of`] folds the key into 16 bits and
+/// looks the hash up in two 256-entry tables, which is exact (the tests compare it with the
+/// full Toeplitz hash) and inlines into the reading loop.
+#[derive(Clone, Debug)]
+pub struct Shard {
+    t: Toeplitz,
+    reta: Reta,
+    /// Hash contributions of the fold's high and low byte.
+    fold: [[u32; 256]; 2],
+}
+
+impl Shard {
+    /// Steering over `workers` queues.
+    pub fn new(workers: usize) -> Self {
+        let key = Key::symmetric(40).expect("40 is a key length");
+        let reta = Reta::round_robin(RETA_SIZE, workers.max(1)).expect("valid RETA");
+        let t =
+            Toeplitz::with_kernel(key, rampart_rss::Kernel::Table).expect("tables run anywhere");
+        let fold = [0, 1].map(|at| std::array::from_fn(|x| t.hash(&byte_at(at, x as u8))));
+        Self { t, reta, fold }
+    }
+
+    /// The symmetric Toeplitz hash of the key's addresses and ports (both directions alike).
+    #[inline]
+    pub fn hash(&self, k: &FlowKey) -> u32 {
+        let fold16 =
+            |x: &[u8]| x.chunks_exact(2).fold(0u16, |f, c| f ^ u16::from_be_bytes([c[0], c[1]]));
+        let len = if k.family == 4 { 4 } else { 16 };
+        let f = fold16(&k.addr_a[..len]) ^ fold16(&k.addr_b[..len]) ^ k.port_a ^ k.port_b;
+        let [hi, lo] = f.to_be_bytes();
+        self.fold[0][usize::from(hi)] ^ self.fold[1][usize::from(lo)]
+    }
+
+    /// The worker for a flow key.
+    #[inline]
+    pub fn of(&self, k: &FlowKey) -> usize {
+        self.reta.queue(self.hash(k))
+    }
+
+    /// The full Toeplitz hash of the key's input, the definition [`Shard::hash`] shortcuts.
+    pub fn toeplitz(&self, k: &FlowKey) -> u32 {
+        if k.family == 4 {
+            let (a, b) = (&k.addr_a, &k.addr_b);
+            self.t.hash_v4([a[0], a[1], a[2], a[3]], [b[0], b[1], b[2], b[3]], k.port_a, k.port_b)
+        } else {
+            self.t.hash_v6(k.addr_a, k.addr_b, k.port_a, k.port_b)
+        }
+    }
+}
+
+/// A two-byte input with `x` at byte `at`.
+fn byte_at(at: usize, x: u8) -> [u8; 2] {
+    let mut b = [0; 2];
+    b[at] = x;
+    b
+}
+
+/// One capture batch within a job: its packets end at `end` in the job's work, its capture
+/// time is `now`, and flows the idle timeout ends after it take position `tick`.
+#[derive(Clone, Copy)]
+struct Cut {
+    end: usize,
+    now: u64,
+    tick: u32,
+}
+
+enum Job {
+    Batch { work: Vec<Work>, cuts: Vec<Cut>, samples: Vec<(u32, Sample)>, ended: Vec<Ended> },
+    Finish,
+}
+
+enum Done {
+    Batch { work: Vec<Work>, cuts: Vec<Cut>, samples: Vec<(u32, Sample)>, ended: Vec<Ended> },
+    Finished { ended: Vec<Ended>, table: TableStats, table_bytes: usize, rtt: RttStats },
+}
+
+/// Waits for the ring to yield, parking between tries (the other side unparks after each
+/// push); `None` once the producer is gone and the ring is empty.
+fn wait<T>(ring: &mut rtrb::Consumer<T>) -> Option<T> {
+    let mut spins = 0;
+    loop {
+        if let Ok(x) = ring.pop() {
+            return Some(x);
+        }
+        if ring.is_abandoned() {
+            return ring.pop().ok();
+        }
+        if spins < 64 {
+            spins += 1;
+            std::hint::spin_loop();
+        } else {
+            thread::park();
+        }
+    }
+}
+
+fn worker(
+    mut stage: FlowStage,
+    mut jobs: rtrb::Consumer<Job>,
+    mut done: rtrb::Producer<Done>,
+    main: Thread,
+) {
+    loop {
+        let Some(job) = wait(&mut jobs) else { return };
+        let out = match job {
+            Job::Batch { mut work, cuts, mut samples, mut ended } => {
+                let mut start = 0;
+                for c in &cuts {
+                    stage.account(&mut work[start..c.end], c.now, c.tick);
+                    start = c.end;
+                }
+                samples.extend(stage.take_samples());
+                ended.extend(stage.take_ended());
+                Done::Batch { work, cuts, samples, ended }
+            }
+            Job::Finish => {
+                let mut s = Summary::default();
+                stage.finish(&mut s);
+                let ended = stage.take_ended().collect();
+                Done::Finished { ended, table: s.table, table_bytes: s.table_bytes, rtt: s.rtt }
+            }
+        };
+        // The ring holds more than the batches in flight, so it is never full.
+        if done.push(out).is_err() {
+            return;
+        }
+        main.unpark();
+    }
+}
+
+/// The calling thread's ends of one worker's rings.
+struct Lane {
+    jobs: rtrb::Producer<Job>,
+    done: rtrb::Consumer<Done>,
+    thread: Thread,
+    work: Vec<Work>,
+    cuts: Vec<Cut>,
+}
+
+/// Reusable vectors.
+#[derive(Default)]
+struct Spares {
+    work: Vec<Vec<Work>>,
+    cuts: Vec<Vec<Cut>>,
+    samples: Vec<Vec<(u32, Sample)>>,
+    ended: Vec<Vec<Ended>>,
+}
+
+/// [`crate::run`] with `cfg.workers` workers.
+pub(crate) fn run(
+    capture: &mut Capture,
+    cfg: &FlowsConfig,
+    mut filter: Option<&mut rampart_capture::Filter>,
+    stop: &AtomicBool,
+    sink: &mut dyn Sink,
+    progress: &mut dyn FnMut(u64),
+) -> io::Result<Outcome> {
+    let started = Instant::now();
+    let n = cfg.workers.max(1);
+    let shard = Shard::new(n);
+    let table = TableConfig { max_flows: cfg.table.max_flows.div_ceil(n), ..cfg.table };
+    let rtt = cfg.rtt.map(|r| rampart_rtt::RttConfig { max_tsvals: r.max_tsvals.div_ceil(n), ..r });
+    let mut parser = Parser::new(cfg.rtt.is_some(), &cfg.local);
+    thread::scope(|scope| {
+        let mut lanes: Vec<Lane> = (0..n)
+            .map(|_| {
+                let (jobs, jobs_rx) = rtrb::RingBuffer::new(IN_FLIGHT + 1);
+                let (done_tx, done) = rtrb::RingBuffer::new(IN_FLIGHT + 2);
+                let stage = FlowStage::with_rtt(table, rtt, cfg.samples, &[]);
+                let main = thread::current();
+                let handle = thread::Builder::new()
+                    .name("rampart-worker".into())
+                    .spawn_scoped(scope, move || worker(stage, jobs_rx, done_tx, main))
+                    .expect("spawning a worker thread");
+                let thread = handle.thread().clone();
+                Lane { jobs, done, thread, work: Vec::new(), cuts: Vec::new() }
+            })
+            .collect();
+        let mut m = Merger {
+            s: Summary::default(),
+            spares: Spares::default(),
+            in_flight: VecDeque::new(),
+            pos: 0,
+        };
+        let result = m.read(
+            capture,
+            cfg,
+            &mut parser,
+            &shard,
+            &mut lanes,
+            filter.take(),
+            stop,
+            sink,
+            progress,
+        );
+        // Dropping the producers tells the workers to stop once their rings are empty.
+        let threads: Vec<Thread> = lanes.iter().map(|l| l.thread.clone()).collect();
+        drop(lanes);
+        threads.iter().for_each(Thread::unpark);
+        let (error, ()) = result?;
+        let mut s = m.s;
+        s.elapsed = started.elapsed();
+        Ok(Outcome { summary: s, error })
+    })
+}
+
+struct Merger {
+    s: Summary,
+    spares: Spares,
+    /// Jobs sent and not yet merged.
+    in_flight: VecDeque<()>,
+    /// Next position in the current job: each capture batch takes one position per packet and
+    /// one for its tick.
+    pos: u32,
+}
+
+impl Merger {
+    #[allow(clippy::too_many_arguments)]
+    fn read(
+        &mut self,
+        capture: &mut Capture,
+        cfg: &FlowsConfig,
+        parser: &mut Parser,
+        shard: &Shard,
+        lanes: &mut [Lane],
+        mut filter: Option<&mut rampart_capture::Filter>,
+        stop: &AtomicBool,
+        sink: &mut dyn Sink,
+        progress: &mut dyn FnMut(u64),
+    ) -> io::Result<(Option<RunError>, ())> {
+        let started = Instant::now();
+        let mut error: Option<RunError> = None;
+        let mut filter_error = None;
+        let mut first = None;
+        let live = capture.is_live();
+        let mut spare: Vec<Frame<'static>> = Vec::with_capacity(cfg.batch);
+        let mut passed = 0u64;
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                self.s.interrupted = true;
+                break;
+            }
+            if live && cfg.seconds.is_some_and(|sec| started.elapsed().as_secs_f64() >= sec) {
+                break;
+            }
+            let left = cfg.count.map_or(u64::MAX, |c| c - passed);
+            if left == 0 {
+                break;
+            }
+            let batch = match capture.next_batch(cfg.batch) {
+                Ok(b) if b.is_empty() && live => {
+                    self.send(lanes, sink)?;
+                    while !self.in_flight.is_empty() {
+                        self.merge_one(lanes, sink)?;
+                    }
+                    progress(capture.position());
+                    sink.tick()?;
+                    continue;
+                }
+                Ok(b) if b.is_empty() => break,
+                Ok(b) => b,
+                Err(e) => {
+                    error = Some(e.into());
+                    break;
+                }
+            };
+            let mut frames = recycle(std::mem::take(&mut spare));
+            frames.extend(filtered(
+                batch.iter(),
+                filter.as_deref_mut(),
+                &mut self.s.filtered,
+                &mut filter_error,
+            ));
+            let (take, done) = limit(&frames, left, cfg.seconds, &mut first);
+            passed += take as u64;
+            let base = self.pos;
+            for (i, frame) in frames[..take].iter().enumerate() {
+                if let Some(w) = parser.prepare(frame, base + i as u32, &mut self.s) {
+                    lanes[shard.of(&w.info.key)].work.push(w);
+                }
+            }
+            self.pos = base + take as u32 + 1;
+            let now = parser.now();
+            for l in lanes.iter_mut() {
+                l.cuts.push(Cut { end: l.work.len(), now, tick: base + take as u32 });
+            }
+            if lanes.iter().map(|l| l.work.len()).sum::<usize>() >= JOB_PACKETS * lanes.len()
+                || self.pos > u32::MAX - (1 << 20)
+            {
+                self.send(lanes, sink)?;
+            }
+            spare = recycle(frames);
+            progress(capture.position());
+            sink.tick()?;
+            if let Some(e) = filter_error.take() {
+                error = Some(e.into());
+                break;
+            }
+            if done {
+                break;
+            }
+        }
+        self.s.kernel = capture.kernel_stats();
+        self.send(lanes, sink)?;
+        while !self.in_flight.is_empty() {
+            self.merge_one(lanes, sink)?;
+        }
+        self.finish(lanes, sink)?;
+        Ok((error, ()))
+    }
+
+    /// Sends each worker its share of the capture batches read since the last job, then merges
+    /// whatever has come back (waiting when too many jobs are in flight).
+    fn send(&mut self, lanes: &mut [Lane], sink: &mut dyn Sink) -> io::Result<()> {
+        if lanes.iter().all(|l| l.cuts.is_empty()) {
+            return Ok(());
+        }
+        for l in lanes.iter_mut() {
+            let job = Job::Batch {
+                work: std::mem::replace(&mut l.work, self.spares.work.pop().unwrap_or_default()),
+                cuts: std::mem::replace(&mut l.cuts, self.spares.cuts.pop().unwrap_or_default()),
+                samples: self.spares.samples.pop().unwrap_or_default(),
+                ended: self.spares.ended.pop().unwrap_or_default(),
+            };
+            l.work.clear();
+            l.cuts.clear();
+            if l.jobs.push(job).is_err() {
+                unreachable!("at most IN_FLIGHT jobs are queued");
+            }
+            l.thread.unpark();
+        }
+        self.pos = 0;
+        self.in_flight.push_back(());
+        while self.in_flight.len() >= IN_FLIGHT
+            || (!self.in_flight.is_empty() && lanes.iter().all(|l| l.done.slots() > 0))
+        {
+            self.merge_one(lanes, sink)?;
+        }
+        Ok(())
+    }
+
+    fn pop(lane: &mut Lane) -> Done {
+        wait(&mut lane.done).expect("a worker ended without answering (it panicked)")
+    }
+
+    /// Merges the oldest job's outputs from every worker and hands them to the sink, capture
+    /// batch by capture batch: a batch's samples, then its records (as one stage does).
+    fn merge_one(&mut self, lanes: &mut [Lane], sink: &mut dyn Sink) -> io::Result<()> {
+        self.in_flight.pop_front();
+        let mut samples = self.spares.samples.pop().unwrap_or_default();
+        let mut ended = self.spares.ended.pop().unwrap_or_default();
+        let mut ticks = Vec::new();
+        for lane in lanes.iter_mut() {
+            let Done::Batch { work, cuts, samples: mut sm, ended: mut en } = Self::pop(lane) else {
+                unreachable!("a batch answers a batch")
+            };
+            if ticks.is_empty() {
+                ticks.extend(cuts.iter().map(|c| c.tick));
+            }
+            self.spares.work.push(work);
+            self.spares.cuts.push(cuts);
+            samples.append(&mut sm);
+            ended.append(&mut en);
+            self.spares.samples.push(sm);
+            self.spares.ended.push(en);
+        }
+        // One packet's outputs all come from one worker, already in order: stable sorts.
+        samples.sort_by_key(|(pos, _)| *pos);
+        ended.sort_by_key(Ended::order);
+        let result = self.emit(&samples, &ended, &ticks, sink);
+        samples.clear();
+        ended.clear();
+        self.spares.samples.push(samples);
+        self.spares.ended.push(ended);
+        result
+    }
+
+    /// Hands sorted outputs to the sink: for each batch (ending at position `tick`), the
+    /// samples before the tick, then the records up to it.
+    fn emit(
+        &mut self,
+        samples: &[(u32, Sample)],
+        ended: &[Ended],
+        ticks: &[u32],
+        sink: &mut dyn Sink,
+    ) -> io::Result<()> {
+        let (mut i, mut j) = (0, 0);
+        for &t in ticks.iter().chain(&[u32::MAX]) {
+            while let Some((pos, x)) = samples.get(i)
+                && *pos < t
+            {
+                self.s.samples += 1;
+                sink.sample(x)?;
+                i += 1;
+            }
+            while let Some(e) = ended.get(j)
+                && e.pos <= t
+            {
+                self.s.flows += 1;
+                sink.flow(&e.flow, &e.rtt)?;
+                j += 1;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends every worker's live flows and merges them by first packet and key.
+    fn finish(&mut self, lanes: &mut [Lane], sink: &mut dyn Sink) -> io::Result<()> {
+        for l in lanes.iter_mut() {
+            if l.jobs.push(Job::Finish).is_err() {
+                unreachable!("the rings are empty");
+            }
+            l.thread.unpark();
+        }
+        let mut ended = Vec::new();
+        for lane in lanes.iter_mut() {
+            let Done::Finished { ended: mut en, table, table_bytes, rtt } = Self::pop(lane) else {
+                unreachable!("a finish answers a finish")
+            };
+            ended.append(&mut en);
+            add_table(&mut self.s.table, &table);
+            self.s.table_bytes += table_bytes;
+            add_rtt(&mut self.s.rtt, &rtt);
+        }
+        ended.sort_unstable_by_key(|e| (e.flow.flow.first, e.flow.flow.key));
+        self.emit(&[], &ended, &[], sink)
+    }
+}
+
+fn add_table(a: &mut TableStats, b: &TableStats) {
+    a.created += b.created;
+    a.idle += b.idle;
+    a.evicted += b.evicted;
+    // Peaks of different workers need not coincide: their sum bounds the true peak from above.
+    a.peak += b.peak;
+}
+
+fn add_rtt(a: &mut RttStats, b: &RttStats) {
+    a.tcp_packets += b.tcp_packets;
+    a.ts_samples += b.ts_samples;
+    a.seq_samples += b.seq_samples;
+    a.table_full += b.table_full;
+    a.expired += b.expired;
+    a.backwards += b.backwards;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shard_fold_equals_the_toeplitz_hash_both_ways() {
+        let shard = Shard::new(3);
+        let mut x = 0x1234_5678_9abc_def1u64;
+        for i in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let a: [u8; 16] = std::array::from_fn(|j| (x >> (j % 8 * 8)) as u8 ^ j as u8);
+            let b: [u8; 16] = std::array::from_fn(|j| (x >> (j % 8 * 8)) as u8 ^ 0x5a ^ i as u8);
+            let fam = if i % 2 == 0 { 4 } else { 6 };
+            let trim = |mut v: [u8; 16]| {
+                if fam == 4 {
+                    v[4..].fill(0);
+                }
+                v
+            };
+            let (pa, pb) = ((x >> 16) as u16, (x >> 40) as u16);
+            let k = FlowKey::new(trim(a), pa, trim(b), pb, 6, fam, rampart_flow::KeyKind::Ports);
+            let r = FlowKey::new(trim(b), pb, trim(a), pa, 6, fam, rampart_flow::KeyKind::Ports);
+            assert_eq!(shard.hash(&k.0), shard.toeplitz(&k.0));
+            assert_eq!(shard.of(&k.0), shard.of(&r.0));
+            assert!(shard.of(&k.0) < 3);
+        }
+    }
+}
