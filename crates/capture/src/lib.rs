@@ -32,7 +32,7 @@ pub use error::{CaptureError, ErrorKind};
 pub use filter::{Filter, FilterError};
 pub use live::{LiveConfig, LiveError};
 pub use rampart_wire::LinkType;
-pub use source::{Batch, Capture, Frame};
+pub use source::{Batch, Capture, Frame, SharedBytes};
 pub use writer::PcapWriter;
 
 /// A capture timestamp: nanoseconds since the Unix epoch (UTC).

@@ -2,6 +2,8 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 
+use std::sync::Arc;
+
 use memmap2::Mmap;
 use rampart_wire::LinkType;
 
@@ -97,9 +99,47 @@ impl Desc {
 }
 
 enum Input {
-    Mapped(Mmap),
-    Memory(Vec<u8>),
+    Mapped(Arc<Mmap>),
+    Memory(Arc<[u8]>),
     Stream(Stream),
+}
+
+/// The whole input of a mapped or in-memory capture, shared so that other threads can read the
+/// frames of batches already handed out while the capture goes on ([`Capture::shared`]).
+#[derive(Clone)]
+pub struct SharedBytes(Shared);
+
+#[derive(Clone)]
+enum Shared {
+    Mapped(Arc<Mmap>),
+    Memory(Arc<[u8]>),
+}
+
+impl std::ops::Deref for SharedBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            Shared::Mapped(m) => m,
+            Shared::Memory(v) => v,
+        }
+    }
+}
+
+impl std::fmt::Debug for SharedBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SharedBytes({} bytes)", self.len())
+    }
+}
+
+impl SharedBytes {
+    /// Where `data` (a frame of this capture) starts in the input, or `None` if it does not lie
+    /// inside it.
+    pub fn offset_of(&self, data: &[u8]) -> Option<usize> {
+        let base = self.as_ptr() as usize;
+        let p = data.as_ptr() as usize;
+        (p >= base && p + data.len() <= base + self.len()).then(|| p - base)
+    }
 }
 
 struct Stream {
@@ -166,12 +206,12 @@ impl Capture {
             return Err(CaptureError::new(&name, None, ErrorKind::Empty));
         }
         let map = map_file(&file).map_err(err)?;
-        Self::start(name, Input::Mapped(map))
+        Self::start(name, Input::Mapped(Arc::new(map)))
     }
 
     /// Reads a capture held in memory (tests, fuzzing, embedded captures).
     pub fn from_bytes(name: &str, bytes: Vec<u8>) -> Result<Self, CaptureError> {
-        Self::start(name.to_owned(), Input::Memory(bytes))
+        Self::start(name.to_owned(), Input::Memory(bytes.into()))
     }
 
     /// Streams a capture from any reader, holding at most one batch of records in memory.
@@ -186,8 +226,8 @@ impl Capture {
 
     fn start(name: String, input: Input) -> Result<Self, CaptureError> {
         let (bytes, size): (&[u8], Option<u64>) = match &input {
-            Input::Mapped(m) => (m, Some(m.len() as u64)),
-            Input::Memory(v) => (v, Some(v.len() as u64)),
+            Input::Mapped(m) => (&m[..], Some(m.len() as u64)),
+            Input::Memory(v) => (&v[..], Some(v.len() as u64)),
             Input::Stream(s) => (&s.buf[..s.end], None),
         };
         let (decoder, header) = match Decoder::open(bytes) {
@@ -228,7 +268,7 @@ impl Capture {
         header[6..8].copy_from_slice(&4u16.to_le_bytes());
         header[16..20].copy_from_slice(&cfg.snaplen.to_le_bytes());
         header[20..24].copy_from_slice(&ring.link.to_linktype().to_le_bytes());
-        let mut c = Self::start(iface.to_owned(), Input::Memory(header.to_vec()))
+        let mut c = Self::start(iface.to_owned(), Input::Memory(header.to_vec().into()))
             .expect("a well-formed pcap header");
         c.size = None;
         c.live = Some(Box::new(ring));
@@ -314,6 +354,20 @@ impl Capture {
         Ok(Batch { buf, descs: &self.descs })
     }
 
+    /// The whole input, shareable with other threads, for a capture read from a mapped file or
+    /// memory (`None` for streams and live captures, whose buffers are reused). Every frame
+    /// [`Capture::next_batch`] hands out lies inside it.
+    pub fn shared(&self) -> Option<SharedBytes> {
+        if self.live.is_some() {
+            return None;
+        }
+        match &self.input {
+            Input::Mapped(m) => Some(SharedBytes(Shared::Mapped(Arc::clone(m)))),
+            Input::Memory(v) => Some(SharedBytes(Shared::Memory(Arc::clone(v)))),
+            Input::Stream(_) => None,
+        }
+    }
+
     fn decode(&mut self, max: usize) -> Result<(), CaptureError> {
         if let Input::Mapped(m) = &self.input
             && self.pos + POPULATE_WINDOW / 2 >= self.populated
@@ -332,8 +386,8 @@ impl Capture {
         }
         while self.descs.len() < max {
             let (bytes, eof): (&[u8], bool) = match &self.input {
-                Input::Mapped(m) => (m, true),
-                Input::Memory(v) => (v, true),
+                Input::Mapped(m) => (&m[..], true),
+                Input::Memory(v) => (&v[..], true),
                 Input::Stream(s) => (&s.buf[..s.end], s.eof),
             };
             let need = if let Format::Pcap { nanos, .. } = self.decoder.format() {

@@ -142,14 +142,35 @@ impl Summary {
     /// Parses a frame, counting it, its bytes and its parse problem if any.
     #[inline]
     fn parse(&mut self, frame: &Frame<'_>) -> PacketMeta {
+        self.count(frame);
+        let meta = PacketMeta::parse(frame.link, frame.data);
+        self.problem(&meta);
+        meta
+    }
+
+    /// Counts a frame and its bytes.
+    #[inline]
+    fn count(&mut self, frame: &Frame<'_>) {
         self.packets += 1;
         self.wire_bytes += u64::from(frame.origlen);
         self.captured_bytes += u64::from(frame.caplen());
-        let meta = PacketMeta::parse(frame.link, frame.data);
+    }
+
+    /// Counts a parsed frame's problem, if any.
+    #[inline]
+    fn problem(&mut self, meta: &PacketMeta) {
         if let Some(i) = meta.status.problem_index() {
             self.problems[i] += 1;
         }
-        meta
+    }
+
+    /// Adds the per-frame counts another summary made of other frames.
+    fn add_frames(&mut self, o: &Summary) {
+        self.non_ip += o.non_ip;
+        self.tracked += o.tracked;
+        for (a, b) in self.problems.iter_mut().zip(o.problems) {
+            *a += b;
+        }
     }
 
     /// Parse problems with a non-zero count, by name.
@@ -262,13 +283,37 @@ impl Parser {
     /// Parses one frame, counting it into `s`; `None` when it has no flow (not IP).
     #[inline]
     pub fn prepare(&mut self, frame: &Frame<'_>, pos: u32, s: &mut Summary) -> Option<Work> {
-        let meta = s.parse(frame);
+        s.count(frame);
+        self.prepare_if(frame, pos, s, |_| true, true)
+    }
+
+    /// Parses one frame that was counted elsewhere and keeps it only if `keep` accepts its flow
+    /// key. Capture time follows every frame, kept or not. Parse problems are counted for kept frames, and for
+    /// frames without a flow when `unkeyed` (so that one worker counts those).
+    #[inline]
+    pub fn prepare_if(
+        &mut self,
+        frame: &Frame<'_>,
+        pos: u32,
+        s: &mut Summary,
+        keep: impl FnOnce(&FlowKey) -> bool,
+        unkeyed: bool,
+    ) -> Option<Work> {
+        self.now = self.now.max(frame.ts.0);
+        let meta = PacketMeta::parse(frame.link, frame.data);
         let Some((key, side)) = FlowKey::from_meta(&meta) else {
-            if meta.status == Status::NotIp {
-                s.non_ip += 1;
+            if unkeyed {
+                s.problem(&meta);
+                if meta.status == Status::NotIp {
+                    s.non_ip += 1;
+                }
             }
             return None;
         };
+        if !keep(&key) {
+            return None;
+        }
+        s.problem(&meta);
         let info = PacketInfo {
             key,
             side,
@@ -287,12 +332,11 @@ impl Parser {
                 i.to_local = self.local.iter().any(|(f, a)| *f == fam && *a == meta.dst);
             }
         }
-        self.now = self.now.max(frame.ts.0);
         s.tracked += 1;
         Some(Work { info, tcp, pos })
     }
 
-    /// The latest capture time of any packet with a flow so far.
+    /// The latest capture time of any frame so far.
     pub fn now(&self) -> u64 {
         self.now
     }
@@ -358,6 +402,22 @@ impl FlowStage {
     /// to `now`, ending the flows idle past the timeout at position `tick`.
     #[inline]
     pub fn account(&mut self, work: &mut [Work], now: u64, tick: u32) {
+        self.packets(work);
+        self.advance(now, tick);
+    }
+
+    /// Lets capture time run to `now`, ending the flows idle past the timeout at position
+    /// `tick`.
+    pub fn advance(&mut self, now: u64, tick: u32) {
+        self.table.advance(now);
+        let start = self.out.len();
+        self.collect(tick, true);
+        self.out[start..].sort_unstable_by_key(Ended::order);
+    }
+
+    /// Accounts parsed packets (hashing their keys for this table).
+    #[inline]
+    pub fn packets(&mut self, work: &mut [Work]) {
         for w in work.iter_mut() {
             w.info.hash = self.table.hash(&w.info.key);
         }
@@ -389,10 +449,6 @@ impl FlowStage {
                 }
             }
         }
-        self.table.advance(now);
-        let start = self.out.len();
-        self.collect(tick, true);
-        self.out[start..].sort_unstable_by_key(Ended::order);
     }
 
     /// Moves the flows the table ended into the output, with their RTT summaries (taken before
@@ -477,24 +533,24 @@ fn filtered<'a, 'f>(
     })
 }
 
-/// How many of `frames` to take so that the run stops after `count` packets or `seconds` of
+/// How many of the frames (given by their times) to take so that the run stops after `count` packets or `seconds` of
 /// capture time from `first` (the packet reaching the limit is included, as tcpdump and pping
 /// do); `true` when the limit was reached.
 fn limit(
-    frames: &[Frame<'_>],
+    times: impl IntoIterator<Item = u64>,
     count_left: u64,
     seconds: Option<f64>,
     first: &mut Option<u64>,
 ) -> (usize, bool) {
     let mut n = 0;
-    for f in frames {
+    for ts in times {
         if n as u64 == count_left {
             return (n, true);
         }
         n += 1;
-        let start = *first.get_or_insert(f.ts.0);
+        let start = *first.get_or_insert(ts);
         if let Some(s) = seconds
-            && f.ts.0.saturating_sub(start) as f64 >= s * 1e9
+            && ts.saturating_sub(start) as f64 >= s * 1e9
         {
             return (n, true);
         }
@@ -559,7 +615,7 @@ pub fn run(
             &mut s.filtered,
             &mut filter_error,
         ));
-        let (take, done) = limit(&frames, left, cfg.seconds, &mut first);
+        let (take, done) = limit(frames.iter().map(|f| f.ts.0), left, cfg.seconds, &mut first);
         passed += take as u64;
         stage.process(frames[..take].iter().copied(), &mut s);
         for (_, x) in stage.take_samples() {

@@ -1,11 +1,18 @@
 //! `--workers N`: the flow stage sharded over threads that share nothing.
 //!
-//! The calling thread reads the capture, applies the filter and limits, parses each frame once
-//! and sends each packet's owned summary ([`Work`]) to the worker that owns its flow: a
-//! symmetric Toeplitz hash of the flow key (Woo and Park's `0x6d5a` key, so both directions
-//! meet) through a round-robin RETA of 128 entries, exactly what a NIC configured with that key
-//! would do. Batches travel over single-producer single-consumer rings (`rtrb`), one each way
-//! per worker; emptied vectors travel back for reuse.
+//! A flow belongs to one worker: a symmetric Toeplitz hash of the flow key (Woo and Park's
+//! `0x6d5a` key, so both directions meet) through a round-robin RETA of 128 entries, exactly
+//! what a NIC configured with that key would do. Jobs travel over single-producer
+//! single-consumer rings (`rtrb`), one each way per worker; emptied vectors travel back for
+//! reuse. The calling thread reads the capture and applies the filter and limits, then:
+//!
+//! - for a mapped file (or bytes in memory), it sends every worker the same list of frame
+//!   positions in the shared input ([`SharedBytes`]). Worker k parses the k-th share of the
+//!   list, once per frame, and hands each parsed packet to the worker that owns its flow over
+//!   a worker-to-worker ring; each worker then accounts what it was handed, share by share, so
+//!   in capture order. The reading thread does almost nothing per packet;
+//! - for a stream or a live ring, whose buffers are reused, it parses each frame itself and
+//!   sends each packet's owned summary ([`Work`]) to the worker that owns its flow.
 //!
 //! Every batch reaches every worker, possibly empty, with the batch's capture time, so each
 //! worker's table ends idle flows at the same batches one table would (the table's idle
@@ -19,11 +26,14 @@
 
 use std::collections::VecDeque;
 use std::io;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::{self, Thread};
 use std::time::Instant;
 
-use rampart_capture::{Capture, Frame};
+use std::sync::Arc;
+
+use rampart_capture::{Capture, Frame, LinkType, SharedBytes, Timestamp};
 use rampart_flow::{FlowKey, TableConfig, TableStats};
 use rampart_rss::{Key, Reta, Toeplitz};
 use rampart_rtt::{RttStats, Sample};
@@ -110,14 +120,52 @@ struct Cut {
     tick: u32,
 }
 
+/// Where a frame lies in the shared input, and what parsing it needs besides its bytes.
+#[derive(Clone, Copy, Debug)]
+struct FrameRef {
+    ts: Timestamp,
+    origlen: u32,
+    caplen: u32,
+    link: LinkType,
+    start: usize,
+    pos: u32,
+}
+
+impl FrameRef {
+    #[inline]
+    fn frame<'a>(&self, bytes: &'a [u8]) -> Frame<'a> {
+        Frame {
+            ts: self.ts,
+            origlen: self.origlen,
+            link: self.link,
+            interface: 0,
+            offset: self.start as u64,
+            data: &bytes[self.start..self.start + self.caplen as usize],
+        }
+    }
+}
+
 enum Job {
-    Batch { work: Vec<Work>, cuts: Vec<Cut>, samples: Vec<(u32, Sample)>, ended: Vec<Ended> },
+    /// Parsed packets of this worker's flows.
+    Batch {
+        work: Vec<Work>,
+        cuts: Vec<Cut>,
+        samples: Vec<(u32, Sample)>,
+        ended: Vec<Ended>,
+    },
+    /// Every frame, to parse and keep those of this worker's flows (`Cut::end` indexes frames).
+    Frames {
+        frames: Arc<Vec<FrameRef>>,
+        cuts: Vec<Cut>,
+        samples: Vec<(u32, Sample)>,
+        ended: Vec<Ended>,
+    },
     Finish,
 }
 
 enum Done {
     Batch { work: Vec<Work>, cuts: Vec<Cut>, samples: Vec<(u32, Sample)>, ended: Vec<Ended> },
-    Finished { ended: Vec<Ended>, table: TableStats, table_bytes: usize, rtt: RttStats },
+    Finished { ended: Vec<Ended>, s: Box<Summary> },
 }
 
 /// Waits for the ring to yield, parking between tries (the other side unparks after each
@@ -140,38 +188,178 @@ fn wait<T>(ring: &mut rtrb::Consumer<T>) -> Option<T> {
     }
 }
 
-fn worker(
-    mut stage: FlowStage,
-    mut jobs: rtrb::Consumer<Job>,
-    mut done: rtrb::Producer<Done>,
-    main: Thread,
-) {
-    loop {
-        let Some(job) = wait(&mut jobs) else { return };
-        let out = match job {
+/// One worker's state.
+struct Worker {
+    stage: FlowStage,
+    me: usize,
+    shard: Shard,
+    parser: Parser,
+    bytes: Option<SharedBytes>,
+    /// Counts of the frames this worker parsed.
+    s: Summary,
+    /// Rings to and from the other workers (`None` at this worker's own index).
+    to: Vec<Option<rtrb::Producer<Vec<Work>>>>,
+    from: Vec<Option<rtrb::Consumer<Vec<Work>>>>,
+    /// Every worker's thread, set before the first job.
+    threads: Arc<OnceLock<Vec<Thread>>>,
+    /// Parsed packets per owner, and the lists handed in, per sender.
+    out: Vec<Vec<Work>>,
+    got: Vec<Vec<Work>>,
+    pool: Vec<Vec<Work>>,
+    /// This worker's own packets of parsed jobs not yet accounted.
+    mine: VecDeque<Vec<Work>>,
+}
+
+impl Worker {
+    /// Answers jobs in order. A frames job is parsed and handed out at once but accounted
+    /// only after the next job is parsed (or when no job is waiting), so a worker does not
+    /// stand idle waiting for the others' packets of the job it just parsed.
+    fn run(mut self, mut jobs: rtrb::Consumer<Job>, mut done: rtrb::Producer<Done>, main: Thread) {
+        let mut pending: Option<Pending> = None;
+        loop {
+            let job = match jobs.pop() {
+                Ok(job) => job,
+                Err(_) => {
+                    if let Some(p) = pending.take() {
+                        let out = self.account_frames(p);
+                        if !answer(&mut done, &main, out) {
+                            return;
+                        }
+                        continue;
+                    }
+                    let Some(job) = wait(&mut jobs) else { return };
+                    job
+                }
+            };
+            let out = match job {
+                Job::Frames { frames, cuts, samples, ended } => {
+                    self.parse_share(&frames);
+                    // The reading thread reuses the list once every worker has let go of it.
+                    drop(frames);
+                    self.hand_out();
+                    match pending.replace(Pending { cuts, samples, ended }) {
+                        Some(p) => self.account_frames(p),
+                        None => continue,
+                    }
+                }
+                job => {
+                    if let Some(p) = pending.take() {
+                        let out = self.account_frames(p);
+                        if !answer(&mut done, &main, out) {
+                            return;
+                        }
+                    }
+                    self.job(job)
+                }
+            };
+            if !answer(&mut done, &main, out) {
+                return;
+            }
+        }
+    }
+
+    /// Takes this worker's packets of the oldest parsed job from every worker, in worker order
+    /// (which is capture order: shares are consecutive), and accounts them batch by batch.
+    fn account_frames(&mut self, p: Pending) -> Done {
+        let Pending { cuts, mut samples, mut ended } = p;
+        for j in 0..self.from.len() {
+            let list = match &mut self.from[j] {
+                Some(ring) => wait(ring).expect("a worker ended early (it panicked)"),
+                None => self.mine.pop_front().expect("this worker's own share"),
+            };
+            self.got.push(list);
+        }
+        let mut next = vec![0; self.got.len()];
+        for c in &cuts {
+            for (list, i) in self.got.iter_mut().zip(&mut next) {
+                let end = *i + list[*i..].partition_point(|w| w.pos < c.tick);
+                self.stage.packets(&mut list[*i..end]);
+                *i = end;
+            }
+            self.stage.advance(c.now, c.tick);
+        }
+        for mut list in self.got.drain(..) {
+            list.clear();
+            self.pool.push(list);
+        }
+        samples.extend(self.stage.take_samples());
+        ended.extend(self.stage.take_ended());
+        Done::Batch { work: Vec::new(), cuts, samples, ended }
+    }
+
+    fn job(&mut self, job: Job) -> Done {
+        match job {
             Job::Batch { mut work, cuts, mut samples, mut ended } => {
                 let mut start = 0;
                 for c in &cuts {
-                    stage.account(&mut work[start..c.end], c.now, c.tick);
+                    self.stage.account(&mut work[start..c.end], c.now, c.tick);
                     start = c.end;
                 }
-                samples.extend(stage.take_samples());
-                ended.extend(stage.take_ended());
+                samples.extend(self.stage.take_samples());
+                ended.extend(self.stage.take_ended());
                 Done::Batch { work, cuts, samples, ended }
             }
+            Job::Frames { .. } => unreachable!("run handles frames jobs"),
             Job::Finish => {
-                let mut s = Summary::default();
-                stage.finish(&mut s);
-                let ended = stage.take_ended().collect();
-                Done::Finished { ended, table: s.table, table_bytes: s.table_bytes, rtt: s.rtt }
+                let mut s = std::mem::take(&mut self.s);
+                self.stage.finish(&mut s);
+                let ended = self.stage.take_ended().collect();
+                Done::Finished { ended, s: Box::new(s) }
             }
-        };
-        // The ring holds more than the batches in flight, so it is never full.
-        if done.push(out).is_err() {
-            return;
         }
-        main.unpark();
     }
+
+    /// Parses this worker's share of the frames, sorting the packets by owner.
+    fn parse_share(&mut self, frames: &[FrameRef]) {
+        let n = self.to.len();
+        let (lo, hi) = (frames.len() * self.me / n, frames.len() * (self.me + 1) / n);
+        let bytes = self.bytes.as_deref().expect("frames come with shared bytes");
+        for o in &mut self.out {
+            if o.capacity() == 0 {
+                *o = self.pool.pop().unwrap_or_default();
+            }
+        }
+        for f in &frames[lo..hi] {
+            let frame = f.frame(bytes);
+            if let Some(w) = self.parser.prepare_if(&frame, f.pos, &mut self.s, |_| true, true) {
+                self.out[self.shard.of(&w.info.key)].push(w);
+            }
+        }
+    }
+
+    /// Hands each other worker its packets of the job just parsed; keeps its own.
+    fn hand_out(&mut self) {
+        let threads = self.threads.get().expect("threads are known before the first job");
+        for (j, ring) in self.to.iter_mut().enumerate() {
+            let list = std::mem::take(&mut self.out[j]);
+            match ring {
+                Some(ring) => {
+                    if ring.push(list).is_err() {
+                        unreachable!("a worker is at most IN_FLIGHT jobs ahead of another");
+                    }
+                    threads[j].unpark();
+                }
+                None => self.mine.push_back(list),
+            }
+        }
+    }
+}
+
+/// A parsed frames job waiting to be accounted.
+struct Pending {
+    cuts: Vec<Cut>,
+    samples: Vec<(u32, Sample)>,
+    ended: Vec<Ended>,
+}
+
+/// Sends an answer to the reading thread; false once it is gone.
+fn answer(done: &mut rtrb::Producer<Done>, main: &Thread, out: Done) -> bool {
+    // The ring holds more than the jobs in flight, so it is never full.
+    if done.push(out).is_err() {
+        return false;
+    }
+    main.unpark();
+    true
 }
 
 /// The calling thread's ends of one worker's rings.
@@ -186,6 +374,7 @@ struct Lane {
 /// Reusable vectors.
 #[derive(Default)]
 struct Spares {
+    frames: Vec<Vec<FrameRef>>,
     work: Vec<Vec<Work>>,
     cuts: Vec<Vec<Cut>>,
     samples: Vec<Vec<(u32, Sample)>>,
@@ -207,26 +396,65 @@ pub(crate) fn run(
     let table = TableConfig { max_flows: cfg.table.max_flows.div_ceil(n), ..cfg.table };
     let rtt = cfg.rtt.map(|r| rampart_rtt::RttConfig { max_tsvals: r.max_tsvals.div_ceil(n), ..r });
     let mut parser = Parser::new(cfg.rtt.is_some(), &cfg.local);
+    let bytes = capture.shared();
+    // Worker-to-worker rings: pairs[j][k] carries packets parsed by j for k.
+    let mut to: Vec<Vec<Option<rtrb::Producer<Vec<Work>>>>> = (0..n).map(|_| Vec::new()).collect();
+    let mut from: Vec<Vec<Option<rtrb::Consumer<Vec<Work>>>>> =
+        (0..n).map(|_| Vec::new()).collect();
+    for (j, to_j) in to.iter_mut().enumerate() {
+        for (k, from_k) in from.iter_mut().enumerate() {
+            let (p, c) = if j == k {
+                (None, None)
+            } else {
+                let (p, c) = rtrb::RingBuffer::new(IN_FLIGHT + 2);
+                (Some(p), Some(c))
+            };
+            to_j.push(p);
+            from_k.push(c);
+        }
+    }
+    let threads: Arc<OnceLock<Vec<Thread>>> = Arc::default();
     thread::scope(|scope| {
-        let mut lanes: Vec<Lane> = (0..n)
-            .map(|_| {
+        let mut lanes: Vec<Lane> = to
+            .into_iter()
+            .zip(from)
+            .enumerate()
+            .map(|(me, (to, from))| {
                 let (jobs, jobs_rx) = rtrb::RingBuffer::new(IN_FLIGHT + 1);
                 let (done_tx, done) = rtrb::RingBuffer::new(IN_FLIGHT + 2);
-                let stage = FlowStage::with_rtt(table, rtt, cfg.samples, &[]);
+                let w = Worker {
+                    stage: FlowStage::with_rtt(table, rtt, cfg.samples, &[]),
+                    me,
+                    shard: shard.clone(),
+                    parser: Parser::new(cfg.rtt.is_some(), &cfg.local),
+                    bytes: bytes.clone(),
+                    s: Summary::default(),
+                    to,
+                    from,
+                    threads: Arc::clone(&threads),
+                    out: (0..n).map(|_| Vec::new()).collect(),
+                    got: Vec::with_capacity(n),
+                    pool: Vec::new(),
+                    mine: VecDeque::new(),
+                };
                 let main = thread::current();
                 let handle = thread::Builder::new()
                     .name("rampart-worker".into())
-                    .spawn_scoped(scope, move || worker(stage, jobs_rx, done_tx, main))
+                    .spawn_scoped(scope, move || w.run(jobs_rx, done_tx, main))
                     .expect("spawning a worker thread");
                 let thread = handle.thread().clone();
                 Lane { jobs, done, thread, work: Vec::new(), cuts: Vec::new() }
             })
             .collect();
+        let _ = threads.set(lanes.iter().map(|l| l.thread.clone()).collect());
         let mut m = Merger {
             s: Summary::default(),
             spares: Spares::default(),
             in_flight: VecDeque::new(),
             pos: 0,
+            bytes,
+            frames: Vec::new(),
+            now: 0,
         };
         let result = m.read(
             capture,
@@ -253,8 +481,14 @@ pub(crate) fn run(
 struct Merger {
     s: Summary,
     spares: Spares,
-    /// Jobs sent and not yet merged.
-    in_flight: VecDeque<()>,
+    /// Jobs sent and not yet merged (with the frame list of a frames job, to reuse).
+    in_flight: VecDeque<Option<Arc<Vec<FrameRef>>>>,
+    /// The shared input when the workers parse.
+    bytes: Option<SharedBytes>,
+    /// Frames read since the last job (when the workers parse).
+    frames: Vec<FrameRef>,
+    /// The latest capture time read (when the workers parse).
+    now: u64,
     /// Next position in the current job: each capture batch takes one position per packet and
     /// one for its tick.
     pos: u32,
@@ -310,32 +544,72 @@ impl Merger {
                     break;
                 }
             };
-            let mut frames = recycle(std::mem::take(&mut spare));
-            frames.extend(filtered(
-                batch.iter(),
-                filter.as_deref_mut(),
-                &mut self.s.filtered,
-                &mut filter_error,
-            ));
-            let (take, done) = limit(&frames, left, cfg.seconds, &mut first);
-            passed += take as u64;
             let base = self.pos;
-            for (i, frame) in frames[..take].iter().enumerate() {
-                if let Some(w) = parser.prepare(frame, base + i as u32, &mut self.s) {
-                    lanes[shard.of(&w.info.key)].work.push(w);
+            let (take, done);
+            if let Some(bytes) = &self.bytes {
+                // The workers parse: record where each frame lies, nothing more.
+                let from = self.frames.len();
+                let passing = filtered(
+                    batch.iter(),
+                    filter.as_deref_mut(),
+                    &mut self.s.filtered,
+                    &mut filter_error,
+                );
+                for (i, frame) in passing.enumerate() {
+                    let start = bytes.offset_of(frame.data).expect("frames lie in the input");
+                    self.frames.push(FrameRef {
+                        ts: frame.ts,
+                        origlen: frame.origlen,
+                        caplen: frame.caplen(),
+                        link: frame.link,
+                        start,
+                        pos: base + i as u32,
+                    });
                 }
+                (take, done) = limit(
+                    self.frames[from..].iter().map(|f| f.ts.0),
+                    left,
+                    cfg.seconds,
+                    &mut first,
+                );
+                self.frames.truncate(from + take);
+                for f in &self.frames[from..] {
+                    self.s.packets += 1;
+                    self.s.wire_bytes += u64::from(f.origlen);
+                    self.s.captured_bytes += u64::from(f.caplen);
+                    self.now = self.now.max(f.ts.0);
+                }
+                let (end, now) = (self.frames.len(), self.now);
+                for l in lanes.iter_mut() {
+                    l.cuts.push(Cut { end, now, tick: base + take as u32 });
+                }
+            } else {
+                let mut frames = recycle(std::mem::take(&mut spare));
+                frames.extend(filtered(
+                    batch.iter(),
+                    filter.as_deref_mut(),
+                    &mut self.s.filtered,
+                    &mut filter_error,
+                ));
+                (take, done) = limit(frames.iter().map(|f| f.ts.0), left, cfg.seconds, &mut first);
+                for (i, frame) in frames[..take].iter().enumerate() {
+                    if let Some(w) = parser.prepare(frame, base + i as u32, &mut self.s) {
+                        lanes[shard.of(&w.info.key)].work.push(w);
+                    }
+                }
+                let now = parser.now();
+                for l in lanes.iter_mut() {
+                    l.cuts.push(Cut { end: l.work.len(), now, tick: base + take as u32 });
+                }
+                spare = recycle(frames);
             }
-            self.pos = base + take as u32 + 1;
-            let now = parser.now();
-            for l in lanes.iter_mut() {
-                l.cuts.push(Cut { end: l.work.len(), now, tick: base + take as u32 });
-            }
-            if lanes.iter().map(|l| l.work.len()).sum::<usize>() >= JOB_PACKETS * lanes.len()
-                || self.pos > u32::MAX - (1 << 20)
-            {
+            passed += take as u64;
+            let tick = base + take as u32;
+            self.pos = tick + 1;
+            let queued = self.frames.len() + lanes.iter().map(|l| l.work.len()).sum::<usize>();
+            if queued >= JOB_PACKETS * lanes.len() || self.pos > u32::MAX - (1 << 20) {
                 self.send(lanes, sink)?;
             }
-            spare = recycle(frames);
             progress(capture.position());
             sink.tick()?;
             if let Some(e) = filter_error.take() {
@@ -361,12 +635,20 @@ impl Merger {
         if lanes.iter().all(|l| l.cuts.is_empty()) {
             return Ok(());
         }
+        let frames = self.bytes.is_some().then(|| {
+            let next = self.spares.frames.pop().unwrap_or_default();
+            Arc::new(std::mem::replace(&mut self.frames, next))
+        });
         for l in lanes.iter_mut() {
-            let job = Job::Batch {
-                work: std::mem::replace(&mut l.work, self.spares.work.pop().unwrap_or_default()),
-                cuts: std::mem::replace(&mut l.cuts, self.spares.cuts.pop().unwrap_or_default()),
-                samples: self.spares.samples.pop().unwrap_or_default(),
-                ended: self.spares.ended.pop().unwrap_or_default(),
+            let cuts = std::mem::replace(&mut l.cuts, self.spares.cuts.pop().unwrap_or_default());
+            let samples = self.spares.samples.pop().unwrap_or_default();
+            let ended = self.spares.ended.pop().unwrap_or_default();
+            let job = match &frames {
+                Some(f) => Job::Frames { frames: Arc::clone(f), cuts, samples, ended },
+                None => {
+                    let next = self.spares.work.pop().unwrap_or_default();
+                    Job::Batch { work: std::mem::replace(&mut l.work, next), cuts, samples, ended }
+                }
             };
             l.work.clear();
             l.cuts.clear();
@@ -376,7 +658,7 @@ impl Merger {
             l.thread.unpark();
         }
         self.pos = 0;
-        self.in_flight.push_back(());
+        self.in_flight.push_back(frames);
         while self.in_flight.len() >= IN_FLIGHT
             || (!self.in_flight.is_empty() && lanes.iter().all(|l| l.done.slots() > 0))
         {
@@ -392,7 +674,7 @@ impl Merger {
     /// Merges the oldest job's outputs from every worker and hands them to the sink, capture
     /// batch by capture batch: a batch's samples, then its records (as one stage does).
     fn merge_one(&mut self, lanes: &mut [Lane], sink: &mut dyn Sink) -> io::Result<()> {
-        self.in_flight.pop_front();
+        let frames = self.in_flight.pop_front().flatten();
         let mut samples = self.spares.samples.pop().unwrap_or_default();
         let mut ended = self.spares.ended.pop().unwrap_or_default();
         let mut ticks = Vec::new();
@@ -409,6 +691,11 @@ impl Merger {
             ended.append(&mut en);
             self.spares.samples.push(sm);
             self.spares.ended.push(en);
+        }
+        // Every worker has answered, so it has dropped its handle on the frame list.
+        if let Some(mut f) = frames.and_then(|f| Arc::try_unwrap(f).ok()) {
+            f.clear();
+            self.spares.frames.push(f);
         }
         // One packet's outputs all come from one worker, already in order: stable sorts.
         samples.sort_by_key(|(pos, _)| *pos);
@@ -460,13 +747,14 @@ impl Merger {
         }
         let mut ended = Vec::new();
         for lane in lanes.iter_mut() {
-            let Done::Finished { ended: mut en, table, table_bytes, rtt } = Self::pop(lane) else {
+            let Done::Finished { ended: mut en, s } = Self::pop(lane) else {
                 unreachable!("a finish answers a finish")
             };
             ended.append(&mut en);
-            add_table(&mut self.s.table, &table);
-            self.s.table_bytes += table_bytes;
-            add_rtt(&mut self.s.rtt, &rtt);
+            add_table(&mut self.s.table, &s.table);
+            self.s.table_bytes += s.table_bytes;
+            add_rtt(&mut self.s.rtt, &s.rtt);
+            self.s.add_frames(&s);
         }
         ended.sort_unstable_by_key(|e| (e.flow.flow.first, e.flow.flow.key));
         self.emit(&[], &ended, &[], sink)
