@@ -53,6 +53,35 @@ fn bundled_sample_is_the_same_for_any_worker_count() {
     }
 }
 
+/// A stream (standard input) takes the other path: the reading thread parses and sends
+/// parsed packets.
+#[test]
+fn a_stream_is_the_same_for_any_worker_count() {
+    let sample = std::fs::read(repo().join("samples/mixed.pcap")).unwrap();
+    let run = |args: &[&str], w: &str| {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rampart"))
+            .args(args)
+            .args(["-r", "-", "-q", "--workers", w])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let data = sample.clone();
+        let feeder = std::thread::spawn(move || std::io::Write::write_all(&mut stdin, &data));
+        let out = child.wait_with_output().unwrap();
+        feeder.join().unwrap().unwrap();
+        assert!(out.status.success());
+        out.stdout
+    };
+    for args in [&["flows", "--flow-timeout", "0.2"][..], &["rtt"]] {
+        let one = run(args, "1");
+        assert!(!one.is_empty());
+        assert_eq!(run(args, "2"), one, "{args:?}");
+        assert_eq!(run(args, "3"), one, "{args:?}");
+    }
+}
+
 #[test]
 fn every_shared_capture_is_the_same_for_any_worker_count() {
     let Some(data) = shared_data("every_shared_capture_is_the_same_for_any_worker_count") else {

@@ -1,5 +1,3 @@
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::hash::{BuildHasher, Hasher};
 
 use crate::key::{FlowKey, Side};
@@ -13,6 +11,8 @@ const SLOTS_PER_FLOW: usize = 2;
 const MIN_SLOTS: usize = 1024;
 /// Idle timers count capture time in ticks of 2^26 ns (67 ms): a `u32` covers 9 years.
 const TICK_SHIFT: u32 = 26;
+/// Slots of the timer wheel: 4096 ticks, 4.6 minutes; later deadlines go round again.
+const WHEEL: usize = 4096;
 
 /// Table limits.
 #[derive(Clone, Copy, Debug)]
@@ -74,6 +74,9 @@ pub struct Flow {
     /// Which side of the key sent the first packet.
     pub initiator: Side,
     live: bool,
+    /// Idle timer link, in the record's padding: 0 when the record is on no timer list, else
+    /// one more than the next list entry (which is 0 at the end, else record + 1).
+    timer: u32,
 }
 
 impl Flow {
@@ -89,6 +92,7 @@ impl Flow {
             tcp_flags: [p.tcp_flags, 0],
             initiator: p.side,
             live: true,
+            timer: 0,
         }
     }
 
@@ -165,9 +169,9 @@ pub struct TableStats {
 /// Idle flows end exactly: [`FlowTable::advance`] ends every flow idle past the timeout at the
 /// time it is given, whatever else the table holds, so which flows end at which call depends
 /// only on each flow's own packets (tables that share a capture between them end the same flows
-/// at the same calls as one table would). A lazy timer heap of 8-byte entries (deadline tick,
-/// record), at most one per record, finds them: a flow's entry is looked at about once per
-/// timeout period, never per packet.
+/// at the same calls as one table would). A timer wheel finds them: 4096 list heads, each list
+/// linked through the records' padding, at most one entry per record, looked at about once per
+/// timeout period and never per packet. It costs no memory per flow.
 pub struct FlowTable {
     index: Vec<u64>,
     mask: usize,
@@ -181,14 +185,14 @@ pub struct FlowTable {
     hand: usize,
     /// Capture time of the last [`FlowTable::advance`].
     clock: u64,
-    /// Idle timers: `deadline tick << 32 | record`, earliest first; the tick is rounded down,
-    /// so an entry never comes due after its flow's deadline.
-    timers: BinaryHeap<Reverse<u64>>,
-    /// One bit per record: it has an entry in `timers`.
-    armed: Vec<u64>,
+    /// Timer wheel: per slot, the head of a list of records (record + 1, 0 when empty) whose
+    /// deadline tick falls on the slot. A deadline is rounded down to its tick, so an entry
+    /// never comes due after its flow's deadline.
+    wheel: Vec<u32>,
+    /// The tick [`FlowTable::advance`] got to (its slot is looked at again next time).
+    cursor: u32,
     /// Capture time of tick 0.
     base: Option<u64>,
-    due: Vec<u64>,
     ended: Vec<EndedFlow>,
     stats: TableStats,
 }
@@ -216,10 +220,9 @@ impl FlowTable {
             hasher: foldhash::fast::FixedState::with_seed(cfg.seed),
             hand: 0,
             clock: 0,
-            timers: BinaryHeap::new(),
-            armed: Vec::new(),
+            wheel: vec![0; WHEEL],
+            cursor: 0,
             base: None,
-            due: Vec::new(),
             ended: Vec::new(),
             stats: TableStats::default(),
         }
@@ -273,14 +276,16 @@ impl FlowTable {
                     return Tracked { id: FlowId(rec), new: false, forward };
                 }
                 // Idle past the timeout: end it and start over in the same record.
-                let old = *f;
+                let old = Flow { timer: 0, ..*f };
                 self.ended.push(EndedFlow { flow: old, reason: EndReason::Idle, id: FlowId(rec) });
                 self.stats.idle += 1;
                 rec
             }
             None => self.insert(slot, p),
         };
-        *self.record_mut(rec) = Flow::start(p);
+        // The record may still be on a timer list (its last flow's); keep the link.
+        let timer = self.record(rec).timer;
+        *self.record_mut(rec) = Flow { timer, ..Flow::start(p) };
         self.stats.created += 1;
         self.arm(rec, p.ts);
         Tracked { id: FlowId(rec), new: true, forward: true }
@@ -307,30 +312,36 @@ impl FlowTable {
             return;
         }
         self.clock = now;
+        self.base.get_or_insert(now);
         let due = self.tick(now);
         let timeout = self.cfg.idle_timeout_ns;
-        while let Some(&Reverse(e)) = self.timers.peek() {
-            if (e >> 32) as u32 > due {
-                break;
-            }
-            self.timers.pop();
-            let rec = e as u32;
-            let f = self.record(rec);
-            if !f.live {
-                self.disarm(rec);
-            } else if now.saturating_sub(f.last) > timeout {
-                self.remove(rec, EndReason::Idle);
-                self.disarm(rec);
-            } else {
-                let t = self.tick(f.last.saturating_add(timeout));
-                let e = (u64::from(t) << 32) | u64::from(rec);
-                // Due again within this tick: look at it on a later call, not in this loop.
-                if t > due { self.timers.push(Reverse(e)) } else { self.due.push(e) }
+        // Slots from the last call's tick (entries there may have come due since) to now's;
+        // every slot once when more than a turn has passed.
+        let start = u64::from(self.cursor.min(due));
+        let end = start + (u64::from(due) - start).min(WHEEL as u64 - 1);
+        for t in start..=end {
+            let slot = t as usize % WHEEL;
+            let mut cur = std::mem::take(&mut self.wheel[slot]);
+            while cur != 0 {
+                let rec = cur - 1;
+                let f = self.record_mut(rec);
+                cur = f.timer - 1;
+                f.timer = 0;
+                let (live, last) = (f.live, f.last);
+                if !live {
+                    continue;
+                }
+                if now.saturating_sub(last) > timeout {
+                    self.remove(rec, EndReason::Idle);
+                } else {
+                    // Not yet: back on the list of its deadline's tick (this slot again when
+                    // that is now's tick, or later than a turn away).
+                    let t = self.tick(last.saturating_add(timeout)).max(due);
+                    self.link(rec, t);
+                }
             }
         }
-        for e in self.due.drain(..) {
-            self.timers.push(Reverse(e));
-        }
+        self.cursor = due;
     }
 
     fn tick(&self, t: u64) -> u32 {
@@ -338,25 +349,24 @@ impl FlowTable {
         since.min(u64::from(u32::MAX)) as u32
     }
 
-    /// Gives a record's new flow a timer unless the record still has one pending (which comes
+    /// Puts a record on the list of tick `t`.
+    fn link(&mut self, rec: u32, t: u32) {
+        let slot = t as usize % WHEEL;
+        let head = self.wheel[slot];
+        self.record_mut(rec).timer = head + 1;
+        self.wheel[slot] = rec + 1;
+    }
+
+    /// Gives a record's new flow a timer unless the record is still on a list (its entry comes
     /// due no later than the new flow's deadline, as the flow started after the old one's last
     /// packet).
     fn arm(&mut self, rec: u32, ts: u64) {
-        let (w, b) = (rec as usize / 64, rec % 64);
-        if w >= self.armed.len() {
-            self.armed.resize(w + 1, 0);
-        }
-        if self.armed[w] & (1 << b) != 0 {
+        if self.record(rec).timer != 0 {
             return;
         }
-        self.armed[w] |= 1 << b;
         let base = *self.base.get_or_insert(ts);
         let t = self.tick(ts.max(base).saturating_add(self.cfg.idle_timeout_ns));
-        self.timers.push(Reverse((u64::from(t) << 32) | u64::from(rec)));
-    }
-
-    fn disarm(&mut self, rec: u32) {
-        self.armed[rec as usize / 64] &= !(1 << (rec % 64));
+        self.link(rec, t.max(self.cursor));
     }
 
     /// Ends every live flow with [`EndReason::End`], in order of first packet.
@@ -364,14 +374,15 @@ impl FlowTable {
         let start = self.ended.len();
         for rec in 0..self.allocated as u32 {
             if self.record(rec).live {
-                let flow = *self.record(rec);
-                self.record_mut(rec).live = false;
+                let flow = Flow { timer: 0, ..*self.record(rec) };
                 self.ended.push(EndedFlow { flow, reason: EndReason::End, id: FlowId(rec) });
             }
+            let f = self.record_mut(rec);
+            f.live = false;
+            f.timer = 0;
         }
         self.ended[start..].sort_by_key(|e| (e.flow.first, e.flow.key));
-        self.timers.clear();
-        self.armed.fill(0);
+        self.wheel.fill(0);
         self.index.fill(0);
         self.free.clear();
         self.allocated = 0;
@@ -415,8 +426,7 @@ impl FlowTable {
         self.index.len() * 8
             + self.chunks.len() * CHUNK * std::mem::size_of::<Flow>()
             + self.free.capacity() * 4
-            + self.timers.capacity() * 8
-            + self.armed.capacity() * 8
+            + self.wheel.len() * 4
     }
 
     #[inline]
@@ -505,7 +515,7 @@ impl FlowTable {
 
     /// Ends a live record: reports it, frees it and closes its index slot.
     fn remove(&mut self, rec: u32, reason: EndReason) {
-        let flow = *self.record(rec);
+        let flow = Flow { timer: 0, ..*self.record(rec) };
         self.record_mut(rec).live = false;
         if reason == EndReason::Idle {
             self.stats.idle += 1;
