@@ -558,25 +558,33 @@ fn limit(
     (n, n as u64 == count_left)
 }
 
-/// Reads `capture` to the end (or to the configured count or seconds, or until `stop` is set),
-/// handing every flow record to `sink` when the flow ends and, with [`FlowsConfig::samples`],
-/// every RTT sample as it is made. `progress` is called once per batch with the input position
-/// in bytes. Only an error from the sink (such as a closed pipe) aborts the run early; flows
-/// still in the table are then lost, as there is nowhere to write them.
-pub fn run(
+/// What the reading loop hands each batch to: one [`FlowStage`], or the workers; either
+/// passes results on to the run's sink.
+trait Batches {
+    /// Frames that passed the filter and limits, and the run's counts.
+    fn batch(&mut self, frames: &[Frame<'_>], s: &mut Summary) -> io::Result<()>;
+    /// A live capture was quiet for about 100 ms.
+    fn quiet(&mut self, _s: &mut Summary) -> io::Result<()> {
+        Ok(())
+    }
+    /// The sink.
+    fn sink(&mut self) -> &mut dyn Sink;
+}
+
+/// The reading loop of [`run`], with or without workers: batches from the capture through the
+/// filter and the count and time limits to `to`, until the input ends, a limit is reached, the
+/// stop flag is set or the capture or filter fails (the error is returned, the counts so far
+/// are in `s`). The sink's tick follows every batch and every quiet spell.
+fn read_batches(
     capture: &mut Capture,
     cfg: &FlowsConfig,
     mut filter: Option<&mut Filter>,
     stop: &AtomicBool,
-    sink: &mut dyn Sink,
+    s: &mut Summary,
+    to: &mut dyn Batches,
     progress: &mut dyn FnMut(u64),
-) -> io::Result<Outcome> {
-    if cfg.workers > 1 {
-        return workers::run(capture, cfg, filter, stop, sink, progress);
-    }
+) -> io::Result<Option<RunError>> {
     let started = Instant::now();
-    let mut stage = FlowStage::with_rtt(cfg.table, cfg.rtt, cfg.samples, &cfg.local);
-    let mut s = Summary::default();
     let mut error: Option<RunError> = None;
     let mut filter_error = None;
     let mut first = None;
@@ -597,8 +605,9 @@ pub fn run(
         }
         let batch = match capture.next_batch(cfg.batch) {
             Ok(b) if b.is_empty() && live => {
+                to.quiet(s)?;
                 progress(capture.position());
-                sink.tick()?;
+                to.sink().tick()?;
                 continue;
             }
             Ok(b) if b.is_empty() => break,
@@ -617,18 +626,10 @@ pub fn run(
         ));
         let (take, done) = limit(frames.iter().map(|f| f.ts.0), left, cfg.seconds, &mut first);
         passed += take as u64;
-        stage.process(frames[..take].iter().copied(), &mut s);
-        for (_, x) in stage.take_samples() {
-            s.samples += 1;
-            sink.sample(&x)?;
-        }
-        for e in stage.take_ended() {
-            s.flows += 1;
-            sink.flow(&e.flow, &e.rtt)?;
-        }
+        to.batch(&frames[..take], s)?;
         spare = recycle(frames);
         progress(capture.position());
-        sink.tick()?;
+        to.sink().tick()?;
         if let Some(e) = filter_error.take() {
             error = Some(e.into());
             break;
@@ -638,10 +639,59 @@ pub fn run(
         }
     }
     s.kernel = capture.kernel_stats();
-    stage.finish(&mut s);
-    for e in stage.take_ended() {
+    Ok(error)
+}
+
+/// One stage on the calling thread.
+struct One<'a> {
+    stage: FlowStage,
+    sink: &'a mut dyn Sink,
+}
+
+impl Batches for One<'_> {
+    fn batch(&mut self, frames: &[Frame<'_>], s: &mut Summary) -> io::Result<()> {
+        self.stage.process(frames.iter().copied(), s);
+        for (_, x) in self.stage.take_samples() {
+            s.samples += 1;
+            self.sink.sample(&x)?;
+        }
+        for e in self.stage.take_ended() {
+            s.flows += 1;
+            self.sink.flow(&e.flow, &e.rtt)?;
+        }
+        Ok(())
+    }
+
+    fn sink(&mut self) -> &mut dyn Sink {
+        self.sink
+    }
+}
+
+/// Reads `capture` to the end (or to the configured count or seconds, or until `stop` is set),
+/// handing every flow record to `sink` when the flow ends and, with [`FlowsConfig::samples`],
+/// every RTT sample as it is made. `progress` is called once per batch with the input position
+/// in bytes. Only an error from the sink (such as a closed pipe) aborts the run early; flows
+/// still in the table are then lost, as there is nowhere to write them.
+pub fn run(
+    capture: &mut Capture,
+    cfg: &FlowsConfig,
+    filter: Option<&mut Filter>,
+    stop: &AtomicBool,
+    sink: &mut dyn Sink,
+    progress: &mut dyn FnMut(u64),
+) -> io::Result<Outcome> {
+    if cfg.workers > 1 {
+        return workers::run(capture, cfg, filter, stop, sink, progress);
+    }
+    let started = Instant::now();
+    let stage = FlowStage::with_rtt(cfg.table, cfg.rtt, cfg.samples, &cfg.local);
+    let mut one = One { stage, sink };
+    let mut s = Summary::default();
+    let error = read_batches(capture, cfg, filter, stop, &mut s, &mut one, progress)?;
+    one.stage.finish(&mut s);
+    for e in one.stage.take_ended() {
         s.flows += 1;
-        sink.flow(&e.flow, &e.rtt)?;
+        one.sink.flow(&e.flow, &e.rtt)?;
     }
     s.elapsed = started.elapsed();
     Ok(Outcome { summary: s, error })

@@ -27,7 +27,7 @@
 use std::collections::VecDeque;
 use std::io;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::thread::{self, Thread};
 use std::time::Instant;
 
@@ -39,8 +39,7 @@ use rampart_rss::{Key, Reta, Toeplitz};
 use rampart_rtt::{RttStats, Sample};
 
 use crate::{
-    Ended, FlowStage, FlowsConfig, Outcome, Parser, RunError, Sink, Summary, Work, filtered, limit,
-    recycle,
+    Batches, Ended, FlowStage, FlowsConfig, Outcome, Parser, Sink, Summary, Work, read_batches,
 };
 
 /// Jobs a worker may be behind the reader.
@@ -385,7 +384,7 @@ struct Spares {
 pub(crate) fn run(
     capture: &mut Capture,
     cfg: &FlowsConfig,
-    mut filter: Option<&mut rampart_capture::Filter>,
+    filter: Option<&mut rampart_capture::Filter>,
     stop: &AtomicBool,
     sink: &mut dyn Sink,
     progress: &mut dyn FnMut(u64),
@@ -448,7 +447,6 @@ pub(crate) fn run(
             .collect();
         let _ = threads.set(lanes.iter().map(|l| l.thread.clone()).collect());
         let mut m = Merger {
-            s: Summary::default(),
             spares: Spares::default(),
             in_flight: VecDeque::new(),
             pos: 0,
@@ -456,30 +454,34 @@ pub(crate) fn run(
             frames: Vec::new(),
             now: 0,
         };
-        let result = m.read(
-            capture,
-            cfg,
-            &mut parser,
-            &shard,
-            &mut lanes,
-            filter.take(),
-            stop,
-            sink,
-            progress,
-        );
+        let mut s = Summary::default();
+        let result = (|| {
+            let mut reader = Reader {
+                m: &mut m,
+                parser: &mut parser,
+                shard: &shard,
+                lanes: &mut lanes,
+                sink: &mut *sink,
+            };
+            let error = read_batches(capture, cfg, filter, stop, &mut s, &mut reader, progress)?;
+            m.send(&mut lanes, &mut s, sink)?;
+            while !m.in_flight.is_empty() {
+                m.merge_one(&mut lanes, &mut s, sink)?;
+            }
+            m.finish(&mut lanes, &mut s, sink)?;
+            Ok::<_, io::Error>(error)
+        })();
         // Dropping the producers tells the workers to stop once their rings are empty.
         let threads: Vec<Thread> = lanes.iter().map(|l| l.thread.clone()).collect();
         drop(lanes);
         threads.iter().for_each(Thread::unpark);
-        let (error, ()) = result?;
-        let mut s = m.s;
+        let error = result?;
         s.elapsed = started.elapsed();
         Ok(Outcome { summary: s, error })
     })
 }
 
 struct Merger {
-    s: Summary,
     spares: Spares,
     /// Jobs sent and not yet merged (with the frame list of a frames job, to reuse).
     in_flight: VecDeque<Option<Arc<Vec<FrameRef>>>>,
@@ -494,144 +496,79 @@ struct Merger {
     pos: u32,
 }
 
-impl Merger {
-    #[allow(clippy::too_many_arguments)]
-    fn read(
-        &mut self,
-        capture: &mut Capture,
-        cfg: &FlowsConfig,
-        parser: &mut Parser,
-        shard: &Shard,
-        lanes: &mut [Lane],
-        mut filter: Option<&mut rampart_capture::Filter>,
-        stop: &AtomicBool,
-        sink: &mut dyn Sink,
-        progress: &mut dyn FnMut(u64),
-    ) -> io::Result<(Option<RunError>, ())> {
-        let started = Instant::now();
-        let mut error: Option<RunError> = None;
-        let mut filter_error = None;
-        let mut first = None;
-        let live = capture.is_live();
-        let mut spare: Vec<Frame<'static>> = Vec::with_capacity(cfg.batch);
-        let mut passed = 0u64;
-        loop {
-            if stop.load(Ordering::Relaxed) {
-                self.s.interrupted = true;
-                break;
+/// The reading thread's side of one run: the merger and the workers' lanes.
+struct Reader<'a> {
+    m: &'a mut Merger,
+    parser: &'a mut Parser,
+    shard: &'a Shard,
+    lanes: &'a mut [Lane],
+    sink: &'a mut dyn Sink,
+}
+
+impl Batches for Reader<'_> {
+    /// Lists the frames for the workers to parse (a mapped or in-memory input), or parses
+    /// them here and sends the packets to their owners (a stream or a live ring); sends a job
+    /// once enough have gathered.
+    fn batch(&mut self, frames: &[Frame<'_>], s: &mut Summary) -> io::Result<()> {
+        let m = &mut *self.m;
+        let base = m.pos;
+        let tick = base + frames.len() as u32;
+        if let Some(bytes) = &m.bytes {
+            for (i, frame) in frames.iter().enumerate() {
+                s.count(frame);
+                m.now = m.now.max(frame.ts.0);
+                let start = bytes.offset_of(frame.data).expect("frames lie in the input");
+                m.frames.push(FrameRef {
+                    ts: frame.ts,
+                    origlen: frame.origlen,
+                    caplen: frame.caplen(),
+                    link: frame.link,
+                    start,
+                    pos: base + i as u32,
+                });
             }
-            if live && cfg.seconds.is_some_and(|sec| started.elapsed().as_secs_f64() >= sec) {
-                break;
+            let (end, now) = (m.frames.len(), m.now);
+            for l in self.lanes.iter_mut() {
+                l.cuts.push(Cut { end, now, tick });
             }
-            let left = cfg.count.map_or(u64::MAX, |c| c - passed);
-            if left == 0 {
-                break;
+        } else {
+            for (i, frame) in frames.iter().enumerate() {
+                if let Some(w) = self.parser.prepare(frame, base + i as u32, s) {
+                    self.lanes[self.shard.of(&w.info.key)].work.push(w);
+                }
             }
-            let batch = match capture.next_batch(cfg.batch) {
-                Ok(b) if b.is_empty() && live => {
-                    self.send(lanes, sink)?;
-                    while !self.in_flight.is_empty() {
-                        self.merge_one(lanes, sink)?;
-                    }
-                    progress(capture.position());
-                    sink.tick()?;
-                    continue;
-                }
-                Ok(b) if b.is_empty() => break,
-                Ok(b) => b,
-                Err(e) => {
-                    error = Some(e.into());
-                    break;
-                }
-            };
-            let base = self.pos;
-            let (take, done);
-            if let Some(bytes) = &self.bytes {
-                // The workers parse: record where each frame lies, nothing more.
-                let from = self.frames.len();
-                let passing = filtered(
-                    batch.iter(),
-                    filter.as_deref_mut(),
-                    &mut self.s.filtered,
-                    &mut filter_error,
-                );
-                for (i, frame) in passing.enumerate() {
-                    let start = bytes.offset_of(frame.data).expect("frames lie in the input");
-                    self.frames.push(FrameRef {
-                        ts: frame.ts,
-                        origlen: frame.origlen,
-                        caplen: frame.caplen(),
-                        link: frame.link,
-                        start,
-                        pos: base + i as u32,
-                    });
-                }
-                (take, done) = limit(
-                    self.frames[from..].iter().map(|f| f.ts.0),
-                    left,
-                    cfg.seconds,
-                    &mut first,
-                );
-                self.frames.truncate(from + take);
-                for f in &self.frames[from..] {
-                    self.s.packets += 1;
-                    self.s.wire_bytes += u64::from(f.origlen);
-                    self.s.captured_bytes += u64::from(f.caplen);
-                    self.now = self.now.max(f.ts.0);
-                }
-                let (end, now) = (self.frames.len(), self.now);
-                for l in lanes.iter_mut() {
-                    l.cuts.push(Cut { end, now, tick: base + take as u32 });
-                }
-            } else {
-                let mut frames = recycle(std::mem::take(&mut spare));
-                frames.extend(filtered(
-                    batch.iter(),
-                    filter.as_deref_mut(),
-                    &mut self.s.filtered,
-                    &mut filter_error,
-                ));
-                (take, done) = limit(frames.iter().map(|f| f.ts.0), left, cfg.seconds, &mut first);
-                for (i, frame) in frames[..take].iter().enumerate() {
-                    if let Some(w) = parser.prepare(frame, base + i as u32, &mut self.s) {
-                        lanes[shard.of(&w.info.key)].work.push(w);
-                    }
-                }
-                let now = parser.now();
-                for l in lanes.iter_mut() {
-                    l.cuts.push(Cut { end: l.work.len(), now, tick: base + take as u32 });
-                }
-                spare = recycle(frames);
-            }
-            passed += take as u64;
-            let tick = base + take as u32;
-            self.pos = tick + 1;
-            let queued = self.frames.len() + lanes.iter().map(|l| l.work.len()).sum::<usize>();
-            if queued >= JOB_PACKETS * lanes.len() || self.pos > u32::MAX - (1 << 20) {
-                self.send(lanes, sink)?;
-            }
-            progress(capture.position());
-            sink.tick()?;
-            if let Some(e) = filter_error.take() {
-                error = Some(e.into());
-                break;
-            }
-            if done {
-                break;
+            let now = self.parser.now();
+            for l in self.lanes.iter_mut() {
+                l.cuts.push(Cut { end: l.work.len(), now, tick });
             }
         }
-        self.s.kernel = capture.kernel_stats();
-        self.send(lanes, sink)?;
-        while !self.in_flight.is_empty() {
-            self.merge_one(lanes, sink)?;
+        m.pos = tick + 1;
+        let queued = m.frames.len() + self.lanes.iter().map(|l| l.work.len()).sum::<usize>();
+        if queued >= JOB_PACKETS * self.lanes.len() || m.pos > u32::MAX - (1 << 20) {
+            m.send(self.lanes, s, self.sink)?;
         }
-        self.finish(lanes, sink)?;
-        Ok((error, ()))
+        Ok(())
     }
 
+    /// Sends what has gathered and waits for every answer, so output keeps up with a quiet
+    /// live capture.
+    fn quiet(&mut self, s: &mut Summary) -> io::Result<()> {
+        self.m.send(self.lanes, s, self.sink)?;
+        while !self.m.in_flight.is_empty() {
+            self.m.merge_one(self.lanes, s, self.sink)?;
+        }
+        Ok(())
+    }
+
+    fn sink(&mut self) -> &mut dyn Sink {
+        self.sink
+    }
+}
+
+impl Merger {
     /// Sends each worker its share of the capture batches read since the last job, then merges
     /// whatever has come back (waiting when too many jobs are in flight).
-    fn send(&mut self, lanes: &mut [Lane], sink: &mut dyn Sink) -> io::Result<()> {
+    fn send(&mut self, lanes: &mut [Lane], s: &mut Summary, sink: &mut dyn Sink) -> io::Result<()> {
         if lanes.iter().all(|l| l.cuts.is_empty()) {
             return Ok(());
         }
@@ -662,7 +599,7 @@ impl Merger {
         while self.in_flight.len() >= IN_FLIGHT
             || (!self.in_flight.is_empty() && lanes.iter().all(|l| l.done.slots() > 0))
         {
-            self.merge_one(lanes, sink)?;
+            self.merge_one(lanes, s, sink)?;
         }
         Ok(())
     }
@@ -673,7 +610,12 @@ impl Merger {
 
     /// Merges the oldest job's outputs from every worker and hands them to the sink, capture
     /// batch by capture batch: a batch's samples, then its records (as one stage does).
-    fn merge_one(&mut self, lanes: &mut [Lane], sink: &mut dyn Sink) -> io::Result<()> {
+    fn merge_one(
+        &mut self,
+        lanes: &mut [Lane],
+        s: &mut Summary,
+        sink: &mut dyn Sink,
+    ) -> io::Result<()> {
         let frames = self.in_flight.pop_front().flatten();
         let mut samples = self.spares.samples.pop().unwrap_or_default();
         let mut ended = self.spares.ended.pop().unwrap_or_default();
@@ -700,7 +642,7 @@ impl Merger {
         // One packet's outputs all come from one worker, already in order: stable sorts.
         samples.sort_by_key(|(pos, _)| *pos);
         ended.sort_by_key(Ended::order);
-        let result = self.emit(&samples, &ended, &ticks, sink);
+        let result = emit(s, &samples, &ended, &ticks, sink);
         samples.clear();
         ended.clear();
         self.spares.samples.push(samples);
@@ -708,37 +650,13 @@ impl Merger {
         result
     }
 
-    /// Hands sorted outputs to the sink: for each batch (ending at position `tick`), the
-    /// samples before the tick, then the records up to it.
-    fn emit(
+    /// Ends every worker's live flows and merges them by first packet and key.
+    fn finish(
         &mut self,
-        samples: &[(u32, Sample)],
-        ended: &[Ended],
-        ticks: &[u32],
+        lanes: &mut [Lane],
+        s: &mut Summary,
         sink: &mut dyn Sink,
     ) -> io::Result<()> {
-        let (mut i, mut j) = (0, 0);
-        for &t in ticks.iter().chain(&[u32::MAX]) {
-            while let Some((pos, x)) = samples.get(i)
-                && *pos < t
-            {
-                self.s.samples += 1;
-                sink.sample(x)?;
-                i += 1;
-            }
-            while let Some(e) = ended.get(j)
-                && e.pos <= t
-            {
-                self.s.flows += 1;
-                sink.flow(&e.flow, &e.rtt)?;
-                j += 1;
-            }
-        }
-        Ok(())
-    }
-
-    /// Ends every worker's live flows and merges them by first packet and key.
-    fn finish(&mut self, lanes: &mut [Lane], sink: &mut dyn Sink) -> io::Result<()> {
         for l in lanes.iter_mut() {
             if l.jobs.push(Job::Finish).is_err() {
                 unreachable!("the rings are empty");
@@ -747,18 +665,47 @@ impl Merger {
         }
         let mut ended = Vec::new();
         for lane in lanes.iter_mut() {
-            let Done::Finished { ended: mut en, s } = Self::pop(lane) else {
+            let Done::Finished { ended: mut en, s: w } = Self::pop(lane) else {
                 unreachable!("a finish answers a finish")
             };
             ended.append(&mut en);
-            add_table(&mut self.s.table, &s.table);
-            self.s.table_bytes += s.table_bytes;
-            add_rtt(&mut self.s.rtt, &s.rtt);
-            self.s.add_frames(&s);
+            add_table(&mut s.table, &w.table);
+            s.table_bytes += w.table_bytes;
+            add_rtt(&mut s.rtt, &w.rtt);
+            s.add_frames(&w);
         }
         ended.sort_unstable_by_key(|e| (e.flow.flow.first, e.flow.flow.key));
-        self.emit(&[], &ended, &[], sink)
+        emit(s, &[], &ended, &[], sink)
     }
+}
+
+/// Hands sorted outputs to the sink: for each batch (ending at position `tick`), the
+/// samples before the tick, then the records up to it.
+fn emit(
+    s: &mut Summary,
+    samples: &[(u32, Sample)],
+    ended: &[Ended],
+    ticks: &[u32],
+    sink: &mut dyn Sink,
+) -> io::Result<()> {
+    let (mut i, mut j) = (0, 0);
+    for &t in ticks.iter().chain(&[u32::MAX]) {
+        while let Some((pos, x)) = samples.get(i)
+            && *pos < t
+        {
+            s.samples += 1;
+            sink.sample(x)?;
+            i += 1;
+        }
+        while let Some(e) = ended.get(j)
+            && e.pos <= t
+        {
+            s.flows += 1;
+            sink.flow(&e.flow, &e.rtt)?;
+            j += 1;
+        }
+    }
+    Ok(())
 }
 
 fn add_table(a: &mut TableStats, b: &TableStats) {
