@@ -16,7 +16,7 @@
 //!
 //! Every batch reaches every worker, possibly empty, with the batch's capture time, so each
 //! worker's table ends idle flows at the same batches one table would (the table's idle
-//! timers are exact). Outputs carry their packet's position in the batch; the calling thread
+//! timers are exact). Outputs carry their packet's position in the job; the calling thread
 //! merges each batch's samples and records by position, idle-ended records by last packet,
 //! first packet and key, and the records at the end of input by first packet and key: the same
 //! orders one [`FlowStage`] produces, so the output is byte for byte that of one worker.
@@ -26,12 +26,10 @@
 
 use std::collections::VecDeque;
 use std::io;
-use std::sync::OnceLock;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, OnceLock};
 use std::thread::{self, Thread};
 use std::time::Instant;
-
-use std::sync::Arc;
 
 use rampart_capture::{Capture, Frame, LinkType, SharedBytes, Timestamp};
 use rampart_flow::{FlowKey, TableConfig, TableStats};
