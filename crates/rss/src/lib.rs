@@ -3,8 +3,9 @@
 //! - [`Toeplitz`]: the Microsoft RSS hash over the standard input layouts (IPv4 and IPv6, with
 //!   or without ports) for any 40- or 52-byte [`Key`]. The kernel is chosen at run time:
 //!   [`Kernel::Gfni`] where the CPU has GFNI with AVX-512 (DPDK's matrix method), else
-//!   [`Kernel::Table`], one 1 KiB lookup table per input byte XORed in four independent chains.
-//!   Both are written here by hand: no maintained crate offers a table or GFNI Toeplitz (the
+//!   [`Kernel::Clmul`] where it has PCLMULQDQ (two carry-less multiplies per 8 input bytes),
+//!   else [`Kernel::Table`], one 1 KiB lookup table per input byte XORed in four independent
+//!   chains. All are written here by hand: no maintained crate offers a fast Toeplitz (the
 //!   `toeplitz` crates on crates.io are bit-serial), and the benchmark in `benches/` measures
 //!   them against the bit-serial loop FreeBSD and F-Stack run.
 //! - [`reference`]: the definition, bit by bit, kept as the test oracle.
@@ -18,6 +19,7 @@
 //! hashed on addresses alone, and a NIC may hash UDP on addresses alone unless told otherwise
 //! (`ethtool -N dev rx-flow-hash udp4 sdfn`).
 
+mod clmul;
 mod gfni;
 mod key;
 mod ports;
@@ -33,6 +35,9 @@ pub use toeplitz::{Kernel, Toeplitz, Tuple, v4_input, v6_input};
 /// The kernels this CPU can run, fastest last.
 pub fn kernels() -> Vec<Kernel> {
     let mut k = vec![Kernel::Table];
+    if clmul::supported() {
+        k.push(Kernel::Clmul);
+    }
     if gfni::supported() {
         k.push(Kernel::Gfni);
     }

@@ -12,6 +12,9 @@ pub enum Kernel {
     /// One 8x8 bit matrix per key byte applied with `vgf2p8affineqb`, inputs gathered with
     /// `vpermb` (x86-64 with GFNI, AVX-512F/BW and AVX-512 VBMI).
     Gfni,
+    /// Two carry-less multiplies per 8 input bytes for inputs over 16 bytes (IPv6), the byte
+    /// tables for shorter ones, which are faster there (x86-64 with PCLMULQDQ and SSSE3).
+    Clmul,
 }
 
 impl Kernel {
@@ -20,6 +23,7 @@ impl Kernel {
         match self {
             Self::Table => "table",
             Self::Gfni => "gfni",
+            Self::Clmul => "clmul",
         }
     }
 }
@@ -38,19 +42,21 @@ pub struct Toeplitz {
     kernel: Kernel,
     #[cfg(target_arch = "x86_64")]
     gfni: crate::gfni::Matrices,
+    #[cfg(target_arch = "x86_64")]
+    clmul: crate::clmul::Windows,
 }
 
 impl Toeplitz {
-    /// A hasher with the fastest kernel this CPU supports.
+    /// A hasher with the fastest kernel this CPU supports: GFNI, else carry-less multiply,
+    /// else tables.
     pub fn new(key: Key) -> Self {
-        let kernel = if crate::gfni::supported() { Kernel::Gfni } else { Kernel::Table };
-        Self::build(key, kernel)
+        Self::build(key, *crate::kernels().last().expect("tables run anywhere"))
     }
 
     /// A hasher with the given kernel, or `None` when this CPU cannot run it (tests and
     /// benchmarks compare kernels with this).
     pub fn with_kernel(key: Key, kernel: Kernel) -> Option<Self> {
-        (kernel == Kernel::Table || crate::gfni::supported()).then(|| Self::build(key, kernel))
+        crate::kernels().contains(&kernel).then(|| Self::build(key, kernel))
     }
 
     fn build(key: Key, kernel: Kernel) -> Self {
@@ -69,6 +75,8 @@ impl Toeplitz {
             kernel,
             #[cfg(target_arch = "x86_64")]
             gfni: crate::gfni::Matrices::new(&key),
+            #[cfg(target_arch = "x86_64")]
+            clmul: crate::clmul::Windows::new(&key),
         }
     }
 
@@ -90,8 +98,10 @@ impl Toeplitz {
     pub fn hash(&self, input: &[u8]) -> u32 {
         assert!(input.len() <= self.tables.len(), "input longer than the key covers");
         #[cfg(target_arch = "x86_64")]
-        if self.kernel == Kernel::Gfni {
-            return crate::gfni::hash(&self.gfni, input);
+        match self.kernel {
+            Kernel::Gfni => return crate::gfni::hash(&self.gfni, input),
+            Kernel::Clmul if input.len() > 16 => return crate::clmul::hash(&self.clmul, input),
+            Kernel::Clmul | Kernel::Table => {}
         }
         self.table_hash(input)
     }
@@ -123,9 +133,11 @@ impl Toeplitz {
     #[inline]
     pub fn hash_v4(&self, src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16) -> u32 {
         #[cfg(target_arch = "x86_64")]
-        if self.kernel == Kernel::Gfni {
+        {
             let ports = (u32::from(sport) << 16 | u32::from(dport)).to_be_bytes();
-            return crate::gfni::hash_v4(&self.gfni, src, dst, ports);
+            if self.kernel == Kernel::Gfni {
+                return crate::gfni::hash_v4(&self.gfni, src, dst, ports);
+            }
         }
         self.table_fixed(&v4_input(src, dst, sport, dport))
     }
@@ -138,7 +150,7 @@ impl Toeplitz {
         x[4..].copy_from_slice(&dst);
         #[cfg(target_arch = "x86_64")]
         if self.kernel == Kernel::Gfni {
-            return crate::gfni::hash(&self.gfni, &x);
+            return self.hash(&x);
         }
         self.table_fixed(&x)
     }
@@ -147,9 +159,13 @@ impl Toeplitz {
     #[inline]
     pub fn hash_v6(&self, src: [u8; 16], dst: [u8; 16], sport: u16, dport: u16) -> u32 {
         #[cfg(target_arch = "x86_64")]
-        if self.kernel == Kernel::Gfni {
+        {
             let ports = (u32::from(sport) << 16 | u32::from(dport)).to_be_bytes();
-            return crate::gfni::hash_v6(&self.gfni, src, dst, ports);
+            match self.kernel {
+                Kernel::Gfni => return crate::gfni::hash_v6(&self.gfni, src, dst, ports),
+                Kernel::Clmul => return crate::clmul::hash_v6(&self.clmul, src, dst, ports),
+                Kernel::Table => {}
+            }
         }
         self.table_fixed(&v6_input(src, dst, sport, dport))
     }
@@ -161,8 +177,8 @@ impl Toeplitz {
         x[..16].copy_from_slice(&src);
         x[16..].copy_from_slice(&dst);
         #[cfg(target_arch = "x86_64")]
-        if self.kernel == Kernel::Gfni {
-            return crate::gfni::hash(&self.gfni, &x);
+        if self.kernel != Kernel::Table {
+            return self.hash(&x);
         }
         self.table_fixed(&x)
     }
