@@ -179,6 +179,15 @@ fn cmd_result(cmd: Cmd) -> Result<ExitCode, input::Fail> {
                     picker.reta().size()
                 );
             }
+            if picker.owned_slots(queue).is_empty() {
+                return Err(input::Fail(
+                    format!(
+                        "queue {queue} owns none of the {} RETA entries (more queues than entries)",
+                        picker.reta().size()
+                    ),
+                    1,
+                ));
+            }
             let ports = picker.ports(queue, remote, local);
             write_out(|o| ports.iter().try_for_each(|p| writeln!(o, "{p}")))?;
             if ports.is_empty() {

@@ -45,7 +45,7 @@ const IN_FLIGHT: usize = 4;
 /// Packets per worker that fill a job: capture batches are grouped so that waking a thread
 /// costs little next to the work it is woken for.
 const JOB_PACKETS: usize = 4096;
-/// Entries in the steering RETA.
+/// Entries in the steering RETA (more when there are more workers than that).
 const RETA_SIZE: usize = 128;
 
 /// Which worker owns a flow: the symmetric Toeplitz hash of its key through a round-robin RETA.
@@ -66,7 +66,8 @@ impl Shard {
     /// Steering over `workers` queues.
     pub fn new(workers: usize) -> Self {
         let key = Key::symmetric(40).expect("40 is a key length");
-        let reta = Reta::round_robin(RETA_SIZE, workers.max(1)).expect("valid RETA");
+        let size = RETA_SIZE.max(workers.next_power_of_two());
+        let reta = Reta::round_robin(size, workers.max(1)).expect("valid RETA");
         let t =
             Toeplitz::with_kernel(key, rampart_rss::Kernel::Table).expect("tables run anywhere");
         let fold = [0, 1].map(|at| std::array::from_fn(|x| t.hash(&byte_at(at, x as u8))));

@@ -26,7 +26,9 @@ impl Reta {
         if queues == 0 || queues > 1 << 16 {
             return Err(RetaError::Queues(queues));
         }
-        Self::from_entries((0..size).map(|i| (i % queues) as u16).collect())
+        // More queues than entries leaves some queues without any: they still exist.
+        let reta = Self::from_entries((0..size).map(|i| (i % queues) as u16).collect())?;
+        Ok(Self { queues, ..reta })
     }
 
     /// A table with these contents (as `ethtool -x` lists them); the queue count is one more
@@ -92,5 +94,8 @@ mod tests {
         assert_eq!(Reta::round_robin(100, 4), Err(RetaError::Size(100)));
         assert_eq!(Reta::round_robin(128, 0), Err(RetaError::Queues(0)));
         assert_eq!(Reta::from_entries(vec![3, 0]).unwrap().queues(), 4);
+        let r = Reta::round_robin(4, 8).unwrap();
+        assert_eq!(r.queues(), 8);
+        assert_eq!(r.slots_of(6).count(), 0);
     }
 }
