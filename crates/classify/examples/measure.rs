@@ -1,0 +1,45 @@
+//! Build time, size and lookup time of the compiled classifier on ClassBench sets:
+//! `cargo run --release -p rampart-classify --example measure -- DIR SET...`
+//! (DIR holds the unpacked sets and traces).
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use rampart_classify::classbench::{parse_rules, parse_trace};
+use rampart_classify::{Compiled, Header};
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let dir = std::path::PathBuf::from(args.next().expect("DIR"));
+    for set in args {
+        let text = std::fs::read_to_string(dir.join(&set)).expect("rule file");
+        let rules = parse_rules(&set, &text).expect("rules");
+        let trace = std::fs::read_to_string(dir.join(format!("{set}_trace"))).expect("trace");
+        let headers: Vec<Header> =
+            parse_trace(&set, &trace).expect("trace").iter().map(|t| t.header).collect();
+        let t = Instant::now();
+        let c = Compiled::new(&rules);
+        let build = t.elapsed();
+        let st = c.stats();
+        let mut best = f64::MAX;
+        for _ in 0..5 {
+            let t = Instant::now();
+            let mut x = 0usize;
+            for h in &headers {
+                x ^= c.classify(black_box(h)).unwrap_or(usize::MAX);
+            }
+            black_box(x);
+            best = best.min(t.elapsed().as_nanos() as f64 / headers.len() as f64);
+        }
+        println!(
+            "{set}: {} rules, build {:.1} ms, {} B/rule, {} nodes, {} leaf entries, depth {}, {:.1} ns/lookup (trace, best of 5)",
+            st.rules,
+            build.as_secs_f64() * 1e3,
+            st.bytes / st.rules.max(1),
+            st.nodes,
+            st.leaf_entries,
+            st.depth,
+            best
+        );
+    }
+}

@@ -1,0 +1,224 @@
+//! The compiled classifier: partitions of the rule list, each a binary decision tree.
+//!
+//! Rules are split into four partitions by whether their source and destination address
+//! ranges are small (a /16 or longer), so that a tree cutting one address field rarely has to
+//! copy rules that are wide in it (CutSplit's observation). Each partition is compiled into a
+//! binary tree over elementary-interval boundaries (HyperSplit): a node compares one field
+//! with one value; a leaf lists at most a few rules, in priority order. Within a node, a rule
+//! covering the node's whole box hides every later rule, so those are dropped, which keeps
+//! wildcard-heavy firewall sets from multiplying. A lookup visits the partitions in order of
+//! their best rule and stops once the match in hand beats the next partition's best.
+
+use crate::rule::{FIELDS, Header, Rule};
+
+/// Rules per leaf below which a node is not split further.
+const BINTH: usize = 8;
+/// Deepest tree allowed.
+const MAX_DEPTH: usize = 64;
+/// An address range this small or smaller (a /16) is "small".
+const SMALL: u32 = 1 << 16;
+const LEAF: u32 = u32::MAX;
+
+/// A node: `dim == LEAF` for a leaf of `b` rules from `a` in the leaf list; otherwise go to
+/// `b` when the header's field `dim` is at least `at`, else to `a`.
+#[derive(Clone, Copy, Debug)]
+struct Node {
+    dim: u32,
+    at: u32,
+    a: u32,
+    b: u32,
+}
+
+#[derive(Clone, Debug)]
+struct Part {
+    /// The best (lowest) rule index in the partition.
+    min: u32,
+    nodes: Vec<Node>,
+    leaves: Vec<u32>,
+}
+
+/// What compiling produced.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CompiledStats {
+    /// Rules compiled.
+    pub rules: usize,
+    /// Non-empty partitions.
+    pub partitions: usize,
+    /// Tree nodes over all partitions.
+    pub nodes: usize,
+    /// Rule references in leaves (rules copied into several leaves count once per leaf).
+    pub leaf_entries: usize,
+    /// Deepest leaf.
+    pub depth: usize,
+    /// Bytes held: rules, nodes and leaf lists.
+    pub bytes: usize,
+}
+
+/// A compiled rule list: `classify` returns what [`crate::linear::first_match`] returns.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    rules: Vec<Rule>,
+    parts: Vec<Part>,
+    depth: usize,
+}
+
+type Bounds = [(u32, u32); FIELDS];
+
+impl Compiled {
+    /// Compiles a rule list (first rule = highest priority).
+    pub fn new(rules: &[Rule]) -> Self {
+        let mut groups: [Vec<u32>; 4] = Default::default();
+        for (i, r) in rules.iter().enumerate() {
+            let small = |d: usize| r.hi[d] - r.lo[d] < SMALL;
+            groups[usize::from(small(0)) * 2 + usize::from(small(1))].push(i as u32);
+        }
+        let mut depth = 0;
+        let mut parts: Vec<Part> = groups
+            .into_iter()
+            .filter(|g| !g.is_empty())
+            .map(|g| {
+                let mut b = Builder { rules, nodes: Vec::new(), leaves: Vec::new(), depth: 0 };
+                let bounds = std::array::from_fn(|d| (Rule::ANY.lo[d], Rule::ANY.hi[d]));
+                b.build(g.clone(), bounds, 0);
+                depth = depth.max(b.depth);
+                Part { min: g[0], nodes: b.nodes, leaves: b.leaves }
+            })
+            .collect();
+        parts.sort_by_key(|p| p.min);
+        Self { rules: rules.to_vec(), parts, depth }
+    }
+
+    /// The index of the first rule matching `h`, if any.
+    #[inline]
+    pub fn classify(&self, h: &Header) -> Option<usize> {
+        let mut best = u32::MAX;
+        for p in &self.parts {
+            if p.min >= best {
+                break;
+            }
+            let mut n = 0usize;
+            loop {
+                let node = p.nodes[n];
+                if node.dim == LEAF {
+                    for &r in &p.leaves[node.a as usize..(node.a + node.b) as usize] {
+                        if r >= best {
+                            break;
+                        }
+                        if self.rules[r as usize].matches(h) {
+                            best = r;
+                            break;
+                        }
+                    }
+                    break;
+                }
+                n = if h.0[node.dim as usize] >= node.at { node.b } else { node.a } as usize;
+            }
+        }
+        (best != u32::MAX).then_some(best as usize)
+    }
+
+    /// Sizes of the compiled structure.
+    pub fn stats(&self) -> CompiledStats {
+        let nodes: usize = self.parts.iter().map(|p| p.nodes.len()).sum();
+        let leaf_entries: usize = self.parts.iter().map(|p| p.leaves.len()).sum();
+        CompiledStats {
+            rules: self.rules.len(),
+            partitions: self.parts.len(),
+            nodes,
+            leaf_entries,
+            depth: self.depth,
+            bytes: self.rules.len() * size_of::<Rule>()
+                + nodes * size_of::<Node>()
+                + leaf_entries * 4,
+        }
+    }
+}
+
+struct Builder<'a> {
+    rules: &'a [Rule],
+    nodes: Vec<Node>,
+    leaves: Vec<u32>,
+    depth: usize,
+}
+
+impl Builder<'_> {
+    /// Builds the subtree for `ids` (ascending, all overlapping `bounds`); returns its node.
+    fn build(&mut self, mut ids: Vec<u32>, bounds: Bounds, depth: usize) -> u32 {
+        self.depth = self.depth.max(depth);
+        // A rule covering the whole box hides every later one.
+        if let Some(k) = ids.iter().position(|&i| covers(&self.rules[i as usize], &bounds)) {
+            ids.truncate(k + 1);
+        }
+        let me = self.nodes.len() as u32;
+        self.nodes.push(Node { dim: LEAF, at: 0, a: 0, b: 0 });
+        let split = if ids.len() <= BINTH || depth >= MAX_DEPTH {
+            None
+        } else {
+            self.choose(&ids, &bounds)
+        };
+        let Some((dim, at)) = split else {
+            self.nodes[me as usize] =
+                Node { dim: LEAF, at: 0, a: self.leaves.len() as u32, b: ids.len() as u32 };
+            self.leaves.extend_from_slice(&ids);
+            return me;
+        };
+        let (left, right): (Vec<u32>, Vec<u32>) = {
+            let r = self.rules;
+            let l = ids.iter().copied().filter(|&i| r[i as usize].lo[dim] < at).collect();
+            let g = ids.iter().copied().filter(|&i| r[i as usize].hi[dim] >= at).collect();
+            (l, g)
+        };
+        let mut lb = bounds;
+        lb[dim].1 = at - 1;
+        let mut rb = bounds;
+        rb[dim].0 = at;
+        let a = self.build(left, lb, depth + 1);
+        let b = self.build(right, rb, depth + 1);
+        self.nodes[me as usize] = Node { dim: dim as u32, at, a, b };
+        me
+    }
+
+    /// The field and value to split at: among a few quantiles of each field's rule boundaries
+    /// inside the box, the one leaving the fewest rules on the larger side (ties: fewest
+    /// copies). `None` when no split makes progress.
+    fn choose(&self, ids: &[u32], bounds: &Bounds) -> Option<(usize, u32)> {
+        let n = ids.len();
+        let mut best: Option<(usize, usize, usize, u32)> = None;
+        let mut points = Vec::with_capacity(2 * n);
+        for (dim, &(blo, bhi)) in bounds.iter().enumerate() {
+            points.clear();
+            for &i in ids {
+                let r = &self.rules[i as usize];
+                if r.lo[dim] > blo {
+                    points.push(r.lo[dim]);
+                }
+                if r.hi[dim] < bhi {
+                    points.push(r.hi[dim] + 1);
+                }
+            }
+            if points.is_empty() {
+                continue;
+            }
+            points.sort_unstable();
+            points.dedup();
+            for q in [1, 2, 3] {
+                let at = points[(points.len() * q / 4).min(points.len() - 1)];
+                let (mut l, mut g) = (0, 0);
+                for &i in ids {
+                    let r = &self.rules[i as usize];
+                    l += usize::from(r.lo[dim] < at);
+                    g += usize::from(r.hi[dim] >= at);
+                }
+                let key = (l.max(g), l + g);
+                if best.is_none_or(|(m, s, _, _)| key < (m, s)) {
+                    best = Some((key.0, key.1, dim, at));
+                }
+            }
+        }
+        best.filter(|&(m, _, _, _)| m < n).map(|(_, _, d, at)| (d, at))
+    }
+}
+
+fn covers(r: &Rule, b: &Bounds) -> bool {
+    (0..FIELDS).all(|d| r.lo[d] <= b[d].0 && b[d].1 <= r.hi[d])
+}

@@ -1,0 +1,22 @@
+//! Packet classification: which rule of an ordered list is the first to match a header.
+//!
+//! - [`Rule`]: an inclusive range per field of the IPv4 5-tuple ([`Header`]); prefixes, port
+//!   ranges and protocol value/mask all become ranges.
+//! - [`classbench`]: ClassBench filter files and header traces, with errors naming the file,
+//!   line and column.
+//! - [`linear`]: the first-match scan every fast path is tested against.
+//! - [`Compiled`]: rules partitioned by which address fields are small (CutSplit's idea) and
+//!   each partition compiled into a binary decision tree over elementary-interval boundaries
+//!   (HyperSplit's), with leaves of a few rules scanned in priority order; partitions are
+//!   visited best-first and skipped once they cannot beat the match in hand.
+//!
+//! Work in progress: IPv6, IP sets, the iptables and rampart rule syntaxes, online updates and
+//! batched lookups are still to come.
+
+pub mod classbench;
+mod compiled;
+pub mod linear;
+mod rule;
+
+pub use compiled::{Compiled, CompiledStats};
+pub use rule::{FIELDS, Header, Rule};

@@ -1,0 +1,8 @@
+//! The oracle: a first-match scan, kept obviously correct.
+
+use crate::rule::{Header, Rule};
+
+/// Index of the first rule that matches, if any.
+pub fn first_match(rules: &[Rule], h: &Header) -> Option<usize> {
+    rules.iter().position(|r| r.matches(h))
+}

@@ -1,0 +1,153 @@
+//! The compiled classifier against the linear first-match oracle.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use proptest::prelude::*;
+use rampart_classify::classbench::{parse_rules, parse_trace};
+use rampart_classify::linear::first_match;
+use rampart_classify::{Compiled, Header, Rule};
+
+fn data() -> Option<PathBuf> {
+    let dir = std::env::var_os("RAMPART_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data").into());
+    let dir = dir.join("classbench");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        use std::io::Write;
+        let _ = writeln!(std::io::stderr(), "skipped: no ClassBench data at {}", dir.display());
+        None
+    }
+}
+
+/// A file's text, unpacking `NAME.gz` when only that exists.
+fn read(dir: &std::path::Path, name: &str) -> String {
+    let plain = dir.join(name);
+    if plain.exists() {
+        return std::fs::read_to_string(plain).unwrap();
+    }
+    let out = Command::new("gzip").arg("-dc").arg(dir.join(format!("{name}.gz"))).output().unwrap();
+    assert!(out.status.success());
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Headers at and just outside each field's ends of some rules, plus pseudo-random ones.
+fn probes(rules: &[Rule], n: usize, seed: u64) -> Vec<Header> {
+    let mut s = seed;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    let max = Rule::ANY.hi;
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let r = &rules[next() as usize % rules.len()];
+        let mut h = Header(std::array::from_fn(|d| {
+            let span = u64::from(r.hi[d] - r.lo[d]) + 1;
+            r.lo[d] + (next() % span) as u32
+        }));
+        let d = next() as usize % 5;
+        h.0[d] = match next() % 5 {
+            0 => r.lo[d],
+            1 => r.hi[d],
+            2 => r.lo[d].wrapping_sub(1).min(max[d]),
+            3 => r.hi[d].saturating_add(1).min(max[d]),
+            _ => (next() as u32) % (max[d].saturating_add(1).max(1)),
+        };
+        if next() % 8 == 0 {
+            h = Header(std::array::from_fn(|d| (next() as u32) % max[d].saturating_add(1).max(1)));
+            h.0[0] = next() as u32;
+            h.0[1] = next() as u32;
+        }
+        out.push(h);
+    }
+    out
+}
+
+fn check(set: &str, stride: usize, extra: usize) {
+    let Some(dir) = data() else { return };
+    let rules = parse_rules(set, &read(&dir, set)).unwrap();
+    let trace = parse_trace(set, &read(&dir, &format!("{set}_trace"))).unwrap();
+    let c = Compiled::new(&rules);
+    let headers: Vec<Header> = trace.iter().step_by(stride).map(|t| t.header).collect();
+    let mut checked = 0;
+    // Without the catch-all last rule too, so "no match" is exercised.
+    for rules in [&rules[..], &rules[..rules.len() - 1]] {
+        let c2;
+        let c = if rules.len() == c.stats().rules {
+            &c
+        } else {
+            c2 = Compiled::new(rules);
+            &c2
+        };
+        for h in headers.iter().chain(&probes(rules, extra, 0x9e37_79b9_7f4a_7c15)) {
+            assert_eq!(c.classify(h), first_match(rules, h), "{set}: {h:?}");
+            checked += 1;
+        }
+    }
+    assert!(checked > 0);
+}
+
+#[test]
+fn acl1_1k() {
+    check("acl1_1k", 1, 50_000);
+}
+
+#[test]
+fn fw1_1k() {
+    check("fw1_1k", 1, 50_000);
+}
+
+#[test]
+fn ipc1_1k() {
+    check("ipc1_1k", 1, 50_000);
+}
+
+#[test]
+fn acl1_10k() {
+    check("acl1_10k", 1, 20_000);
+}
+
+#[test]
+fn fw1_10k() {
+    check("fw1_10k", 1, 20_000);
+}
+
+#[test]
+fn ipc1_10k() {
+    check("ipc1_10k", 1, 20_000);
+}
+
+fn rule_strategy() -> impl Strategy<Value = Rule> {
+    let addr =
+        (any::<u32>(), prop_oneof![Just(0u8), Just(8), Just(16), Just(24), Just(32), 0u8..=32])
+            .prop_map(|(a, l)| Rule::prefix(a & 0xff00_ff0f, l));
+    let port = prop_oneof![
+        Just((0u32, 65535u32)),
+        Just((0, 1023)),
+        Just((1024, 65535)),
+        (0u32..70).prop_map(|p| (p, p)),
+        (0u32..70, 0u32..70).prop_map(|(a, b)| (a.min(b), a.max(b))),
+    ];
+    let proto = prop_oneof![Just((0u32, 255u32)), Just((6, 6)), Just((17, 17))];
+    (addr.clone(), addr, port.clone(), port, proto).prop_map(|(s, d, sp, dp, p)| Rule {
+        lo: [s.0, d.0, sp.0, dp.0, p.0],
+        hi: [s.1, d.1, sp.1, dp.1, p.1],
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+
+    #[test]
+    fn small_random_rule_lists(rules in prop::collection::vec(rule_strategy(), 1..64), seed in any::<u64>()) {
+        let c = Compiled::new(&rules);
+        for h in probes(&rules, 400, seed | 1) {
+            prop_assert_eq!(c.classify(&h), first_match(&rules, &h), "{:?}", h);
+        }
+    }
+}
