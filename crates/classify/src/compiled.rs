@@ -19,8 +19,9 @@ const MAX_DEPTH: usize = 64;
 const SMALL: u32 = 1 << 16;
 const LEAF: u32 = u32::MAX;
 
-/// A node: `dim == LEAF` for a leaf of `b` rules from `a` in the leaf list; otherwise go to
-/// `b` when the header's field `dim` is at least `at`, else to `a`.
+/// A node: `dim == LEAF` for a leaf of `b` rules from `a` in the leaf list (`at == 1` when its
+/// last rule covers the leaf's whole box and hid the rules after it); otherwise go to `b` when
+/// the header's field `dim` is at least `at`, else to `a`.
 #[derive(Clone, Copy, Debug)]
 struct Node {
     dim: u32,
@@ -79,7 +80,7 @@ impl Compiled {
             .map(|g| {
                 let mut b = Builder { rules, nodes: Vec::new(), leaves: Vec::new(), depth: 0 };
                 let bounds = std::array::from_fn(|d| (Rule::ANY.lo[d], Rule::ANY.hi[d]));
-                b.build(g.clone(), bounds, 0);
+                b.build(g.clone(), bounds, 0, false);
                 depth = depth.max(b.depth);
                 Part { min: g[0], nodes: b.nodes, leaves: b.leaves }
             })
@@ -91,6 +92,13 @@ impl Compiled {
     /// The index of the first rule matching `h`, if any.
     #[inline]
     pub fn classify(&self, h: &Header) -> Option<usize> {
+        self.classify_live(h, |_| true)
+    }
+
+    /// The index of the first rule matching `h` for which `live` holds (rules deleted since
+    /// compiling are skipped this way).
+    #[inline]
+    pub fn classify_live(&self, h: &Header, live: impl Fn(u32) -> bool) -> Option<usize> {
         let mut best = u32::MAX;
         for p in &self.parts {
             if p.min >= best {
@@ -100,13 +108,26 @@ impl Compiled {
             loop {
                 let node = p.nodes[n];
                 if node.dim == LEAF {
-                    for &r in &p.leaves[node.a as usize..(node.a + node.b) as usize] {
+                    let leaf = &p.leaves[node.a as usize..(node.a + node.b) as usize];
+                    for (k, &r) in leaf.iter().enumerate() {
                         if r >= best {
                             break;
                         }
                         if self.rules[r as usize].matches(h) {
-                            best = r;
-                            break;
+                            if live(r) {
+                                best = r;
+                                break;
+                            }
+                            if node.at == 1 && k + 1 == leaf.len() {
+                                // A deleted rule that hid the rest of this box: the rules it
+                                // hid were not kept here, so look for them in the whole list.
+                                let end = (best as usize).min(self.rules.len());
+                                if let Some(i) = (r as usize + 1..end)
+                                    .find(|&i| self.rules[i].matches(h) && live(i as u32))
+                                {
+                                    best = i as u32;
+                                }
+                            }
                         }
                     }
                     break;
@@ -115,6 +136,11 @@ impl Compiled {
             }
         }
         (best != u32::MAX).then_some(best as usize)
+    }
+
+    /// The rules compiled, in priority order.
+    pub fn rules(&self) -> &[Rule] {
+        &self.rules
     }
 
     /// Sizes of the compiled structure.
@@ -143,10 +169,12 @@ struct Builder<'a> {
 
 impl Builder<'_> {
     /// Builds the subtree for `ids` (ascending, all overlapping `bounds`); returns its node.
-    fn build(&mut self, mut ids: Vec<u32>, bounds: Bounds, depth: usize) -> u32 {
+    /// `hid`: an ancestor dropped rules after the last of `ids`, which covers `bounds`.
+    fn build(&mut self, mut ids: Vec<u32>, bounds: Bounds, depth: usize, mut hid: bool) -> u32 {
         self.depth = self.depth.max(depth);
         // A rule covering the whole box hides every later one.
         if let Some(k) = ids.iter().position(|&i| covers(&self.rules[i as usize], &bounds)) {
+            hid |= k + 1 < ids.len();
             ids.truncate(k + 1);
         }
         let me = self.nodes.len() as u32;
@@ -157,8 +185,9 @@ impl Builder<'_> {
             self.choose(&ids, &bounds)
         };
         let Some((dim, at)) = split else {
+            let at = u32::from(hid);
             self.nodes[me as usize] =
-                Node { dim: LEAF, at: 0, a: self.leaves.len() as u32, b: ids.len() as u32 };
+                Node { dim: LEAF, at, a: self.leaves.len() as u32, b: ids.len() as u32 };
             self.leaves.extend_from_slice(&ids);
             return me;
         };
@@ -172,8 +201,8 @@ impl Builder<'_> {
         lb[dim].1 = at - 1;
         let mut rb = bounds;
         rb[dim].0 = at;
-        let a = self.build(left, lb, depth + 1);
-        let b = self.build(right, rb, depth + 1);
+        let a = self.build(left, lb, depth + 1, hid);
+        let b = self.build(right, rb, depth + 1, hid);
         self.nodes[me as usize] = Node { dim: dim as u32, at, a, b };
         me
     }

@@ -10,13 +10,18 @@
 //!   (HyperSplit's), with leaves of a few rules scanned in priority order; partitions are
 //!   visited best-first and skipped once they cannot beat the match in hand.
 //!
-//! Work in progress: IPv6, IP sets, the iptables and rampart rule syntaxes, online updates and
-//! batched lookups are still to come.
+//! - [`Classifier`]: updates while lookups go on (a compiled base rebuilt in the background,
+//!   tombstones and a delta for the changes since, snapshots swapped with `arc-swap`).
+//!
+//! Work in progress: IPv6, IP sets, the iptables and rampart rule syntaxes, a faster delta
+//! (TupleMerge) and batched lookups with prefetch are still to come.
 
 pub mod classbench;
 mod compiled;
 pub mod linear;
+mod live;
 mod rule;
 
 pub use compiled::{Compiled, CompiledStats};
+pub use live::{Classifier, Reader, Snapshot, UpdateError};
 pub use rule::{FIELDS, Header, Rule};

@@ -90,6 +90,36 @@ fn check(set: &str, stride: usize, extra: usize) {
         }
     }
     assert!(checked > 0);
+    // Deletes (tombstones in the compiled base, including wide rules that hid others) and
+    // inserts (the delta), against the oracle on the rule list as it then is.
+    let mut live = rampart_classify::Classifier::new(&rules);
+    let reader = live.reader();
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    for step in 0..60 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let prios: Vec<u64> = live.rules().map(|(p, _)| p).collect();
+        if step % 3 == 2 {
+            let p = prios[x as usize % prios.len()] + 1 + (x >> 40) % 1000;
+            let _ = live.insert(p, rules[(x >> 20) as usize % rules.len()]);
+        } else {
+            // Wide rules first: they are the ones that hide others in the compiled trees.
+            let wide = prios.iter().rev().take(20).copied().collect::<Vec<_>>();
+            let victim = if step % 2 == 0 {
+                wide[x as usize % wide.len()]
+            } else {
+                prios[x as usize % prios.len()]
+            };
+            live.delete(victim).unwrap();
+        }
+    }
+    let list: Vec<(u64, Rule)> = live.rules().map(|(p, r)| (p, *r)).collect();
+    let now: Vec<Rule> = list.iter().map(|(_, r)| *r).collect();
+    for h in headers.iter().take(20_000).chain(&probes(&now, extra / 4, 7)) {
+        let want = first_match(&now, h).map(|i| list[i].0);
+        assert_eq!(reader.classify(h), want, "{set} after updates: {h:?}");
+    }
 }
 
 #[test]
