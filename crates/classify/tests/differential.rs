@@ -84,8 +84,17 @@ fn check(set: &str, stride: usize, extra: usize) {
             c2 = Compiled::new(rules);
             &c2
         };
-        for h in headers.iter().chain(&probes(rules, extra, 0x9e37_79b9_7f4a_7c15)) {
-            assert_eq!(c.classify(h), first_match(rules, h), "{set}: {h:?}");
+        let all: Vec<Header> =
+            headers.iter().copied().chain(probes(rules, extra, 0x9e37_79b9_7f4a_7c15)).collect();
+        let mut batch = vec![None; all.len()];
+        c.classify_batch(&all, &mut batch);
+        let mut lanes = vec![None; all.len()];
+        c.classify_interleaved(&all, &mut lanes);
+        for ((h, b), l) in all.iter().zip(&batch).zip(&lanes) {
+            let want = first_match(rules, h);
+            assert_eq!(c.classify(h), want, "{set}: {h:?}");
+            assert_eq!(*b, want, "{set} batched: {h:?}");
+            assert_eq!(*l, want, "{set} interleaved: {h:?}");
             checked += 1;
         }
     }
@@ -120,6 +129,21 @@ fn check(set: &str, stride: usize, extra: usize) {
         let want = first_match(&now, h).map(|i| list[i].0);
         assert_eq!(reader.classify(h), want, "{set} after updates: {h:?}");
     }
+}
+
+#[test]
+fn acl1_100k_sampled() {
+    check("acl1_100k", 97, 2_000);
+}
+
+#[test]
+fn fw1_100k_sampled() {
+    check("fw1_100k", 97, 2_000);
+}
+
+#[test]
+fn ipc1_100k_sampled() {
+    check("ipc1_100k", 97, 2_000);
 }
 
 #[test]
