@@ -1,6 +1,7 @@
 //! The `rampart` command.
 #![forbid(unsafe_code)]
 
+mod classify;
 mod flows;
 mod input;
 mod rss;
@@ -27,6 +28,11 @@ enum Command {
     /// Toeplitz RSS: hashes, queues, local ports for a queue, a capture's queue balance.
     #[command(subcommand)]
     Rss(rss::Cmd),
+    /// Rule files: check them.
+    #[command(subcommand)]
+    Rules(classify::RulesCmd),
+    /// Classify a ClassBench header trace against a rule file (or benchmark it).
+    Classify(classify::ClassifyArgs),
 }
 
 fn main() -> ExitCode {
@@ -35,5 +41,7 @@ fn main() -> ExitCode {
         Command::Flows(args) => flows::run(args),
         Command::Rtt(args) => rtt::run_cmd(args),
         Command::Rss(cmd) => rss::run(cmd),
+        Command::Rules(cmd) => classify::rules(cmd),
+        Command::Classify(args) => classify::classify(args),
     }
 }

@@ -13,6 +13,7 @@ fn dependencies_point_one_way() {
         ("rampart-rtt", &["rampart-wire", "rampart-flow"][..]),
         ("rampart-export", &["rampart-wire", "rampart-flow", "rampart-rtt"][..]),
         ("rampart-rss", &[][..]),
+        ("rampart-classify", &[][..]),
         (
             "rampart-engine",
             &["rampart-wire", "rampart-capture", "rampart-flow", "rampart-rtt", "rampart-rss"][..],
@@ -26,6 +27,7 @@ fn dependencies_point_one_way() {
                 "rampart-flow",
                 "rampart-rtt",
                 "rampart-rss",
+                "rampart-classify",
             ][..],
         ),
     ]);
