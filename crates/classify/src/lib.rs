@@ -4,6 +4,7 @@
 //!   ranges and protocol value/mask all become ranges.
 //! - [`classbench`]: ClassBench filter files and header traces, with errors naming the file,
 //!   line and column.
+//! - [`iptables`]: an `iptables-save` subset, flattened into evaluation order.
 //! - [`linear`]: the first-match scan every fast path is tested against.
 //! - [`Compiled`]: rules partitioned by which address fields are small (CutSplit's idea) and
 //!   each partition compiled into a binary decision tree over elementary-interval boundaries
@@ -18,6 +19,7 @@
 
 pub mod classbench;
 mod compiled;
+pub mod iptables;
 pub mod linear;
 mod live;
 mod rule;

@@ -1,0 +1,554 @@
+//! An `iptables-save` subset: the filter table, chain policies, `-A` rules with `-s`/`-d`,
+//! `-p`, `-i`/`-o`, `--sport`/`--dport`, `-m multiport --sports/--dports`, `-m set
+//! --match-set NAME src|dst`, `-m conntrack --ctstate`, `-m comment`, and the targets
+//! `ACCEPT`, `DROP`, `REJECT`, `RETURN` and user chains. `!` negates `-s`, `-d`, `-p`, `-i` and
+//! `-o`. Other tables are skipped. A rule is named `CHAIN:N`, N counting from 1 within its
+//! chain, as `iptables -L --line-numbers` shows.
+//!
+//! [`Ruleset::flatten`] lays a built-in chain out in evaluation order: user chains are inlined
+//! where they are jumped to (their rules also carry the jump's matches), and `RETURN` becomes a
+//! jump past the inlined block, so first-match evaluation with jumps gives what netfilter
+//! gives.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use crate::classbench::ParseError;
+
+/// An address match: a prefix, possibly negated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Net {
+    /// The address (host bits below the prefix are cleared).
+    pub addr: IpAddr,
+    /// Prefix length.
+    pub len: u8,
+    /// `!`: everything but the prefix.
+    pub not: bool,
+}
+
+/// Connection-tracking states (`--ctstate`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CtState {
+    /// `NEW`
+    New,
+    /// `ESTABLISHED`
+    Established,
+    /// `RELATED`
+    Related,
+    /// `INVALID`
+    Invalid,
+    /// `UNTRACKED`
+    Untracked,
+}
+
+/// What a rule does when it matches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// `-j ACCEPT`
+    Accept,
+    /// `-j DROP`
+    Drop,
+    /// `-j REJECT` (with its options, which are kept verbatim)
+    Reject,
+    /// `-j RETURN`
+    Return,
+    /// `-j CHAIN`: a user chain.
+    Jump(String),
+}
+
+/// One `-A` rule.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct IptRule {
+    /// `CHAIN:N`.
+    pub name: String,
+    /// Line in the file.
+    pub line: usize,
+    /// `-s`
+    pub src: Option<Net>,
+    /// `-d`
+    pub dst: Option<Net>,
+    /// `-p`: protocol number, negated.
+    pub proto: Option<(u8, bool)>,
+    /// `-i`: interface name (a trailing `+` matches any suffix), negated.
+    pub iif: Option<(String, bool)>,
+    /// `-o`
+    pub oif: Option<(String, bool)>,
+    /// `--sport` / `--sports`: inclusive ranges, any of which matches.
+    pub sports: Vec<(u16, u16)>,
+    /// `--dport` / `--dports`
+    pub dports: Vec<(u16, u16)>,
+    /// `-m set --match-set NAME src`
+    pub src_set: Option<String>,
+    /// `-m set --match-set NAME dst`
+    pub dst_set: Option<String>,
+    /// `-m conntrack --ctstate`: any of these.
+    pub ct: Vec<CtState>,
+    /// `-j`; `None` for a rule that only counts.
+    pub target: Option<Target>,
+}
+
+/// A chain and its rules.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Chain {
+    /// Its name.
+    pub name: String,
+    /// Built-in chains' policy (`ACCEPT` or `DROP`); `None` for user chains.
+    pub policy: Option<Target>,
+    /// Its rules in order.
+    pub rules: Vec<IptRule>,
+}
+
+/// The filter table.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ruleset {
+    /// Chains in the order they were declared.
+    pub chains: Vec<Chain>,
+}
+
+/// A rule of a flattened chain: every match of the rules on the way to it, and what happens.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Flat {
+    /// The rule's name (`CHAIN:N`), or `CHAIN:policy` for the final entry.
+    pub name: String,
+    /// The matches, all of which must hold: the jump rules' and the rule's own.
+    pub all: Vec<IptRule>,
+    /// What happens on a match.
+    pub action: FlatAction,
+}
+
+/// The outcome of a flattened rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FlatAction {
+    /// A verdict.
+    Verdict(Target),
+    /// Go on from this entry (a `RETURN`, or the end of an inlined chain).
+    Goto(usize),
+    /// Count only, go on.
+    Continue,
+}
+
+struct Lexer<'a> {
+    file: &'a str,
+    line: usize,
+    text: &'a str,
+    pos: usize,
+}
+
+impl<'a> Lexer<'a> {
+    fn error(&self, at: usize, expected: &str) -> ParseError {
+        let rest = &self.text[at.min(self.text.len())..];
+        let found = if rest.trim().is_empty() {
+            "end of line".to_string()
+        } else {
+            format!("{:?}", rest.split_whitespace().next().unwrap_or(""))
+        };
+        ParseError {
+            file: self.file.to_string(),
+            line: self.line,
+            column: at + 1,
+            expected: expected.to_string(),
+            found,
+        }
+    }
+
+    /// The next word and its start, or `None` at the end; `"..."` words may hold spaces.
+    fn word(&mut self) -> Option<(usize, String)> {
+        let rest = &self.text[self.pos..];
+        let skip = rest.len() - rest.trim_start().len();
+        self.pos += skip;
+        let start = self.pos;
+        let rest = &self.text[self.pos..];
+        if rest.is_empty() {
+            return None;
+        }
+        if let Some(q) = rest.strip_prefix('"') {
+            let end = q.find('"').map_or(q.len(), |e| e);
+            self.pos += end + 2.min(rest.len() - end);
+            return Some((start, q[..end].to_string()));
+        }
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        self.pos += end;
+        Some((start, rest[..end].to_string()))
+    }
+
+    fn need(&mut self, expected: &str) -> Result<(usize, String), ParseError> {
+        let at = self.pos;
+        self.word().ok_or_else(|| self.error(at, expected))
+    }
+}
+
+fn net(lx: &Lexer<'_>, at: usize, w: &str, not: bool) -> Result<Net, ParseError> {
+    let (a, len) = match w.split_once('/') {
+        Some((a, l)) => (a, Some(l)),
+        None => (w, None),
+    };
+    let addr: IpAddr = a.parse().map_err(|_| lx.error(at, "an IPv4 or IPv6 address"))?;
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    let len = match len {
+        None => max,
+        Some(l) => match l.parse::<u8>() {
+            Ok(v) if v <= max => v,
+            _ => return Err(lx.error(at + a.len() + 1, "a prefix length")),
+        },
+    };
+    let addr = match addr {
+        IpAddr::V4(v) => {
+            let m = if len == 0 { 0 } else { u32::MAX << (32 - u32::from(len)) };
+            IpAddr::from((u32::from(v) & m).to_be_bytes())
+        }
+        IpAddr::V6(v) => {
+            let m = if len == 0 { 0 } else { u128::MAX << (128 - u32::from(len)) };
+            IpAddr::from((u128::from(v) & m).to_be_bytes())
+        }
+    };
+    Ok(Net { addr, len, not })
+}
+
+fn ports(lx: &Lexer<'_>, at: usize, w: &str) -> Result<Vec<(u16, u16)>, ParseError> {
+    let mut out = Vec::new();
+    let mut col = at;
+    for part in w.split(',') {
+        let one = |s: &str| s.parse::<u16>().ok();
+        let r = match part.split_once(':') {
+            Some((a, b)) => {
+                let lo = if a.is_empty() { Some(0) } else { one(a) };
+                let hi = if b.is_empty() { Some(65535) } else { one(b) };
+                lo.zip(hi).filter(|(l, h)| l <= h)
+            }
+            None => one(part).map(|p| (p, p)),
+        };
+        out.push(r.ok_or_else(|| lx.error(col, "a port, a range LO:HI or a list of them"))?);
+        col += part.len() + 1;
+    }
+    Ok(out)
+}
+
+fn proto(w: &str) -> Option<u8> {
+    match w.to_ascii_lowercase().as_str() {
+        "tcp" => Some(6),
+        "udp" => Some(17),
+        "icmp" => Some(1),
+        "icmpv6" | "ipv6-icmp" => Some(58),
+        "sctp" => Some(132),
+        "gre" => Some(47),
+        "esp" => Some(50),
+        "ah" => Some(51),
+        "all" => None,
+        n => n.parse().ok(),
+    }
+}
+
+/// Parses `iptables-save` output; `file` names it in errors.
+pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
+    let mut rs = Ruleset::default();
+    let mut index: HashMap<String, usize> = HashMap::new();
+    let mut table: Option<String> = None;
+    for (i, line) in text.lines().enumerate() {
+        let mut lx = Lexer { file, line: i + 1, text: line, pos: 0 };
+        let t = line.trim_start();
+        let at = line.len() - t.len();
+        if t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        if let Some(name) = t.strip_prefix('*') {
+            table = Some(name.trim().to_string());
+            continue;
+        }
+        if t.trim() == "COMMIT" {
+            table = None;
+            continue;
+        }
+        let Some(tbl) = &table else {
+            return Err(lx.error(at, "a table ('*filter') before chains and rules"));
+        };
+        if tbl != "filter" {
+            continue;
+        }
+        if let Some(decl) = t.strip_prefix(':') {
+            let mut parts = decl.split_whitespace();
+            let name = parts.next().ok_or_else(|| lx.error(at + 1, "a chain name"))?;
+            let policy = match parts.next() {
+                Some("ACCEPT") => Some(Target::Accept),
+                Some("DROP") => Some(Target::Drop),
+                Some("-") => None,
+                _ => return Err(lx.error(at + 2 + name.len(), "a policy: ACCEPT, DROP or -")),
+            };
+            index.insert(name.to_string(), rs.chains.len());
+            rs.chains.push(Chain { name: name.to_string(), policy, rules: Vec::new() });
+            continue;
+        }
+        let (wat, w) = lx.need("-A")?;
+        if w != "-A" {
+            return Err(lx.error(wat, "'-A', a chain declaration (':NAME POLICY') or COMMIT"));
+        }
+        let (cat, chain) = lx.need("a chain name")?;
+        let Some(&ci) = index.get(&chain) else {
+            return Err(lx.error(cat, "a chain declared with ':NAME' earlier"));
+        };
+        let n = rs.chains[ci].rules.len() + 1;
+        let mut r = IptRule { name: format!("{chain}:{n}"), line: i + 1, ..IptRule::default() };
+        let mut not = false;
+        while let Some((wat, w)) = lx.word() {
+            let neg = std::mem::take(&mut not);
+            match w.as_str() {
+                "!" => not = true,
+                "-s" | "--source" | "-d" | "--destination" => {
+                    let (at, v) = lx.need("an address or prefix")?;
+                    let n = net(&lx, at, &v, neg)?;
+                    if w.starts_with("-s") || w == "--source" { r.src = Some(n) } else { r.dst = Some(n) }
+                }
+                "-p" | "--protocol" => {
+                    let (at, v) = lx.need("a protocol")?;
+                    match proto(&v) {
+                        Some(p) => r.proto = Some((p, neg)),
+                        None if v == "all" => {}
+                        None => return Err(lx.error(at, "a protocol name or number")),
+                    }
+                }
+                "-i" | "--in-interface" | "-o" | "--out-interface" => {
+                    let (_, v) = lx.need("an interface name")?;
+                    if w.starts_with("-i") || w == "--in-interface" { r.iif = Some((v, neg)) } else { r.oif = Some((v, neg)) }
+                }
+                "-m" | "--match" => {
+                    let (at, m) = lx.need("a match module")?;
+                    if !matches!(m.as_str(), "tcp" | "udp" | "multiport" | "set" | "conntrack" | "state" | "comment") {
+                        return Err(lx.error(at, "a supported match: tcp, udp, multiport, set, conntrack, state, comment"));
+                    }
+                }
+                "--sport" | "--source-port" | "--sports" | "--source-ports" => {
+                    let (at, v) = lx.need("ports")?;
+                    r.sports = ports(&lx, at, &v)?;
+                }
+                "--dport" | "--destination-port" | "--dports" | "--destination-ports" => {
+                    let (at, v) = lx.need("ports")?;
+                    r.dports = ports(&lx, at, &v)?;
+                }
+                "--match-set" => {
+                    let (_, name) = lx.need("a set name")?;
+                    let (at, dir) = lx.need("src or dst")?;
+                    match dir.as_str() {
+                        "src" => r.src_set = Some(name),
+                        "dst" => r.dst_set = Some(name),
+                        _ => return Err(lx.error(at, "src or dst")),
+                    }
+                }
+                "--ctstate" | "--state" => {
+                    let (at, v) = lx.need("connection states")?;
+                    for s in v.split(',') {
+                        r.ct.push(match s {
+                            "NEW" => CtState::New,
+                            "ESTABLISHED" => CtState::Established,
+                            "RELATED" => CtState::Related,
+                            "INVALID" => CtState::Invalid,
+                            "UNTRACKED" => CtState::Untracked,
+                            _ => return Err(lx.error(at, "NEW, ESTABLISHED, RELATED, INVALID or UNTRACKED")),
+                        });
+                    }
+                }
+                "--comment" => {
+                    lx.need("a comment")?;
+                }
+                "-j" | "--jump" => {
+                    let (at, v) = lx.need("a target")?;
+                    r.target = Some(match v.as_str() {
+                        "ACCEPT" => Target::Accept,
+                        "DROP" => Target::Drop,
+                        "REJECT" => Target::Reject,
+                        "RETURN" => Target::Return,
+                        c if index.contains_key(c) => Target::Jump(c.to_string()),
+                        _ => return Err(lx.error(at, "ACCEPT, DROP, REJECT, RETURN or a declared chain")),
+                    });
+                }
+                "--reject-with" => {
+                    lx.need("a reject type")?;
+                }
+                _ => return Err(lx.error(wat, "a supported option (-s -d -p -i -o -m --sport --dport --match-set --ctstate -j)")),
+            }
+            if neg
+                && w != "!"
+                && !matches!(
+                    w.as_str(),
+                    "-s" | "--source"
+                        | "-d"
+                        | "--destination"
+                        | "-p"
+                        | "--protocol"
+                        | "-i"
+                        | "--in-interface"
+                        | "-o"
+                        | "--out-interface"
+                )
+            {
+                return Err(lx.error(wat, "-s, -d, -p, -i or -o after '!'"));
+            }
+        }
+        rs.chains[ci].rules.push(r);
+    }
+    if let Some(t) = table {
+        let lines = text.lines().count();
+        return Err(ParseError {
+            file: file.to_string(),
+            line: lines + 1,
+            column: 1,
+            expected: format!("COMMIT ending table *{t}"),
+            found: "end of file".to_string(),
+        });
+    }
+    Ok(rs)
+}
+
+impl Ruleset {
+    /// Rules per chain, in declaration order.
+    pub fn counts(&self) -> Vec<(&str, usize)> {
+        self.chains.iter().map(|c| (c.name.as_str(), c.rules.len())).collect()
+    }
+
+    /// The built-in chain `chain` in evaluation order, ending with its policy; `None` if there
+    /// is no such chain or it jumps in a loop.
+    pub fn flatten(&self, chain: &str) -> Option<Vec<Flat>> {
+        let c = self.chains.iter().find(|c| c.name == chain)?;
+        let mut out = Vec::new();
+        self.inline(c, &[], &mut out, &mut vec![chain.to_string()])?;
+        let policy = c.policy.clone().unwrap_or(Target::Accept);
+        out.push(Flat {
+            name: format!("{chain}:policy"),
+            all: Vec::new(),
+            action: FlatAction::Verdict(policy),
+        });
+        Some(out)
+    }
+
+    fn inline(
+        &self,
+        c: &Chain,
+        outer: &[IptRule],
+        out: &mut Vec<Flat>,
+        stack: &mut Vec<String>,
+    ) -> Option<()> {
+        let start = out.len();
+        let mut returns = Vec::new();
+        for r in &c.rules {
+            let mut all = outer.to_vec();
+            all.push(r.clone());
+            match &r.target {
+                Some(Target::Jump(j)) => {
+                    if stack.contains(j) {
+                        return None;
+                    }
+                    let sub = self.chains.iter().find(|x| &x.name == j)?;
+                    stack.push(j.clone());
+                    self.inline(sub, &all, out, stack)?;
+                    stack.pop();
+                }
+                Some(Target::Return) => {
+                    returns.push(out.len());
+                    out.push(Flat { name: r.name.clone(), all, action: FlatAction::Goto(0) });
+                }
+                Some(t) => out.push(Flat {
+                    name: r.name.clone(),
+                    all,
+                    action: FlatAction::Verdict(t.clone()),
+                }),
+                None => out.push(Flat { name: r.name.clone(), all, action: FlatAction::Continue }),
+            }
+        }
+        let end = out.len();
+        for i in returns {
+            out[i].action = FlatAction::Goto(end);
+        }
+        let _ = start;
+        Some(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = "\
+# Generated by iptables-save v1.8.9
+*nat
+:PREROUTING ACCEPT [0:0]
+-A PREROUTING -p tcp --dport 80 -j REDIRECT --to-ports 8080
+COMMIT
+*filter
+:INPUT DROP [0:0]
+:FORWARD DROP [0:0]
+:OUTPUT ACCEPT [0:0]
+:SSH - [0:0]
+-A INPUT -i lo -j ACCEPT
+-A INPUT -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT
+-A INPUT -p tcp -m tcp --dport 22 -j SSH
+-A INPUT -p tcp -m multiport --dports 80,443,8000:8080 -m comment --comment \"web ports\" -j ACCEPT
+-A INPUT -m set --match-set blocklist src -j DROP
+-A INPUT ! -s 10.0.0.0/8 -p udp --sport 53 -j ACCEPT
+-A SSH -s 192.168.1.0/24 -j RETURN
+-A SSH -j REJECT --reject-with icmp-port-unreachable
+COMMIT
+";
+
+    #[test]
+    fn parses_the_filter_table_and_skips_others() {
+        let rs = parse("rules", SAMPLE).unwrap();
+        assert_eq!(rs.counts(), vec![("INPUT", 6), ("FORWARD", 0), ("OUTPUT", 0), ("SSH", 2)]);
+        let web = &rs.chains[0].rules[3];
+        assert_eq!(web.name, "INPUT:4");
+        assert_eq!(web.dports, vec![(80, 80), (443, 443), (8000, 8080)]);
+        let not10 = &rs.chains[0].rules[5];
+        assert!(not10.src.unwrap().not);
+        assert_eq!(not10.proto, Some((17, false)));
+        assert_eq!(rs.chains[0].rules[1].ct, vec![CtState::Related, CtState::Established]);
+        assert_eq!(rs.chains[0].rules[4].src_set.as_deref(), Some("blocklist"));
+    }
+
+    #[test]
+    fn flattening_inlines_jumps_and_returns() {
+        let rs = parse("rules", SAMPLE).unwrap();
+        let f = rs.flatten("INPUT").unwrap();
+        let names: Vec<&str> = f.iter().map(|x| x.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "INPUT:1",
+                "INPUT:2",
+                "SSH:1",
+                "SSH:2",
+                "INPUT:4",
+                "INPUT:5",
+                "INPUT:6",
+                "INPUT:policy"
+            ]
+        );
+        // SSH's RETURN skips the rest of SSH, to INPUT:4; both carry INPUT:3's matches.
+        assert_eq!(f[2].action, FlatAction::Goto(4));
+        assert_eq!(f[2].all.len(), 2);
+        assert_eq!(f[2].all[0].dports, vec![(22, 22)]);
+        assert_eq!(f[3].action, FlatAction::Verdict(Target::Reject));
+        assert_eq!(f[7].action, FlatAction::Verdict(Target::Drop));
+    }
+
+    #[test]
+    fn errors_say_where_and_what() {
+        let e = parse(
+            "r",
+            "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -p tcp --dport 99999 -j ACCEPT\nCOMMIT\n",
+        )
+        .unwrap_err();
+        assert_eq!((e.line, e.column), (3, 25));
+        assert!(e.to_string().contains("r:3:25: expected a port"), "{e}");
+        let e =
+            parse("r", "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -j NOWHERE\nCOMMIT\n").unwrap_err();
+        assert_eq!((e.line, e.column), (3, 13));
+        let e =
+            parse("r", "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -s 1.2.3.4/40 -j DROP\nCOMMIT\n")
+                .unwrap_err();
+        assert!(e.expected.contains("prefix length"), "{e}");
+        let e = parse("r", "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT --frobnicate -j DROP\n")
+            .unwrap_err();
+        assert_eq!(e.column, 10);
+        let e = parse("r", "*filter\n:INPUT ACCEPT [0:0]\n").unwrap_err();
+        assert!(e.expected.contains("COMMIT"), "{e}");
+        let e = parse("r", "*filter\n:A - [0:0]\n:B - [0:0]\n:INPUT ACCEPT [0:0]\n-A A -j B\n-A B -j A\n-A INPUT -j A\nCOMMIT\n").unwrap();
+        assert_eq!(e.flatten("INPUT"), None, "a jump loop");
+    }
+}
