@@ -136,7 +136,11 @@ struct Lexer<'a> {
 
 impl<'a> Lexer<'a> {
     fn error(&self, at: usize, expected: &str) -> ParseError {
-        let rest = &self.text[at.min(self.text.len())..];
+        let mut at = at.min(self.text.len());
+        while !self.text.is_char_boundary(at) {
+            at -= 1;
+        }
+        let rest = &self.text[at..];
         let found = if rest.trim().is_empty() {
             "end of line".to_string()
         } else {
@@ -550,5 +554,7 @@ COMMIT
         assert!(e.expected.contains("COMMIT"), "{e}");
         let e = parse("r", "*filter\n:A - [0:0]\n:B - [0:0]\n:INPUT ACCEPT [0:0]\n-A A -j B\n-A B -j A\n-A INPUT -j A\nCOMMIT\n").unwrap();
         assert_eq!(e.flatten("INPUT"), None, "a jump loop");
+        // Found by the fuzzer: a column inside a multi-byte character.
+        assert!(parse("r", "*filter\n:\u{b}\u{b}\u{b}\u{b}\u{b}\u{b}\u{91}orts").is_err());
     }
 }

@@ -1,0 +1,30 @@
+//! Rule parsers never panic; rules the ClassBench parser accepts compile, and the compiled
+//! classifier agrees with the linear scan on headers drawn from the input.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use rampart_classify::classbench::parse_rules;
+use rampart_classify::linear::first_match;
+use rampart_classify::{Compiled, Header};
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else { return };
+    if let Ok(rs) = rampart_classify::iptables::parse("fuzz", text) {
+        for c in &rs.chains {
+            let _ = rs.flatten(&c.name);
+        }
+    }
+    let Ok(rules) = parse_rules("fuzz", text) else { return };
+    if rules.is_empty() {
+        return;
+    }
+    let c = Compiled::new(&rules);
+    for (i, w) in data.chunks(20).enumerate() {
+        let mut f = [0u32; 5];
+        for (k, b) in w.iter().enumerate() {
+            f[k % 5] = f[k % 5].rotate_left(8) ^ u32::from(*b) ^ i as u32;
+        }
+        let h = Header([f[0], f[1], f[2] & 0xffff, f[3] & 0xffff, f[4] & 0xff]);
+        assert_eq!(c.classify(&h), first_match(&rules, &h));
+    }
+});
