@@ -1,4 +1,4 @@
-//! Rule parsers never panic; rules the ClassBench parser accepts compile, and the compiled
+//! Rule and set parsers never panic; rules the ClassBench parser accepts compile, and the compiled
 //! classifier agrees with the linear scan on headers drawn from the input.
 #![no_main]
 
@@ -14,6 +14,7 @@ fuzz_target!(|data: &[u8]| {
             let _ = rs.flatten(&c.name);
         }
     }
+    let _ = rampart_classify::ipset::parse_ipset_save("fuzz", text);
     let Ok(rules) = parse_rules("fuzz", text) else { return };
     if rules.is_empty() {
         return;

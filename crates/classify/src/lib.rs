@@ -5,6 +5,7 @@
 //! - [`classbench`]: ClassBench filter files and header traces, with errors naming the file,
 //!   line and column.
 //! - [`iptables`]: an `iptables-save` subset, flattened into evaluation order.
+//! - [`ipset`]: IP sets (one hash table per prefix length in use), and `ipset save` input.
 //! - [`linear`]: the first-match scan every fast path is tested against.
 //! - [`Compiled`]: rules partitioned by which address fields are small (CutSplit's idea) and
 //!   each partition compiled into a binary decision tree over elementary-interval boundaries
@@ -19,6 +20,7 @@
 
 pub mod classbench;
 mod compiled;
+pub mod ipset;
 pub mod iptables;
 pub mod linear;
 mod live;
