@@ -59,31 +59,56 @@ pub struct CompiledStats {
     pub bytes: usize,
 }
 
+/// How to compile.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// The two fields whose small or large ranges split the rules into partitions.
+    pub partition: [usize; 2],
+    /// Rules with conditions besides their ranges (sets, connection state, ...), checked by the
+    /// `live` closure of [`Compiled::classify_live`]: such a rule never hides later ones.
+    pub opaque: Vec<bool>,
+}
+
 /// A compiled rule list: `classify` returns what [`crate::linear::first_match`] returns.
 #[derive(Clone, Debug)]
-pub struct Compiled {
-    rules: Vec<Rule>,
+pub struct Compiled<const N: usize = FIELDS> {
+    rules: Vec<Rule<N>>,
     parts: Vec<Part>,
     depth: usize,
 }
 
-type Bounds = [(u32, u32); FIELDS];
+impl<const N: usize> Compiled<N> {
+    /// Compiles a rule list (first rule = highest priority), partitioned by fields 0 and 1
+    /// (the addresses of a 5-tuple).
+    pub fn new(rules: &[Rule<N>]) -> Self {
+        Self::with_options(rules, &Options { partition: [0, 1.min(N - 1)], opaque: Vec::new() })
+    }
 
-impl Compiled {
-    /// Compiles a rule list (first rule = highest priority).
-    pub fn new(rules: &[Rule]) -> Self {
+    /// Compiles with the given [`Options`].
+    pub fn with_options(rules: &[Rule<N>], opts: &Options) -> Self {
         let mut groups: [Vec<u32>; 4] = Default::default();
+        let [d0, d1] = opts.partition;
         for (i, r) in rules.iter().enumerate() {
             let small = |d: usize| r.hi[d] - r.lo[d] < SMALL;
-            groups[usize::from(small(0)) * 2 + usize::from(small(1))].push(i as u32);
+            groups[usize::from(small(d0)) * 2 + usize::from(small(d1))].push(i as u32);
         }
         let mut depth = 0;
         let mut parts: Vec<Part> = groups
             .into_iter()
             .filter(|g| !g.is_empty())
             .map(|g| {
-                let mut b = Builder { rules, nodes: Vec::new(), leaves: Vec::new(), depth: 0 };
-                let bounds = std::array::from_fn(|d| (Rule::ANY.lo[d], Rule::ANY.hi[d]));
+                let mut b = Builder {
+                    rules,
+                    opaque: &opts.opaque,
+                    nodes: Vec::new(),
+                    leaves: Vec::new(),
+                    depth: 0,
+                };
+                // The union of the rules' ranges: a header outside it matches no rule anyway.
+                let bounds = std::array::from_fn(|d| {
+                    let lo = rules.iter().map(|r| r.lo[d]).min().unwrap_or(0);
+                    (lo, rules.iter().map(|r| r.hi[d]).max().unwrap_or(u32::MAX))
+                });
                 b.build(g.clone(), bounds, 0, false);
                 depth = depth.max(b.depth);
                 Part { min: g[0], nodes: b.nodes, leaves: b.leaves }
@@ -95,14 +120,14 @@ impl Compiled {
 
     /// The index of the first rule matching `h`, if any.
     #[inline]
-    pub fn classify(&self, h: &Header) -> Option<usize> {
+    pub fn classify(&self, h: &Header<N>) -> Option<usize> {
         self.classify_live(h, |_| true)
     }
 
     /// The index of the first rule matching `h` for which `live` holds (rules deleted since
     /// compiling are skipped this way).
     #[inline]
-    pub fn classify_live(&self, h: &Header, live: impl Fn(u32) -> bool) -> Option<usize> {
+    pub fn classify_live(&self, h: &Header<N>, live: impl Fn(u32) -> bool) -> Option<usize> {
         let mut best = u32::MAX;
         for p in &self.parts {
             if p.min >= best {
@@ -126,7 +151,7 @@ impl Compiled {
     /// turn, one node each per round, so the loads of different headers overlap instead of
     /// each waiting for the last; smaller structures are walked one header at a time, which
     /// measured faster there (no misses to overlap, less bookkeeping).
-    pub fn classify_batch(&self, headers: &[Header], out: &mut [Option<usize>]) {
+    pub fn classify_batch(&self, headers: &[Header<N>], out: &mut [Option<usize>]) {
         if self.stats().bytes < INTERLEAVE_ABOVE {
             for (h, o) in headers.iter().zip(out) {
                 *o = self.classify(h);
@@ -137,13 +162,13 @@ impl Compiled {
     }
 
     /// [`Compiled::classify_batch`]'s interleaved walk, whatever the structure's size.
-    pub fn classify_interleaved(&self, headers: &[Header], out: &mut [Option<usize>]) {
+    pub fn classify_interleaved(&self, headers: &[Header<N>], out: &mut [Option<usize>]) {
         for (hs, os) in headers.chunks(LANES).zip(out.chunks_mut(LANES)) {
             self.lanes(hs, os);
         }
     }
 
-    fn lanes(&self, hs: &[Header], os: &mut [Option<usize>]) {
+    fn lanes(&self, hs: &[Header<N>], os: &mut [Option<usize>]) {
         #[derive(Clone, Copy)]
         struct Lane {
             best: u32,
@@ -190,7 +215,7 @@ impl Compiled {
         &self,
         p: &Part,
         node: Node,
-        h: &Header,
+        h: &Header<N>,
         mut best: u32,
         live: &impl Fn(u32) -> bool,
     ) -> u32 {
@@ -220,7 +245,7 @@ impl Compiled {
     }
 
     /// The rules compiled, in priority order.
-    pub fn rules(&self) -> &[Rule] {
+    pub fn rules(&self) -> &[Rule<N>] {
         &self.rules
     }
 
@@ -241,20 +266,30 @@ impl Compiled {
     }
 }
 
-struct Builder<'a> {
-    rules: &'a [Rule],
+struct Builder<'a, const N: usize> {
+    rules: &'a [Rule<N>],
+    opaque: &'a [bool],
     nodes: Vec<Node>,
     leaves: Vec<u32>,
     depth: usize,
 }
 
-impl Builder<'_> {
+impl<const N: usize> Builder<'_, N> {
     /// Builds the subtree for `ids` (ascending, all overlapping `bounds`); returns its node.
     /// `hid`: an ancestor dropped rules after the last of `ids`, which covers `bounds`.
-    fn build(&mut self, mut ids: Vec<u32>, bounds: Bounds, depth: usize, mut hid: bool) -> u32 {
+    fn build(
+        &mut self,
+        mut ids: Vec<u32>,
+        bounds: [(u32, u32); N],
+        depth: usize,
+        mut hid: bool,
+    ) -> u32 {
         self.depth = self.depth.max(depth);
         // A rule covering the whole box hides every later one.
-        if let Some(k) = ids.iter().position(|&i| covers(&self.rules[i as usize], &bounds)) {
+        let opaque = |i: u32| self.opaque.get(i as usize).copied().unwrap_or(false);
+        if let Some(k) =
+            ids.iter().position(|&i| !opaque(i) && covers(&self.rules[i as usize], &bounds))
+        {
             hid |= k + 1 < ids.len();
             ids.truncate(k + 1);
         }
@@ -291,7 +326,7 @@ impl Builder<'_> {
     /// The field and value to split at: among a few quantiles of each field's rule boundaries
     /// inside the box, the one leaving the fewest rules on the larger side (ties: fewest
     /// copies). `None` when no split makes progress.
-    fn choose(&self, ids: &[u32], bounds: &Bounds) -> Option<(usize, u32)> {
+    fn choose(&self, ids: &[u32], bounds: &[(u32, u32); N]) -> Option<(usize, u32)> {
         let n = ids.len();
         let mut best: Option<(usize, usize, usize, u32)> = None;
         let mut points = Vec::with_capacity(2 * n);
@@ -329,6 +364,6 @@ impl Builder<'_> {
     }
 }
 
-fn covers(r: &Rule, b: &Bounds) -> bool {
-    (0..FIELDS).all(|d| r.lo[d] <= b[d].0 && b[d].1 <= r.hi[d])
+fn covers<const N: usize>(r: &Rule<N>, b: &[(u32, u32); N]) -> bool {
+    (0..N).all(|d| r.lo[d] <= b[d].0 && b[d].1 <= r.hi[d])
 }

@@ -26,6 +26,6 @@ pub mod linear;
 mod live;
 mod rule;
 
-pub use compiled::{Compiled, CompiledStats};
+pub use compiled::{Compiled, CompiledStats, Options};
 pub use live::{Classifier, Reader, Snapshot, UpdateError};
 pub use rule::{FIELDS, Header, Rule};
