@@ -6,6 +6,8 @@
 //!   line and column.
 //! - [`iptables`]: an `iptables-save` subset, flattened into evaluation order.
 //! - [`ipset`]: IP sets (one hash table per prefix length in use), and `ipset save` input.
+//! - [`firewall`]: `iptables-save` rule sets lowered onto the compiled classifier (IPv4 and
+//!   IPv6, interfaces, negations, port lists, sets and connection state as extra checks).
 //! - [`linear`]: the first-match scan every fast path is tested against.
 //! - [`Compiled`]: rules partitioned by which address fields are small (CutSplit's idea) and
 //!   each partition compiled into a binary decision tree over elementary-interval boundaries
@@ -20,6 +22,7 @@
 
 pub mod classbench;
 mod compiled;
+pub mod firewall;
 pub mod ipset;
 pub mod iptables;
 pub mod linear;
