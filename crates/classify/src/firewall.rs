@@ -136,9 +136,12 @@ fn intersect(a: Union, b: Vec<(u32, u32)>) -> Union {
     })
 }
 
+/// Ranges over an address's four 32-bit words.
+type AddrBox = [(u32, u32); 4];
+
 /// The boxes over the eight address words one address match allows (family decided by the
 /// caller): a prefix is one box, its complement up to two per constrained word.
-fn address_boxes(n: &Net) -> Vec<[(u32, u32); 4]> {
+fn address_boxes(n: &Net) -> Vec<AddrBox> {
     let (words, len): ([u32; 4], u32) = match n.addr {
         IpAddr::V4(v) => ([u32::from(v), 0, 0, 0], u32::from(n.len)),
         IpAddr::V6(v) => {
@@ -349,7 +352,7 @@ impl Firewall {
 fn lower(all: &[IptRule], names: &Names) -> Vec<Rule<FW>> {
     // Families the addresses allow.
     let mut fam: Union = None;
-    let mut addr: [Vec<Vec<[(u32, u32); 4]>>; 2] = [Vec::new(), Vec::new()];
+    let mut addr: [Vec<Vec<AddrBox>>; 2] = [Vec::new(), Vec::new()];
     let (mut sport, mut dport, mut proto, mut iif, mut oif): (Union, Union, Union, Union, Union) =
         (None, None, None, None, None);
     for r in all {
