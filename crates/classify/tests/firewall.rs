@@ -20,7 +20,7 @@ impl Rng {
         &v[self.next() as usize % v.len()]
     }
     fn chance(&mut self, n: u64) -> bool {
-        self.next() % n == 0
+        self.next().is_multiple_of(n)
     }
 }
 
@@ -205,8 +205,8 @@ fn lowered_rule_sets_decide_as_netfilter_does() {
                 sport: *rng.pick(&[22u16, 53, 80, 443, 1500, 40000]),
                 dport: *rng.pick(&[22u16, 53, 80, 443, 1500, 40000]),
                 proto: *rng.pick(&[6u8, 17, 1, 58]),
-                iif: *rng.pick(PKT_IFACES),
-                oif: *rng.pick(PKT_IFACES),
+                iif: rng.pick::<&str>(PKT_IFACES),
+                oif: rng.pick::<&str>(PKT_IFACES),
                 ct: *rng.pick(&[
                     None,
                     Some(CtState::New),
