@@ -12,10 +12,12 @@ use rampart_classify::{Classifier, Compiled, Header, Rule};
 use crate::input::Fail;
 
 /// Rule file formats.
-#[derive(Clone, Copy, Debug, ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum RuleFormat {
     /// ClassBench filter sets (`@SIP/LEN DIP/LEN SP : SP DP : DP PROTO/MASK FLAGS/MASK`).
     Classbench,
+    /// `iptables-save` output (the filter table).
+    Iptables,
 }
 
 /// `rampart rules` subcommands.
@@ -59,6 +61,15 @@ fn load_rules(path: &Path, _format: RuleFormat) -> Result<Vec<Rule>, Fail> {
 
 pub(crate) fn rules(cmd: RulesCmd) -> ExitCode {
     match cmd {
+        RulesCmd::Check { file, format: RuleFormat::Iptables } => match load_iptables(&file) {
+            Ok(rs) => {
+                for (chain, n) in rs.counts() {
+                    println!("{chain}: {n} rules");
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => e.exit(),
+        },
         RulesCmd::Check { file, format } => match load_rules(&file, format) {
             Ok(rules) => {
                 println!("{}: {} rules", file.display(), rules.len());
@@ -66,6 +77,98 @@ pub(crate) fn rules(cmd: RulesCmd) -> ExitCode {
             }
             Err(e) => e.exit(),
         },
+    }
+}
+
+fn load_iptables(path: &Path) -> Result<rampart_classify::iptables::Ruleset, Fail> {
+    rampart_classify::iptables::parse(&path.display().to_string(), &read(path)?)
+        .map_err(|e| Fail(e.to_string(), 2))
+}
+
+/// Arguments of `rampart filter`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct FilterArgs {
+    /// Capture to filter.
+    #[arg(short = 'r', long = "read", value_name = "IN")]
+    input: PathBuf,
+    /// The rule file (`iptables-save` output).
+    #[arg(long, value_name = "FILE")]
+    rules: PathBuf,
+    /// Its format.
+    #[arg(long, value_enum, default_value = "iptables")]
+    format: RuleFormat,
+    /// The built-in chain to apply.
+    #[arg(long, default_value = "INPUT")]
+    chain: String,
+    /// IP sets the rules name (`ipset save` output).
+    #[arg(long, value_name = "FILE")]
+    sets: Option<PathBuf>,
+    /// Where to write the packets the rules accept (classic pcap).
+    #[arg(short = 'w', long = "write", value_name = "OUT")]
+    output: PathBuf,
+}
+
+pub(crate) fn filter(args: FilterArgs) -> ExitCode {
+    match run_filter(&args) {
+        Ok(code) => code,
+        Err(e) => e.exit(),
+    }
+}
+
+fn run_filter(args: &FilterArgs) -> Result<ExitCode, Fail> {
+    if args.format != RuleFormat::Iptables {
+        return Err(Fail("rampart filter takes --format iptables rules".into(), 2));
+    }
+    let rs = load_iptables(&args.rules)?;
+    let sets = match &args.sets {
+        Some(p) => rampart_classify::ipset::parse_ipset_save(&p.display().to_string(), &read(p)?)
+            .map_err(|e| Fail(e.to_string(), 2))?,
+        None => Default::default(),
+    };
+    let fw = rampart_classify::firewall::Firewall::from_iptables(&rs, &args.chain, &sets)
+        .map_err(|e| Fail(format!("{}: {e}", args.rules.display()), 2))?;
+    let mut capture = rampart_capture::Capture::open(&args.input)
+        .map_err(|e| Fail(e.to_string(), if e.is_not_a_capture() { 2 } else { 1 }))?;
+    let file = std::fs::File::create(&args.output)
+        .map_err(|e| Fail(format!("{}: {e}", args.output.display()), 2))?;
+    let mut writer: Option<rampart_capture::PcapWriter<io::BufWriter<std::fs::File>>> = None;
+    let mut file = Some(io::BufWriter::new(file));
+    let stop = crate::input::stop_flag();
+    let result = rampart_engine::filter_capture(&mut capture, &fw, &stop, &mut |f| {
+        if writer.is_none() {
+            let out = file.take().expect("one writer");
+            writer = Some(rampart_capture::PcapWriter::new(out, f.link, 262_144, true)?);
+        }
+        writer.as_mut().expect("just made").write(f.ts, f.origlen, f.data)
+    });
+    let flushed = match writer.as_mut() {
+        Some(w) => w.flush(),
+        None => file.as_mut().map_or(Ok(()), |f| f.flush()),
+    };
+    let (counts, error) = result
+        .and_then(|r| flushed.map(|()| r))
+        .map_err(|e| Fail(format!("{}: {e}", args.output.display()), 1))?;
+    let mut out = io::stdout().lock();
+    for (e, hits) in fw.entries().iter().zip(&counts.hits) {
+        let verdict = match &e.action {
+            rampart_classify::iptables::FlatAction::Verdict(t) => format!("{t:?}").to_uppercase(),
+            _ => "-".into(),
+        };
+        let _ = writeln!(out, "{}	{verdict}	{hits}", e.name);
+    }
+    eprintln!(
+        "{}: {} packets, {} passed ({} not IP)",
+        args.input.display(),
+        counts.packets,
+        counts.passed,
+        counts.non_ip
+    );
+    match error {
+        Some(e) => Err(Fail(
+            format!("{e}\nrampart: the packets before that point were filtered"),
+            if e.is_usage() { 2 } else { 1 },
+        )),
+        None => Ok(ExitCode::SUCCESS),
     }
 }
 
@@ -78,6 +181,9 @@ pub(crate) fn classify(args: ClassifyArgs) -> ExitCode {
 }
 
 fn run(args: &ClassifyArgs) -> Result<(), Fail> {
+    if args.format != RuleFormat::Classbench {
+        return Err(Fail("rampart classify takes --format classbench rules for now".into(), 2));
+    }
     let rules = load_rules(&args.rules, args.format)?;
     let trace = parse_trace(&args.trace.display().to_string(), &read(&args.trace)?)
         .map_err(|e| Fail(e.to_string(), 2))?;

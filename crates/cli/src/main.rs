@@ -33,6 +33,8 @@ enum Command {
     Rules(classify::RulesCmd),
     /// Classify a ClassBench header trace against a rule file (or benchmark it).
     Classify(classify::ClassifyArgs),
+    /// Apply a firewall rule set to a capture: write what it accepts, count hits per rule.
+    Filter(classify::FilterArgs),
 }
 
 fn main() -> ExitCode {
@@ -43,5 +45,6 @@ fn main() -> ExitCode {
         Command::Rss(cmd) => rss::run(cmd),
         Command::Rules(cmd) => classify::rules(cmd),
         Command::Classify(args) => classify::classify(args),
+        Command::Filter(args) => classify::filter(args),
     }
 }

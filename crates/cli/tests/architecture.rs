@@ -16,7 +16,14 @@ fn dependencies_point_one_way() {
         ("rampart-classify", &[][..]),
         (
             "rampart-engine",
-            &["rampart-wire", "rampart-capture", "rampart-flow", "rampart-rtt", "rampart-rss"][..],
+            &[
+                "rampart-wire",
+                "rampart-capture",
+                "rampart-flow",
+                "rampart-rtt",
+                "rampart-rss",
+                "rampart-classify",
+            ][..],
         ),
         (
             "rampart",

@@ -19,9 +19,11 @@
 #![forbid(unsafe_code)]
 
 mod balance;
+mod filter;
 mod workers;
 
 pub use balance::{Balance, QueueLoad, balance, nic_hash};
+pub use filter::{FilterCounts, filter_capture};
 pub use workers::Shard;
 
 use std::io;
