@@ -15,6 +15,11 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let _ = rampart_classify::ipset::parse_ipset_save("fuzz", text);
+    if let Ok((rs, sets)) = rampart_classify::syntax::parse("fuzz", text) {
+        for c in &rs.chains {
+            let _ = rampart_classify::firewall::Firewall::from_iptables(&rs, &c.name, &sets);
+        }
+    }
     let Ok(rules) = parse_rules("fuzz", text) else { return };
     if rules.is_empty() {
         return;

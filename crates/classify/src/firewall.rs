@@ -190,11 +190,13 @@ struct Checks {
     src_sets: Vec<usize>,
     dst_sets: Vec<usize>,
     ct: Vec<Vec<CtState>>,
+    /// An application match: nothing labels applications yet, so it never matches.
+    app: bool,
 }
 
 impl Checks {
     fn is_empty(&self) -> bool {
-        self.src_sets.is_empty() && self.dst_sets.is_empty() && self.ct.is_empty()
+        self.src_sets.is_empty() && self.dst_sets.is_empty() && self.ct.is_empty() && !self.app
     }
 }
 
@@ -259,6 +261,7 @@ impl Firewall {
                 if !r.ct.is_empty() {
                     c.ct.push(r.ct.clone());
                 }
+                c.app |= !r.app.is_empty();
             }
             for b in lower(&e.all, &names) {
                 boxes.push(b);
@@ -342,7 +345,8 @@ impl Firewall {
 
     fn checks_pass(&self, b: usize, p: &Packet<'_>) -> bool {
         let c = &self.checks[b];
-        c.src_sets.iter().all(|&s| self.sets[s].contains(p.src))
+        !c.app
+            && c.src_sets.iter().all(|&s| self.sets[s].contains(p.src))
             && c.dst_sets.iter().all(|&s| self.sets[s].contains(p.dst))
             && c.ct.iter().all(|states| p.ct.is_some_and(|s| states.contains(&s)))
     }

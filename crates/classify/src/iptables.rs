@@ -83,6 +83,9 @@ pub struct IptRule {
     pub dst_set: Option<String>,
     /// `-m conntrack --ctstate`: any of these.
     pub ct: Vec<CtState>,
+    /// Application names (rampart syntax `app NAME`); matched once DPI labels flows, never
+    /// before.
+    pub app: Vec<String>,
     /// `-j`; `None` for a rule that only counts.
     pub target: Option<Target>,
 }

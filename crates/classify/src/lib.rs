@@ -8,6 +8,7 @@
 //! - [`ipset`]: IP sets (one hash table per prefix length in use), and `ipset save` input.
 //! - [`firewall`]: `iptables-save` rule sets lowered onto the compiled classifier (IPv4 and
 //!   IPv6, interfaces, negations, port lists, sets and connection state as extra checks).
+//! - [`syntax`]: rampart's own nftables-like rule syntax, read into the same model.
 //! - [`linear`]: the first-match scan every fast path is tested against.
 //! - [`Compiled`]: rules partitioned by which address fields are small (CutSplit's idea) and
 //!   each partition compiled into a binary decision tree over elementary-interval boundaries
@@ -28,6 +29,7 @@ pub mod iptables;
 pub mod linear;
 mod live;
 mod rule;
+pub mod syntax;
 
 pub use compiled::{Compiled, CompiledStats, Options};
 pub use live::{Classifier, Reader, Snapshot, UpdateError};

@@ -18,6 +18,8 @@ pub(crate) enum RuleFormat {
     Classbench,
     /// `iptables-save` output (the filter table).
     Iptables,
+    /// rampart's own syntax (`set`, `table`, `chain`; see the README).
+    Rampart,
 }
 
 /// `rampart rules` subcommands.
@@ -70,6 +72,16 @@ pub(crate) fn rules(cmd: RulesCmd) -> ExitCode {
             }
             Err(e) => e.exit(),
         },
+        RulesCmd::Check { file, format: RuleFormat::Rampart } => match load_rampart(&file) {
+            Ok((rs, sets)) => {
+                for (chain, n) in rs.counts() {
+                    println!("{chain}: {n} rules");
+                }
+                println!("{} sets", sets.len());
+                ExitCode::SUCCESS
+            }
+            Err(e) => e.exit(),
+        },
         RulesCmd::Check { file, format } => match load_rules(&file, format) {
             Ok(rules) => {
                 println!("{}: {} rules", file.display(), rules.len());
@@ -78,6 +90,13 @@ pub(crate) fn rules(cmd: RulesCmd) -> ExitCode {
             Err(e) => e.exit(),
         },
     }
+}
+
+type Sets = std::collections::HashMap<String, rampart_classify::ipset::IpSet>;
+
+fn load_rampart(path: &Path) -> Result<(rampart_classify::iptables::Ruleset, Sets), Fail> {
+    rampart_classify::syntax::parse(&path.display().to_string(), &read(path)?)
+        .map_err(|e| Fail(e.to_string(), 2))
 }
 
 fn load_iptables(path: &Path) -> Result<rampart_classify::iptables::Ruleset, Fail> {
@@ -91,15 +110,15 @@ pub(crate) struct FilterArgs {
     /// Capture to filter.
     #[arg(short = 'r', long = "read", value_name = "IN")]
     input: PathBuf,
-    /// The rule file (`iptables-save` output).
+    /// The rule file.
     #[arg(long, value_name = "FILE")]
     rules: PathBuf,
     /// Its format.
-    #[arg(long, value_enum, default_value = "iptables")]
+    #[arg(long, value_enum, default_value = "rampart")]
     format: RuleFormat,
-    /// The built-in chain to apply.
-    #[arg(long, default_value = "INPUT")]
-    chain: String,
+    /// The chain packets enter (default: INPUT for iptables, the first table for rampart).
+    #[arg(long)]
+    chain: Option<String>,
     /// IP sets the rules name (`ipset save` output).
     #[arg(long, value_name = "FILE")]
     sets: Option<PathBuf>,
@@ -116,16 +135,24 @@ pub(crate) fn filter(args: FilterArgs) -> ExitCode {
 }
 
 fn run_filter(args: &FilterArgs) -> Result<ExitCode, Fail> {
-    if args.format != RuleFormat::Iptables {
-        return Err(Fail("rampart filter takes --format iptables rules".into(), 2));
-    }
-    let rs = load_iptables(&args.rules)?;
-    let sets = match &args.sets {
-        Some(p) => rampart_classify::ipset::parse_ipset_save(&p.display().to_string(), &read(p)?)
-            .map_err(|e| Fail(e.to_string(), 2))?,
-        None => Default::default(),
+    let (rs, mut sets, first) = match args.format {
+        RuleFormat::Iptables => (load_iptables(&args.rules)?, Sets::new(), "INPUT".to_string()),
+        RuleFormat::Rampart => {
+            let (rs, sets) = load_rampart(&args.rules)?;
+            let first = rs.chains.iter().find(|c| c.policy.is_some()).map(|c| c.name.clone());
+            (rs, sets, first.unwrap_or_default())
+        }
+        RuleFormat::Classbench => {
+            return Err(Fail("rampart filter takes rampart or iptables rules".into(), 2));
+        }
     };
-    let fw = rampart_classify::firewall::Firewall::from_iptables(&rs, &args.chain, &sets)
+    if let Some(p) = &args.sets {
+        let more = rampart_classify::ipset::parse_ipset_save(&p.display().to_string(), &read(p)?)
+            .map_err(|e| Fail(e.to_string(), 2))?;
+        sets.extend(more);
+    }
+    let chain = args.chain.clone().unwrap_or(first);
+    let fw = rampart_classify::firewall::Firewall::from_iptables(&rs, &chain, &sets)
         .map_err(|e| Fail(format!("{}: {e}", args.rules.display()), 2))?;
     let mut capture = rampart_capture::Capture::open(&args.input)
         .map_err(|e| Fail(e.to_string(), if e.is_not_a_capture() { 2 } else { 1 }))?;
