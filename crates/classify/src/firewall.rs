@@ -280,6 +280,11 @@ impl Firewall {
         Ok(Self { entries, compiled, entry_of, checks, sets: set_list, names })
     }
 
+    /// Sizes of the compiled structure (boxes count as rules).
+    pub fn stats(&self) -> crate::CompiledStats {
+        self.compiled.stats()
+    }
+
     /// The flattened rules, in evaluation order (the last is the chain's policy).
     pub fn entries(&self) -> &[Flat] {
         &self.entries

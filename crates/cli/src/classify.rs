@@ -51,6 +51,9 @@ pub(crate) struct ClassifyArgs {
     /// Instead, print one JSON object: lookup_ns, build_ms, bytes_per_rule, update_us.
     #[arg(long)]
     bench: bool,
+    /// IP sets the rules name (`ipset save` output; iptables and rampart formats).
+    #[arg(long, value_name = "FILE")]
+    sets: Option<PathBuf>,
 }
 
 fn read(path: &Path) -> Result<String, Fail> {
@@ -96,6 +99,11 @@ type Sets = std::collections::HashMap<String, rampart_classify::ipset::IpSet>;
 
 fn load_rampart(path: &Path) -> Result<(rampart_classify::iptables::Ruleset, Sets), Fail> {
     rampart_classify::syntax::parse(&path.display().to_string(), &read(path)?)
+        .map_err(|e| Fail(e.to_string(), 2))
+}
+
+fn load_sets(path: &Path) -> Result<Sets, Fail> {
+    rampart_classify::ipset::parse_ipset_save(&path.display().to_string(), &read(path)?)
         .map_err(|e| Fail(e.to_string(), 2))
 }
 
@@ -147,9 +155,7 @@ fn run_filter(args: &FilterArgs) -> Result<ExitCode, Fail> {
         }
     };
     if let Some(p) = &args.sets {
-        let more = rampart_classify::ipset::parse_ipset_save(&p.display().to_string(), &read(p)?)
-            .map_err(|e| Fail(e.to_string(), 2))?;
-        sets.extend(more);
+        sets.extend(load_sets(p)?);
     }
     let chain = args.chain.clone().unwrap_or(first);
     let fw = rampart_classify::firewall::Firewall::from_iptables(&rs, &chain, &sets)
@@ -208,13 +214,13 @@ pub(crate) fn classify(args: ClassifyArgs) -> ExitCode {
 }
 
 fn run(args: &ClassifyArgs) -> Result<(), Fail> {
-    if args.format != RuleFormat::Classbench {
-        return Err(Fail("rampart classify takes --format classbench rules for now".into(), 2));
-    }
-    let rules = load_rules(&args.rules, args.format)?;
     let trace = parse_trace(&args.trace.display().to_string(), &read(&args.trace)?)
         .map_err(|e| Fail(e.to_string(), 2))?;
     let headers: Vec<Header> = trace.iter().map(|t| t.header).collect();
+    if args.format != RuleFormat::Classbench {
+        return run_firewall(args, &headers);
+    }
+    let rules = load_rules(&args.rules, args.format)?;
     let started = Instant::now();
     let compiled = Compiled::new(&rules);
     let build = started.elapsed();
@@ -242,6 +248,62 @@ fn run(args: &ClassifyArgs) -> Result<(), Fail> {
     }
     compiled.classify_batch(&headers, &mut out);
     write_lines(out.iter().map(|o| o.map_or("-1".to_string(), |i| i.to_string())))
+}
+
+/// A trace through a firewall rule set: the index of the deciding rule in evaluation order
+/// (user chains inlined where they are jumped to), or -1 when the policy decided.
+fn run_firewall(args: &ClassifyArgs, headers: &[Header]) -> Result<(), Fail> {
+    let (rs, sets, chain) = match args.format {
+        RuleFormat::Iptables => (load_iptables(&args.rules)?, Sets::new(), "INPUT".to_string()),
+        _ => {
+            let (rs, sets) = load_rampart(&args.rules)?;
+            let first = rs.chains.iter().find(|c| c.policy.is_some()).map(|c| c.name.clone());
+            (rs, sets, first.unwrap_or_default())
+        }
+    };
+    let mut sets = sets;
+    if let Some(p) = &args.sets {
+        sets.extend(load_sets(p)?);
+    }
+    let started = Instant::now();
+    let fw = rampart_classify::firewall::Firewall::from_iptables(&rs, &chain, &sets)
+        .map_err(|e| Fail(format!("{}: {e}", args.rules.display()), 2))?;
+    let build = started.elapsed();
+    let packet = |h: &Header| rampart_classify::firewall::Packet {
+        src: std::net::IpAddr::from(h.0[0].to_be_bytes()),
+        dst: std::net::IpAddr::from(h.0[1].to_be_bytes()),
+        sport: h.0[2] as u16,
+        dport: h.0[3] as u16,
+        proto: h.0[4] as u8,
+        iif: "",
+        oif: "",
+        ct: None,
+    };
+    let policy = fw.entries().len() - 1;
+    if args.bench {
+        let mut times = Vec::new();
+        for _ in 0..7 {
+            let t = Instant::now();
+            for h in headers {
+                std::hint::black_box(fw.evaluate(&packet(std::hint::black_box(h))));
+            }
+            times.push(t.elapsed().as_nanos() as f64 / headers.len().max(1) as f64);
+        }
+        times.sort_by(f64::total_cmp);
+        let rules: usize = rs.chains.iter().map(|c| c.rules.len()).sum();
+        let json = format!(
+            "{{\"rules\":{rules},\"headers\":{},\"lookup_ns\":{:.1},\"build_ms\":{:.2},\"bytes_per_rule\":{:.1},\"update_us\":null}}",
+            headers.len(),
+            times[times.len() / 2],
+            build.as_secs_f64() * 1e3,
+            fw.stats().bytes as f64 / rules.max(1) as f64
+        );
+        return write_lines(std::iter::once(json));
+    }
+    write_lines(headers.iter().map(|h| {
+        let d = fw.evaluate(&packet(h));
+        if d.entry == policy { "-1".to_string() } else { d.entry.to_string() }
+    }))
 }
 
 /// Mean microseconds for one insert or delete to be published, over 2,000 of each at random
