@@ -1,0 +1,111 @@
+//! The compiled classifier against the linear first-match scan, in the same run, on the
+//! ClassBench sets (trace headers and uniformly random headers), and the cost of one update.
+//! `cargo bench -p rampart-classify --bench classify` (needs `../shared/data/classbench`, or
+//! `RAMPART_DATA`; prints one line and measures nothing without it).
+
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::process::Command;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use rampart_classify::classbench::{parse_rules, parse_trace};
+use rampart_classify::linear::first_match;
+use rampart_classify::{Classifier, Compiled, Header, Rule};
+
+fn read(dir: &std::path::Path, name: &str) -> Option<String> {
+    let plain = dir.join(name);
+    if plain.exists() {
+        return std::fs::read_to_string(plain).ok();
+    }
+    let out = Command::new("gzip").arg("-dc").arg(dir.join(format!("{name}.gz"))).output().ok()?;
+    String::from_utf8(out.stdout).ok()
+}
+
+fn uniform(n: usize) -> Vec<Header> {
+    let mut s = 0x9e37_79b9_7f4a_7c15u64;
+    (0..n)
+        .map(|_| {
+            let mut next = || {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                s
+            };
+            Header([
+                next() as u32,
+                next() as u32,
+                next() as u32 & 0xffff,
+                next() as u32 & 0xffff,
+                [6, 17, 1][next() as usize % 3],
+            ])
+        })
+        .collect()
+}
+
+fn bench(c: &mut Criterion) {
+    let dir = std::env::var_os("RAMPART_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data").into())
+        .join("classbench");
+    if !dir.is_dir() {
+        println!("skipped: no ClassBench data at {}", dir.display());
+        return;
+    }
+    let mut g = c.benchmark_group("classify");
+    for set in [
+        "acl1_1k",
+        "fw1_1k",
+        "ipc1_1k",
+        "acl1_10k",
+        "fw1_10k",
+        "ipc1_10k",
+        "acl1_100k",
+        "fw1_100k",
+        "ipc1_100k",
+    ] {
+        let (Some(r), Some(t)) = (read(&dir, set), read(&dir, &format!("{set}_trace"))) else {
+            continue;
+        };
+        let rules: Vec<Rule> = parse_rules(set, &r).expect("rules");
+        let trace: Vec<Header> =
+            parse_trace(set, &t).expect("trace").iter().map(|e| e.header).collect();
+        let compiled = Compiled::new(&rules);
+        let mut out = vec![None; trace.len()];
+        g.throughput(Throughput::Elements(trace.len() as u64));
+        g.bench_function(format!("{set}/trace/compiled"), |b| {
+            b.iter(|| compiled.classify_batch(black_box(&trace), &mut out))
+        });
+        let random = uniform(4096);
+        let mut out = vec![None; random.len()];
+        g.throughput(Throughput::Elements(random.len() as u64));
+        g.bench_function(format!("{set}/uniform/compiled"), |b| {
+            b.iter(|| compiled.classify_batch(black_box(&random), &mut out))
+        });
+        // The baseline: the linear scan, on a sample (it is slow at 100K).
+        let sample: Vec<Header> =
+            trace.iter().step_by((trace.len() / 512).max(1)).copied().collect();
+        g.throughput(Throughput::Elements(sample.len() as u64));
+        g.bench_function(format!("{set}/trace/linear"), |b| {
+            b.iter(|| {
+                sample.iter().map(|h| first_match(&rules, black_box(h)).unwrap_or(0)).sum::<usize>()
+            })
+        });
+        if set.ends_with("10k") {
+            g.throughput(Throughput::Elements(2));
+            let mut live = Classifier::new(&rules);
+            let mut i = 0u64;
+            g.bench_function(format!("{set}/insert+delete"), |b| {
+                b.iter(|| {
+                    i += 1;
+                    let p = Classifier::initial_priority((i as usize * 7919) % rules.len()) + 1;
+                    live.insert(p, rules[i as usize % rules.len()]).expect("free priority");
+                    live.delete(p).expect("just inserted");
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
