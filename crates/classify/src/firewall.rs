@@ -321,8 +321,22 @@ impl Firewall {
 
     /// The verdict for a packet and the entry that gave it.
     pub fn evaluate(&self, p: &Packet<'_>) -> Decision {
+        self.evaluate_counting(p, &mut [])
+    }
+
+    /// [`Firewall::evaluate`], also adding one to `hits[e]` for every entry `e` the packet
+    /// matched on its way (jumps, counting rules and `RETURN`s too, as netfilter's counters do;
+    /// the policy's entry when it decided). `hits` shorter than the entries counts nothing.
+    pub fn evaluate_counting(&self, p: &Packet<'_>, hits: &mut [u64]) -> Decision {
+        let count = hits.len() == self.entries.len();
         let policy = self.entries.len() - 1;
+        let mut hit = |e: usize| {
+            if count {
+                hits[e] += 1;
+            }
+        };
         let Some(h) = self.header(p) else {
+            hit(policy);
             return self.decision(policy);
         };
         let mut start = 0usize;
@@ -330,8 +344,12 @@ impl Firewall {
             let found = self.compiled.classify_live(&h, |b| {
                 self.entry_of[b as usize] as usize >= start && self.checks_pass(b as usize, p)
             });
-            let Some(b) = found else { return self.decision(policy) };
+            let Some(b) = found else {
+                hit(policy);
+                return self.decision(policy);
+            };
             let e = self.entry_of[b] as usize;
+            hit(e);
             match &self.entries[e].action {
                 FlatAction::Verdict(_) => return self.decision(e),
                 FlatAction::Goto(k) => start = *k,

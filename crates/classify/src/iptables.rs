@@ -5,10 +5,10 @@
 //! `-o`. Other tables are skipped. A rule is named `CHAIN:N`, N counting from 1 within its
 //! chain, as `iptables -L --line-numbers` shows.
 //!
-//! [`Ruleset::flatten`] lays a built-in chain out in evaluation order: user chains are inlined
-//! where they are jumped to (their rules also carry the jump's matches), and `RETURN` becomes a
-//! jump past the inlined block, so first-match evaluation with jumps gives what netfilter
-//! gives.
+//! [`Ruleset::flatten`] lays a built-in chain out in evaluation order: a jump rule stays as an
+//! entry that only counts, the user chain follows inlined (its rules also carry the jump's
+//! matches), and `RETURN` becomes a jump past the inlined block, so first-match evaluation
+//! with jumps gives what netfilter gives, counters included.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -443,6 +443,12 @@ impl Ruleset {
                         return None;
                     }
                     let sub = self.chains.iter().find(|x| &x.name == j)?;
+                    // The jump rule itself, so that it is counted when it matches.
+                    out.push(Flat {
+                        name: r.name.clone(),
+                        all: all.clone(),
+                        action: FlatAction::Continue,
+                    });
                     stack.push(j.clone());
                     self.inline(sub, &all, out, stack)?;
                     stack.pop();
@@ -513,25 +519,26 @@ COMMIT
         let rs = parse("rules", SAMPLE).unwrap();
         let f = rs.flatten("INPUT").unwrap();
         let names: Vec<&str> = f.iter().map(|x| x.name.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "INPUT:1",
-                "INPUT:2",
-                "SSH:1",
-                "SSH:2",
-                "INPUT:4",
-                "INPUT:5",
-                "INPUT:6",
-                "INPUT:policy"
-            ]
-        );
+        let want = [
+            "INPUT:1",
+            "INPUT:2",
+            "INPUT:3",
+            "SSH:1",
+            "SSH:2",
+            "INPUT:4",
+            "INPUT:5",
+            "INPUT:6",
+            "INPUT:policy",
+        ];
+        assert_eq!(names, want);
+        // The jump counts only; SSH follows inlined.
+        assert_eq!(f[2].action, FlatAction::Continue);
         // SSH's RETURN skips the rest of SSH, to INPUT:4; both carry INPUT:3's matches.
-        assert_eq!(f[2].action, FlatAction::Goto(4));
-        assert_eq!(f[2].all.len(), 2);
-        assert_eq!(f[2].all[0].dports, vec![(22, 22)]);
-        assert_eq!(f[3].action, FlatAction::Verdict(Target::Reject));
-        assert_eq!(f[7].action, FlatAction::Verdict(Target::Drop));
+        assert_eq!(f[3].action, FlatAction::Goto(5));
+        assert_eq!(f[3].all.len(), 2);
+        assert_eq!(f[3].all[0].dports, vec![(22, 22)]);
+        assert_eq!(f[4].action, FlatAction::Verdict(Target::Reject));
+        assert_eq!(f[8].action, FlatAction::Verdict(Target::Drop));
     }
 
     #[test]

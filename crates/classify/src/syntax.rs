@@ -540,8 +540,9 @@ chain limits {
         assert!(v6.not && v6.addr.is_ipv6() && v6.len == 32);
         assert_eq!(f.rules[4].app, vec!["bittorrent".to_string()]);
         let flat = rs.flatten("filter").unwrap();
-        assert_eq!(flat[3].name, "limits:1");
-        assert_eq!(flat[3].action, FlatAction::Goto(5));
+        assert_eq!(flat[3].name, "filter:4");
+        assert_eq!(flat[4].name, "limits:1");
+        assert_eq!(flat[4].action, FlatAction::Goto(6));
     }
 
     #[test]

@@ -20,7 +20,8 @@ pub struct FilterCounts {
     pub passed: u64,
     /// Frames that were not IP.
     pub non_ip: u64,
-    /// Decisions per entry of [`Firewall::entries`].
+    /// Packets that matched each entry of [`Firewall::entries`] (as netfilter's counters:
+    /// jumps and `RETURN`s count too).
     pub hits: Vec<u64>,
 }
 
@@ -53,8 +54,7 @@ pub fn filter_capture(
             let (sport, dport) = if meta.has_ports() { (meta.sport, meta.dport) } else { (0, 0) };
             let p =
                 Packet { src, dst, sport, dport, proto: meta.proto, iif: "", oif: "", ct: None };
-            let d = fw.evaluate(&p);
-            c.hits[d.entry] += 1;
+            let d = fw.evaluate_counting(&p, &mut c.hits);
             if d.verdict == Target::Accept {
                 c.passed += 1;
                 pass(&frame)?;
