@@ -46,6 +46,8 @@ pub struct Packet<'a> {
     pub oif: &'a str,
     /// Connection state, once connection tracking provides it.
     pub ct: Option<CtState>,
+    /// TCP flags (0 for other protocols).
+    pub tcp_flags: u8,
 }
 
 /// What decided a packet.
@@ -192,11 +194,17 @@ struct Checks {
     ct: Vec<Vec<CtState>>,
     /// An application match: nothing labels applications yet, so it never matches.
     app: bool,
+    /// (mask, value) pairs over the TCP flags.
+    flags: Vec<(u8, u8)>,
 }
 
 impl Checks {
     fn is_empty(&self) -> bool {
-        self.src_sets.is_empty() && self.dst_sets.is_empty() && self.ct.is_empty() && !self.app
+        self.src_sets.is_empty()
+            && self.dst_sets.is_empty()
+            && self.ct.is_empty()
+            && !self.app
+            && self.flags.is_empty()
     }
 }
 
@@ -262,6 +270,7 @@ impl Firewall {
                     c.ct.push(r.ct.clone());
                 }
                 c.app |= !r.app.is_empty();
+                c.flags.extend(r.tcp_flags);
             }
             for b in lower(&e.all, &names) {
                 boxes.push(b);
@@ -369,6 +378,7 @@ impl Firewall {
     fn checks_pass(&self, b: usize, p: &Packet<'_>) -> bool {
         let c = &self.checks[b];
         !c.app
+            && c.flags.iter().all(|&(m, v)| p.tcp_flags & m == v)
             && c.src_sets.iter().all(|&s| self.sets[s].contains(p.src))
             && c.dst_sets.iter().all(|&s| self.sets[s].contains(p.dst))
             && c.ct.iter().all(|states| p.ct.is_some_and(|s| states.contains(&s)))

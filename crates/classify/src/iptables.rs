@@ -83,6 +83,8 @@ pub struct IptRule {
     pub dst_set: Option<String>,
     /// `-m conntrack --ctstate`: any of these.
     pub ct: Vec<CtState>,
+    /// `--tcp-flags MASK COMP` / `--syn`: (mask, value) over the TCP flag byte.
+    pub tcp_flags: Option<(u8, u8)>,
     /// Application names (rampart syntax `app NAME`); matched once DPI labels flows, never
     /// before.
     pub app: Vec<String>,
@@ -230,6 +232,27 @@ fn ports(lx: &Lexer<'_>, at: usize, w: &str) -> Result<Vec<(u16, u16)>, ParseErr
     Ok(out)
 }
 
+/// A comma-separated list of TCP flag names as the flag byte.
+pub(crate) fn tcp_flags(w: &str) -> Option<u8> {
+    w.split(',').try_fold(0u8, |acc, f| {
+        Some(
+            acc | match f.to_ascii_uppercase().as_str() {
+                "FIN" => 0x01,
+                "SYN" => 0x02,
+                "RST" => 0x04,
+                "PSH" => 0x08,
+                "ACK" => 0x10,
+                "URG" => 0x20,
+                "ECE" => 0x40,
+                "CWR" => 0x80,
+                "ALL" => 0xff,
+                "NONE" => 0,
+                _ => return None,
+            },
+        )
+    })
+}
+
 fn proto(w: &str) -> Option<u8> {
     match w.to_ascii_lowercase().as_str() {
         "tcp" => Some(6),
@@ -355,6 +378,14 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
                 "--comment" => {
                     lx.need("a comment")?;
                 }
+                "--syn" => r.tcp_flags = Some((0x17, 0x02)),
+                "--tcp-flags" => {
+                    let (at, m) = lx.need("the flags to examine, like SYN,RST,ACK")?;
+                    let mask = tcp_flags(&m).ok_or_else(|| lx.error(at, "TCP flags (FIN,SYN,RST,PSH,ACK,URG,ALL,NONE)"))?;
+                    let (at, v) = lx.need("the flags that must be set")?;
+                    let value = tcp_flags(&v).ok_or_else(|| lx.error(at, "TCP flags (FIN,SYN,RST,PSH,ACK,URG,ALL,NONE)"))?;
+                    r.tcp_flags = Some((mask, value & mask));
+                }
                 "-j" | "--jump" => {
                     let (at, v) = lx.need("a target")?;
                     r.target = Some(match v.as_str() {
@@ -369,7 +400,7 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
                 "--reject-with" => {
                     lx.need("a reject type")?;
                 }
-                _ => return Err(lx.error(wat, "a supported option (-s -d -p -i -o -m --sport --dport --match-set --ctstate -j)")),
+                _ => return Err(lx.error(wat, "a supported option (-s -d -p -i -o -m --sport --dport --tcp-flags --syn --match-set --ctstate -j)")),
             }
             if neg
                 && w != "!"
@@ -539,6 +570,19 @@ COMMIT
         assert_eq!(f[3].all[0].dports, vec![(22, 22)]);
         assert_eq!(f[4].action, FlatAction::Verdict(Target::Reject));
         assert_eq!(f[8].action, FlatAction::Verdict(Target::Drop));
+    }
+
+    #[test]
+    fn tcp_flags() {
+        let rs = parse("r", "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -p tcp --syn -j DROP\n-A INPUT -p tcp --tcp-flags SYN,ACK ACK -j ACCEPT\nCOMMIT\n").unwrap();
+        assert_eq!(rs.chains[0].rules[0].tcp_flags, Some((0x17, 0x02)));
+        assert_eq!(rs.chains[0].rules[1].tcp_flags, Some((0x12, 0x10)));
+        let e = parse(
+            "r",
+            "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT --tcp-flags SYN,BOGUS SYN\nCOMMIT\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.column, 22);
     }
 
     #[test]

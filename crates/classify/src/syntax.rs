@@ -22,7 +22,8 @@
 //! `chain` is entered only by `jump`. Each line is one rule: matches, all of which must hold,
 //! then at most one verdict (`accept`, `drop`, `reject`, `return`, `jump NAME`; none counts
 //! only). Rules are named `CHAIN:N` as for iptables. Matches: `ip|ip6 saddr|daddr [!=]
-//! ADDR[/LEN]|@SET`, `tcp|udp sport|dport [!=] PORT|LO-HI|{ ... }`, `meta l4proto NAME|NUM`,
+//! ADDR[/LEN]|@SET`, `tcp|udp sport|dport [!=] PORT|LO-HI|{ ... }`, `tcp flags F[,F] [/ MASK]`
+//! (the flags of MASK, by default F itself, must be exactly F), `meta l4proto NAME|NUM`,
 //! `iif|oif [!=] NAME` (a trailing `*` matches any suffix), `ct state LIST`, `app NAME`.
 //! The result is the same [`Ruleset`] the `iptables-save` reader makes, and the sets it
 //! defines.
@@ -389,10 +390,48 @@ fn rule(
                     ));
                 }
                 r.proto = Some((proto, false));
-                let (dir, _, _) = p.word("sport or dport")?;
+                let (dir, _, _) = p.word("sport, dport or flags")?;
+                if dir == "flags" && proto == 6 {
+                    // `tcp flags syn` (set), `tcp flags syn / syn,ack` (of those, exactly syn).
+                    let (v, l, c) = p.word("TCP flags like syn or syn,ack")?;
+                    let mut names = vec![v];
+                    while p.is_sym(',') {
+                        p.pos += 1;
+                        names.push(p.word("a TCP flag")?.0);
+                    }
+                    let bad = |l, c, v: &str| {
+                        err(
+                            p.file,
+                            l,
+                            c,
+                            "TCP flags (fin, syn, rst, psh, ack, urg, ece, cwr)",
+                            &format!("{v:?}"),
+                        )
+                    };
+                    let value = crate::iptables::tcp_flags(&names.join(","))
+                        .ok_or_else(|| bad(l, c, &names.join(",")))?;
+                    let mut mask = value;
+                    if matches!(p.peek(), Some(Token { tok: Tok::Word(w), .. }) if w == "/") {
+                        p.pos += 1;
+                        let (m, l, c) = p.word("the flags to examine")?;
+                        let mut names = vec![m];
+                        while p.is_sym(',') {
+                            p.pos += 1;
+                            names.push(p.word("a TCP flag")?.0);
+                        }
+                        mask = crate::iptables::tcp_flags(&names.join(","))
+                            .ok_or_else(|| bad(l, c, &names.join(",")))?;
+                    }
+                    r.tcp_flags = Some((mask, value & mask));
+                    continue;
+                }
                 if dir != "sport" && dir != "dport" {
                     p.pos -= 1;
-                    return Err(p.error("sport or dport"));
+                    return Err(p.error(if proto == 6 {
+                        "sport, dport or flags"
+                    } else {
+                        "sport or dport"
+                    }));
                 }
                 let not = p.not();
                 let mut ranges = Vec::new();
@@ -562,6 +601,11 @@ chain limits {
         assert!(e.expected.starts_with("a match"), "{e}");
         let e = parse("r", "table t {\n  accept\n").unwrap_err();
         assert!(e.found.contains("end of file"), "{e}");
+        let (rs, _) =
+            parse("r", "table t {\n  tcp flags syn / syn,ack drop\n  tcp flags ack accept\n}\n")
+                .unwrap();
+        assert_eq!(rs.chains[0].rules[0].tcp_flags, Some((0x12, 0x02)));
+        assert_eq!(rs.chains[0].rules[1].tcp_flags, Some((0x10, 0x10)));
         let (rs, _) = parse("r", "table t {\n  tcp dport != { 22, 80-90 } drop\n}\n").unwrap();
         assert_eq!(rs.chains[0].rules[0].dports, vec![(0, 21), (23, 79), (91, 65535)]);
     }

@@ -88,6 +88,14 @@ fn rule(rng: &mut Rng, chain: &str, jumps: &[&str]) -> String {
             rng.pick(&["NEW", "ESTABLISHED,RELATED", "INVALID"])
         );
     }
+    if rng.chance(6) {
+        s += rng.pick::<&str>(&[
+            " --syn",
+            " --tcp-flags SYN,ACK ACK",
+            " --tcp-flags ALL NONE",
+            " --tcp-flags FIN,RST RST",
+        ]);
+    }
     let mut targets = vec!["ACCEPT", "DROP", "REJECT", ""];
     if chain != "INPUT" {
         targets.push("RETURN");
@@ -149,6 +157,7 @@ fn matches(r: &IptRule, p: &Packet<'_>, sets: &HashMap<String, IpSet>) -> bool {
         && r.src_set.as_ref().is_none_or(|s| sets[s].contains(p.src))
         && r.dst_set.as_ref().is_none_or(|s| sets[s].contains(p.dst))
         && (r.ct.is_empty() || p.ct.is_some_and(|c| r.ct.contains(&c)))
+        && r.tcp_flags.is_none_or(|(m, v)| p.tcp_flags & m == v)
 }
 
 /// netfilter's walk: the first matching verdict, RETURN back to the caller, else the policy.
@@ -157,15 +166,18 @@ fn walk(
     chain: &str,
     p: &Packet<'_>,
     sets: &HashMap<String, IpSet>,
+    hits: &mut HashMap<String, u64>,
 ) -> Option<(Target, String)> {
     let c = rs.chains.iter().find(|c| c.name == chain).unwrap();
     for r in &c.rules {
         if !matches(r, p, sets) {
             continue;
         }
+        // netfilter counts every rule a packet matches, whatever its target.
+        *hits.entry(r.name.clone()).or_default() += 1;
         match &r.target {
             Some(Target::Jump(j)) => {
-                if let Some(v) = walk(rs, j, p, sets) {
+                if let Some(v) = walk(rs, j, p, sets, hits) {
                     return Some(v);
                 }
             }
@@ -213,10 +225,22 @@ fn lowered_rule_sets_decide_as_netfilter_does() {
                     Some(CtState::Established),
                     Some(CtState::Invalid),
                 ]),
+                tcp_flags: *rng.pick(&[0u8, 0x02, 0x12, 0x10, 0x04, 0x11, 0x18]),
             };
-            let want =
-                walk(&rs, "INPUT", &p, &sets).unwrap_or((policy.clone(), "INPUT:policy".into()));
-            let got = fw.evaluate(&p);
+            let mut want_hits = HashMap::new();
+            let want = walk(&rs, "INPUT", &p, &sets, &mut want_hits).unwrap_or_else(|| {
+                *want_hits.entry("INPUT:policy".to_string()).or_default() += 1;
+                (policy.clone(), "INPUT:policy".into())
+            });
+            let mut hits = vec![0u64; fw.entries().len()];
+            let got = fw.evaluate_counting(&p, &mut hits);
+            let mut got_hits: HashMap<String, u64> = HashMap::new();
+            for (e, n) in fw.entries().iter().zip(&hits) {
+                if *n > 0 {
+                    *got_hits.entry(e.name.clone()).or_default() += n;
+                }
+            }
+            assert_eq!(got_hits, want_hits, "counters: {p:?}\n{text}");
             let name = &fw.entries()[got.entry].name;
             assert_eq!((got.verdict, name.clone()), want, "{p:?}\n{text}");
             decided += 1;

@@ -278,6 +278,7 @@ fn run_firewall(args: &ClassifyArgs, headers: &[Header]) -> Result<(), Fail> {
         iif: "",
         oif: "",
         ct: None,
+        tcp_flags: 0,
     };
     let policy = fw.entries().len() - 1;
     if args.bench {

@@ -52,8 +52,18 @@ pub fn filter_capture(
                 continue;
             };
             let (sport, dport) = if meta.has_ports() { (meta.sport, meta.dport) } else { (0, 0) };
-            let p =
-                Packet { src, dst, sport, dport, proto: meta.proto, iif: "", oif: "", ct: None };
+            let tcp_flags = meta.tcp.flags as u8;
+            let p = Packet {
+                src,
+                dst,
+                sport,
+                dport,
+                proto: meta.proto,
+                iif: "",
+                oif: "",
+                ct: None,
+                tcp_flags,
+            };
             let d = fw.evaluate_counting(&p, &mut c.hits);
             if d.verdict == Target::Accept {
                 c.passed += 1;
