@@ -18,18 +18,43 @@ pub struct IpSet {
     tables: BTreeMap<u8, HashSet<u128>>,
 }
 
-fn key(addr: IpAddr, len: u8) -> (u8, u128) {
+/// `addr` with the bits below a `len`-bit prefix cleared.
+pub(crate) fn masked(addr: IpAddr, len: u8) -> IpAddr {
     match addr {
         IpAddr::V4(v) => {
-            let len = len.min(32);
-            let m = if len == 0 { 0 } else { u32::MAX << (32 - u32::from(len)) };
-            (len, u128::from(u32::from(v) & m))
+            let m = if len == 0 { 0 } else { u32::MAX << (32 - u32::from(len.min(32))) };
+            IpAddr::from((u32::from(v) & m).to_be_bytes())
         }
         IpAddr::V6(v) => {
-            let len = len.min(128);
-            let m = if len == 0 { 0 } else { u128::MAX << (128 - u32::from(len)) };
-            (64 + len, u128::from(v) & m)
+            let m = if len == 0 { 0 } else { u128::MAX << (128 - u32::from(len.min(128))) };
+            IpAddr::from((u128::from(v) & m).to_be_bytes())
         }
+    }
+}
+
+/// Why `ADDR[/LEN]` text was refused: the address, or the length (which starts at this byte).
+pub(crate) enum PrefixError {
+    Addr,
+    Len(usize),
+}
+
+/// Reads `ADDR` or `ADDR/LEN` (IPv4 or IPv6); a bare address is a full-length prefix.
+pub(crate) fn parse_prefix(s: &str) -> Result<(IpAddr, u8), PrefixError> {
+    let (a, l) = s.split_once('/').map_or((s, None), |(a, l)| (a, Some(l)));
+    let addr: IpAddr = a.parse().map_err(|_| PrefixError::Addr)?;
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    match l.map(str::parse::<u8>) {
+        None => Ok((addr, max)),
+        Some(Ok(v)) if v <= max => Ok((addr, v)),
+        _ => Err(PrefixError::Len(a.len() + 1)),
+    }
+}
+
+/// The table a prefix goes in (v4 lengths as is, v6 as 64 + length) and its masked value.
+fn key(addr: IpAddr, len: u8) -> (u8, u128) {
+    match masked(addr, len) {
+        IpAddr::V4(v) => (len.min(32), u128::from(u32::from(v))),
+        IpAddr::V6(v) => (64 + len.min(128), u128::from(v)),
     }
 }
 
@@ -111,14 +136,10 @@ pub fn parse_ipset_save(file: &str, text: &str) -> Result<HashMap<String, IpSet>
                 let set = sets
                     .get_mut(*name)
                     .ok_or_else(|| err(*nat, "a set created earlier with 'create'", name))?;
-                let (a, l) = elem.split_once('/').map_or((*elem, None), |(a, l)| (a, Some(l)));
-                let addr: IpAddr = a.parse().map_err(|_| err(*at, "an address", elem))?;
-                let max = if addr.is_ipv4() { 32 } else { 128 };
-                let len = match l.map(str::parse::<u8>) {
-                    None => max,
-                    Some(Ok(v)) if v <= max => v,
-                    _ => return Err(err(*at + a.len() + 1, "a prefix length", elem)),
-                };
+                let (addr, len) = parse_prefix(elem).map_err(|e| match e {
+                    PrefixError::Addr => err(*at, "an address", elem),
+                    PrefixError::Len(k) => err(*at + k, "a prefix length", elem),
+                })?;
                 set.insert(addr, len);
             }
             [(at, w), ..] => return Err(err(*at, "'create' or 'add'", w)),

@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 
 use crate::classbench::ParseError;
+use crate::ipset::{PrefixError, masked, parse_prefix};
 
 /// An address match: a prefix, possibly negated.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -187,30 +188,11 @@ impl<'a> Lexer<'a> {
 }
 
 fn net(lx: &Lexer<'_>, at: usize, w: &str, not: bool) -> Result<Net, ParseError> {
-    let (a, len) = match w.split_once('/') {
-        Some((a, l)) => (a, Some(l)),
-        None => (w, None),
-    };
-    let addr: IpAddr = a.parse().map_err(|_| lx.error(at, "an IPv4 or IPv6 address"))?;
-    let max = if addr.is_ipv4() { 32 } else { 128 };
-    let len = match len {
-        None => max,
-        Some(l) => match l.parse::<u8>() {
-            Ok(v) if v <= max => v,
-            _ => return Err(lx.error(at + a.len() + 1, "a prefix length")),
-        },
-    };
-    let addr = match addr {
-        IpAddr::V4(v) => {
-            let m = if len == 0 { 0 } else { u32::MAX << (32 - u32::from(len)) };
-            IpAddr::from((u32::from(v) & m).to_be_bytes())
-        }
-        IpAddr::V6(v) => {
-            let m = if len == 0 { 0 } else { u128::MAX << (128 - u32::from(len)) };
-            IpAddr::from((u128::from(v) & m).to_be_bytes())
-        }
-    };
-    Ok(Net { addr, len, not })
+    let (addr, len) = parse_prefix(w).map_err(|e| match e {
+        PrefixError::Addr => lx.error(at, "an IPv4 or IPv6 address"),
+        PrefixError::Len(k) => lx.error(at + k, "a prefix length"),
+    })?;
+    Ok(Net { addr: masked(addr, len), len, not })
 }
 
 fn ports(lx: &Lexer<'_>, at: usize, w: &str) -> Result<Vec<(u16, u16)>, ParseError> {

@@ -32,7 +32,7 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 
 use crate::classbench::ParseError;
-use crate::ipset::IpSet;
+use crate::ipset::{IpSet, PrefixError, masked, parse_prefix};
 use crate::iptables::{Chain, CtState, IptRule, Net, Ruleset, Target};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -204,8 +204,10 @@ fn net(
     v6: Option<bool>,
 ) -> Result<(IpAddr, u8), ParseError> {
     let bad = |what: &str| err(p.file, *line, *col, what, &format!("{w:?}"));
-    let (a, l) = w.split_once('/').map_or((w.as_str(), None), |(a, l)| (a, Some(l)));
-    let addr: IpAddr = a.parse().map_err(|_| bad("an address or prefix"))?;
+    let (addr, len) = parse_prefix(w).map_err(|e| match e {
+        PrefixError::Addr => bad("an address or prefix"),
+        PrefixError::Len(_) => bad("a prefix length"),
+    })?;
     if v6.is_some_and(|v6| v6 != addr.is_ipv6()) {
         return Err(bad(if addr.is_ipv6() {
             "an IPv4 address after 'ip'"
@@ -213,26 +215,7 @@ fn net(
             "an IPv6 address after 'ip6'"
         }));
     }
-    let max = if addr.is_ipv4() { 32 } else { 128 };
-    let len = match l.map(str::parse::<u8>) {
-        None => max,
-        Some(Ok(v)) if v <= max => v,
-        _ => return Err(bad("a prefix length")),
-    };
     Ok((addr, len))
-}
-
-fn masked(addr: IpAddr, len: u8) -> IpAddr {
-    match addr {
-        IpAddr::V4(v) => {
-            let m = if len == 0 { 0 } else { u32::MAX << (32 - u32::from(len)) };
-            IpAddr::from((u32::from(v) & m).to_be_bytes())
-        }
-        IpAddr::V6(v) => {
-            let m = if len == 0 { 0 } else { u128::MAX << (128 - u32::from(len)) };
-            IpAddr::from((u128::from(v) & m).to_be_bytes())
-        }
-    }
 }
 
 /// Parses rampart rules; `file` names the input in errors.
