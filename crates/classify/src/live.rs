@@ -221,7 +221,7 @@ impl Classifier {
             let old = s.base.prio.binary_search(&p).ok();
             let now = self.list.get(&p);
             let same = match (old, now) {
-                (Some(i), Some(r)) => s.base.compiled.rules()[i] == *r,
+                (Some(i), Some(r)) => s.base.compiled.rule(i) == Some(*r),
                 _ => false,
             };
             if same {
