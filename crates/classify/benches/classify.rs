@@ -91,6 +91,51 @@ fn bench(c: &mut Criterion) {
             })
         });
         if set.ends_with("10k") {
+            // Lookups while changes pend: every 16th rule deleted and inserted again (so it
+            // sits in the delta, a tuple space), against the same rules scanned as a sorted
+            // list (the delta's previous form), on the trace.
+            let mut live = Classifier::new(&rules);
+            live.set_compile_after(usize::MAX);
+            let moved: Vec<(u64, Rule)> = (0..rules.len())
+                .step_by(16)
+                .map(|i| (Classifier::initial_priority(i), rules[i]))
+                .collect();
+            for (p, r) in &moved {
+                live.delete(*p).expect("present");
+                live.insert(*p, *r).expect("free");
+            }
+            let reader = live.reader();
+            let snap = reader.snapshot();
+            // The baseline: the same tombstones, the moved rules in a list.
+            let mut dead = Classifier::new(&rules);
+            dead.set_compile_after(usize::MAX);
+            for (p, _) in &moved {
+                dead.delete(*p).expect("present");
+            }
+            let dead_reader = dead.reader();
+            let dead_snap = dead_reader.snapshot();
+            let mut out = vec![None; trace.len()];
+            g.throughput(Throughput::Elements(trace.len() as u64));
+            g.bench_function(format!("{set}/trace/pending-{}/tuples", moved.len()), |b| {
+                b.iter(|| snap.classify_batch(black_box(&trace), &mut out))
+            });
+            g.bench_function(format!("{set}/trace/pending-{}/sorted-list", moved.len()), |b| {
+                b.iter(|| {
+                    trace
+                        .iter()
+                        .map(|h| {
+                            let base = dead_snap.classify(black_box(h));
+                            let d = moved
+                                .iter()
+                                .take_while(|(p, _)| base.is_none_or(|b| *p < b))
+                                .find(|(_, r)| r.matches(h));
+                            d.map_or(base, |(p, _)| Some(*p)).unwrap_or(0)
+                        })
+                        .fold(0u64, |a, b| a ^ b)
+                })
+            });
+        }
+        if set.ends_with("10k") || set.ends_with("100k") {
             g.throughput(Throughput::Elements(2));
             let mut live = Classifier::new(&rules);
             let mut i = 0u64;

@@ -23,6 +23,7 @@
 
 pub mod classbench;
 mod compiled;
+mod delta;
 pub mod firewall;
 pub mod ipset;
 pub mod iptables;

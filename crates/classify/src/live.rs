@@ -2,11 +2,13 @@
 //! background, plus the changes made since it was built.
 //!
 //! Readers see an immutable [`Snapshot`] through an [`ArcSwap`]: the compiled base (shared),
-//! the base rules deleted since (tombstones), and the rules inserted since (the delta, kept in
-//! priority order). An update makes a new snapshot that shares the base and copies the two
-//! short lists, and swaps it in: visible to the next lookup, never blocking one. Once the
-//! lists grow past a threshold, a background thread compiles the whole rule list; installing
-//! its result replays the changes made while it ran onto fresh lists.
+//! the base rules deleted since (tombstones, a persistent set), and the rules inserted since
+//! (the delta: a tuple space over persistent maps, see `delta.rs`). An update makes a new
+//! snapshot that shares the base, copies one path of one persistent map, and swaps it in:
+//! visible to the next lookup, never blocking one, at a cost that does not grow with the
+//! number of changes pending. Once the changes pass a threshold, a background thread
+//! compiles the whole rule list; installing its result replays the changes made while it ran
+//! onto fresh structures.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,7 +17,14 @@ use std::thread::JoinHandle;
 use arc_swap::ArcSwap;
 
 use crate::compiled::Compiled;
+use crate::delta::{Delta, KeyHasher};
 use crate::rule::{Header, Rule};
+
+type Tombstones = imbl::GenericHashSet<
+    u32,
+    std::hash::BuildHasherDefault<KeyHasher>,
+    imbl::shared_ptr::DefaultSharedPtr,
+>;
 
 /// Changes since the base that start a background compile.
 const COMPILE_AFTER: usize = 64;
@@ -38,10 +47,10 @@ impl Base {
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     base: Arc<Base>,
-    /// Base indices deleted since the base was built, ascending.
-    dead: Vec<u32>,
-    /// Rules inserted since, by priority.
-    delta: Vec<(u64, Rule)>,
+    /// Base indices deleted since the base was built.
+    dead: Tombstones,
+    /// Rules inserted since.
+    delta: Delta,
 }
 
 impl Snapshot {
@@ -52,19 +61,10 @@ impl Snapshot {
         let base = if dead.is_empty() {
             self.base.compiled.classify(h)
         } else {
-            self.base.compiled.classify_live(h, |i| dead.binary_search(&i).is_err())
+            self.base.compiled.classify_live(h, |i| !dead.contains(&i))
         };
-        let mut best = base.map(|i| self.base.prio[i]);
-        for (p, r) in &self.delta {
-            if best.is_some_and(|b| *p >= b) {
-                break;
-            }
-            if r.matches(h) {
-                best = Some(*p);
-                break;
-            }
-        }
-        best
+        let best = base.map(|i| self.base.prio[i]);
+        if self.delta.len() == 0 { best } else { self.delta.classify(h, best) }
     }
 
     /// Classifies a batch (one snapshot for all of it).
@@ -118,6 +118,8 @@ pub struct Classifier {
     compiling: Option<JoinHandle<Base>>,
     /// Changes made since the running compile took its copy of the list.
     log: Vec<Change>,
+    /// Pending changes that start a background compile.
+    compile_after: usize,
 }
 
 impl Classifier {
@@ -126,18 +128,32 @@ impl Classifier {
         let list: Vec<(u64, Rule)> =
             rules.iter().enumerate().map(|(i, r)| ((i as u64) << 20, *r)).collect();
         let base = Arc::new(Base::new(&list));
-        let snap = Snapshot { base, dead: Vec::new(), delta: Vec::new() };
+        let snap = Snapshot { base, dead: Tombstones::default(), delta: Delta::default() };
         Self {
             shared: Arc::new(ArcSwap::from_pointee(snap)),
             list: list.into_iter().collect(),
             compiling: None,
             log: Vec::new(),
+            compile_after: COMPILE_AFTER,
         }
     }
 
     /// The priority `new` gave rule `i` (rules are spaced so others fit between them).
     pub fn initial_priority(i: usize) -> u64 {
         (i as u64) << 20
+    }
+
+    /// Sets how many changes (tombstones plus inserted rules) may pend before a background
+    /// compile starts (default 64; `usize::MAX`: only [`Classifier::compile`] compiles).
+    pub fn set_compile_after(&mut self, changes: usize) {
+        self.compile_after = changes.max(1);
+    }
+
+    /// Changes pending in the current snapshot: base rules deleted plus rules inserted since
+    /// the base was compiled.
+    pub fn pending(&self) -> usize {
+        let s = self.shared.load();
+        s.dead.len() + s.delta.len()
     }
 
     /// A lookup handle.
@@ -157,8 +173,7 @@ impl Classifier {
         }
         self.list.insert(prio, rule);
         let mut s = Snapshot::clone(&self.shared.load());
-        let at = s.delta.partition_point(|(p, _)| *p < prio);
-        s.delta.insert(at, (prio, rule));
+        s.delta.insert(prio, rule);
         self.publish(s, Change::Insert(prio));
         Ok(())
     }
@@ -167,7 +182,7 @@ impl Classifier {
     pub fn delete(&mut self, prio: u64) -> Result<Rule, UpdateError> {
         let rule = self.list.remove(&prio).ok_or(UpdateError::Missing(prio))?;
         let mut s = Snapshot::clone(&self.shared.load());
-        remove(&mut s, prio);
+        remove(&mut s, prio, &rule);
         self.publish(s, Change::Delete(prio));
         Ok(rule)
     }
@@ -179,7 +194,7 @@ impl Classifier {
             self.log.push(change);
         }
         self.poll();
-        if pending >= COMPILE_AFTER && self.compiling.is_none() {
+        if pending >= self.compile_after && self.compiling.is_none() {
             let list: Vec<(u64, Rule)> = self.list.iter().map(|(p, r)| (*p, *r)).collect();
             self.compiling = Some(std::thread::spawn(move || Base::new(&list)));
         }
@@ -208,7 +223,8 @@ impl Classifier {
     /// Publishes `base` with the rules changed since its list was taken brought up to date:
     /// each touched priority is compared between the base and the list now.
     fn install(&mut self, base: Base) {
-        let mut s = Snapshot { base: Arc::new(base), dead: Vec::new(), delta: Vec::new() };
+        let mut s =
+            Snapshot { base: Arc::new(base), dead: Tombstones::default(), delta: Delta::default() };
         let mut touched: Vec<u64> = std::mem::take(&mut self.log)
             .into_iter()
             .map(|c| match c {
@@ -228,13 +244,12 @@ impl Classifier {
                 continue;
             }
             if let Some(i) = old {
-                s.dead.push(i as u32);
+                s.dead.insert(i as u32);
             }
             if let Some(r) = now {
-                s.delta.push((p, *r));
+                s.delta.insert(p, *r);
             }
         }
-        s.dead.sort_unstable();
         self.shared.store(Arc::new(s));
     }
 
@@ -244,15 +259,14 @@ impl Classifier {
     }
 }
 
-/// Takes the rule at `prio` out of a snapshot: a tombstone if it is in the base, else out of
-/// the delta.
-fn remove(s: &mut Snapshot, prio: u64) {
+/// Takes the rule at `prio` (which is `rule`) out of a snapshot: out of the delta if it was
+/// inserted since the base (it may also be a base rule deleted and inserted again), else a
+/// tombstone for the base rule.
+fn remove(s: &mut Snapshot, prio: u64, rule: &Rule) {
+    if s.delta.remove(prio, rule) {
+        return;
+    }
     if let Ok(i) = s.base.prio.binary_search(&prio) {
-        let i = i as u32;
-        if let Err(at) = s.dead.binary_search(&i) {
-            s.dead.insert(at, i);
-        }
-    } else if let Ok(at) = s.delta.binary_search_by_key(&prio, |(p, _)| *p) {
-        s.delta.remove(at);
+        s.dead.insert(i as u32);
     }
 }

@@ -10,7 +10,9 @@ fn rule(seed: u64) -> Rule {
     let p = ((seed >> 40) % 8) as u32;
     let (dplo, dphi) =
         if seed & (1 << 50) != 0 { (0, 65535) } else { (p, p + (seed >> 52) as u32 % 4) };
-    Rule { lo: [slo, 0, 0, dplo, 0], hi: [shi, u32::MAX, 65535, dphi, 255] }
+    // The destination: any, exactly the headers' 7, or a range around it (not a prefix).
+    let (dlo, dhi) = [(0, u32::MAX), (7, 7), (5, 9), (8, 8)][(seed >> 56) as usize % 4];
+    Rule { lo: [slo, dlo, 0, dplo, 0], hi: [shi, dhi, 65535, dphi, 255] }
 }
 
 fn header(seed: u64) -> Header {
@@ -30,6 +32,8 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
     prop::collection::vec(
         prop_oneof![
             4 => (0u64..4000, any::<u64>()).prop_map(|(p, r)| Op::Insert(p, r)),
+            // At the priority of an initial rule, which may have been deleted since.
+            2 => (0u64..40, any::<u64>()).prop_map(|(i, r)| Op::Insert(Classifier::initial_priority(i as usize), r)),
             3 => any::<u64>().prop_map(Op::Delete),
             6 => any::<u64>().prop_map(Op::Lookup),
             1 => Just(Op::Compile),
@@ -135,4 +139,20 @@ fn lookups_race_updates_without_wrong_answers() {
     stop.store(true, Ordering::Relaxed);
     t.join().unwrap();
     assert!(seen.load(Ordering::Relaxed) >= 200_000, "the reader ran alongside the writer");
+}
+
+/// A base rule deleted, inserted again at its priority, and deleted again is gone.
+#[test]
+fn base_rule_deleted_reinserted_deleted() {
+    let rules = [rule(0), rule(1 << 50)];
+    let mut c = Classifier::new(&rules);
+    let p = Classifier::initial_priority(0);
+    let h = header(0);
+    assert_eq!(c.reader().classify(&h), model(&c, &h));
+    let r = c.delete(p).unwrap();
+    c.insert(p, r).unwrap();
+    assert_eq!(c.reader().classify(&h), Some(p));
+    c.delete(p).unwrap();
+    assert_eq!(c.reader().classify(&h), model(&c, &h));
+    assert_ne!(model(&c, &h), Some(p));
 }
