@@ -35,7 +35,7 @@ impl Hasher for KeyHasher {
 
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
-            self.0 = (self.0 << 8 | self.0 >> 56) ^ u64::from(b);
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
         }
     }
 
