@@ -42,6 +42,14 @@ fn main() {
         for (h, o) in headers.iter().zip(&out) {
             assert_eq!(*o, c.classify(h));
         }
+        let mut inter = f64::MAX;
+        for _ in 0..30 {
+            let t = Instant::now();
+            c.classify_interleaved(black_box(&headers), &mut out);
+            black_box(&out);
+            inter = inter.min(t.elapsed().as_nanos() as f64 / headers.len() as f64);
+        }
+        println!("{set}: interleaved {inter:.1}");
         let random = uniform(4096);
         let mut out = vec![None; random.len()];
         let mut uni = f64::MAX;
