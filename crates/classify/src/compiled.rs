@@ -32,10 +32,17 @@ const CUTS: usize = 7;
 const LEAF_BIT: u32 = 1 << 31;
 const DIM_BITS: u32 = 4;
 const DIM_MASK: u32 = (1 << DIM_BITS) - 1;
-/// Nodes a partition may hold: their references must stay below `LEAF_BIT`.
-const MAX_NODES: usize = (LEAF_BIT >> DIM_BITS) as usize;
-/// In a leaf's length: its last rule covers the leaf's box and hid the rules after it.
-const HID_BIT: u32 = 1 << 31;
+/// Nodes a partition may hold (256 MiB of them): node references must stay below `LEAF_BIT`,
+/// and leaves (at most eight per node) must fit an indirect leaf reference's 26 bits.
+const MAX_NODES: usize = 1 << 22;
+/// In a leaf reference: the leaf's last rule covers the leaf's box and hid the rules after it.
+const HID_BIT: u32 = 1 << 30;
+/// A leaf reference holds its length (bits 26-29) and the start of its rules in the entry
+/// list (bits 0-25), so reaching a leaf's rules costs no further load; a leaf too long or
+/// starting too far for that has length `INDIRECT` and names a [`Leaf`] instead.
+const LEN_SHIFT: u32 = 26;
+const START_MASK: u32 = (1 << LEN_SHIFT) - 1;
+const INDIRECT: u32 = 15;
 /// How many times its rule count a node's children may hold in all (rules copied into
 /// several children count once per child) before fewer cuts are tried.
 const SPREAD: usize = 2;
@@ -100,7 +107,8 @@ impl<const N: usize> Span<N> {
     }
 }
 
-/// A leaf: `len & !HID_BIT` rules from `start` in the leaf list, in priority order.
+/// A leaf too long or starting too far to be described in its reference: `len` rules from
+/// `start` in the entry list, in priority order.
 #[derive(Clone, Copy, Debug)]
 struct Leaf {
     start: u32,
@@ -221,7 +229,7 @@ impl<const N: usize> Compiled<N> {
             while n & LEAF_BIT == 0 {
                 n = Node::step(&p.nodes, n, h);
             }
-            best = self.scan(p, n & !LEAF_BIT, h, best, &live);
+            best = self.scan(p, n, h, best, &live);
         }
         (best != u32::MAX).then_some(best as usize)
     }
@@ -273,7 +281,7 @@ impl<const N: usize> Compiled<N> {
                     l.node = Node::step(&p.nodes, l.node, h);
                     continue;
                 }
-                l.best = self.scan(p, l.node & !LEAF_BIT, h, l.best, &|_| true);
+                l.best = self.scan(p, l.node, h, l.best, &|_| true);
                 l.part += 1;
                 while l.part < parts && self.parts[l.part as usize].min >= l.best {
                     l.part += 1;
@@ -289,7 +297,19 @@ impl<const N: usize> Compiled<N> {
         }
     }
 
-    /// Scans leaf `leaf` of `p` for a rule better than `best`; returns the new best.
+    /// The rules of leaf reference `leaf` in `p`, and whether the last hid later ones.
+    #[inline(always)]
+    fn leaf<'a>(&self, p: &'a Part, leaf: u32) -> (&'a [u32], bool) {
+        let hid = leaf & HID_BIT != 0;
+        let mut start = leaf & START_MASK;
+        let mut len = (leaf >> LEN_SHIFT) & 0xf;
+        if len == INDIRECT {
+            Leaf { start, len } = p.leaves[start as usize];
+        }
+        (&p.entries[start as usize..(start + len) as usize], hid)
+    }
+
+    /// Scans leaf reference `leaf` of `p` for a rule better than `best`; returns the new best.
     #[inline]
     fn scan(
         &self,
@@ -299,9 +319,7 @@ impl<const N: usize> Compiled<N> {
         mut best: u32,
         live: &impl Fn(u32) -> bool,
     ) -> u32 {
-        let Leaf { start, len } = p.leaves[leaf as usize];
-        let hid = len & HID_BIT != 0;
-        let list = &p.entries[start as usize..(start + (len & !HID_BIT)) as usize];
+        let (list, hid) = self.leaf(p, leaf);
         for (k, &r) in list.iter().enumerate() {
             if r >= best {
                 break;
@@ -405,10 +423,14 @@ impl<const N: usize> Builder<'_, N> {
             self.choose(&ids, &bounds)
         };
         let Some(Split { dim, cuts, .. }) = split else {
-            let len = ids.len() as u32 | if hid { HID_BIT } else { 0 };
-            self.leaves.push(Leaf { start: self.entries.len() as u32, len });
+            let (start, len) = (self.entries.len() as u32, ids.len() as u32);
             self.entries.extend_from_slice(&ids);
-            return (self.leaves.len() - 1) as u32 | LEAF_BIT;
+            let hid = if hid { HID_BIT } else { 0 };
+            if len < INDIRECT && start <= START_MASK {
+                return LEAF_BIT | hid | len << LEN_SHIFT | start;
+            }
+            self.leaves.push(Leaf { start, len });
+            return LEAF_BIT | hid | INDIRECT << LEN_SHIFT | (self.leaves.len() - 1) as u32;
         };
         let me = self.nodes.len();
         self.nodes.push(Node { cuts: [u32::MAX; CUTS], pad: 0, kids: [0; CUTS + 1] });
@@ -574,5 +596,24 @@ mod tests {
         assert_eq!(c.classify(&Header([u32::MAX, 7])), Some(200));
         assert_eq!(c.rule(200), Some(rules[200]));
         assert_eq!(c.len(), rules.len());
+    }
+
+    /// Staircase rules share a region and none covers the others' box, so no cut makes
+    /// progress: one leaf holds them all, too many to describe in its reference.
+    #[test]
+    fn long_leaves() {
+        let rules: Vec<Rule<2>> =
+            (0..30u32).map(|i| Rule { lo: [i, 50 - i], hi: [i + 50, 100 - i] }).collect();
+        let c = Compiled::new(&rules);
+        assert_eq!(c.stats().leaf_entries, 30, "{:?}", c.stats());
+        for a in 0..110 {
+            for b in 0..110 {
+                let h = Header([a, b]);
+                assert_eq!(c.classify(&h), first_match(&rules, &h), "{h:?}");
+                assert_eq!(c.classify_live(&h, |i| i % 3 != 0), {
+                    rules.iter().enumerate().position(|(i, r)| i % 3 != 0 && r.matches(&h))
+                });
+            }
+        }
     }
 }
