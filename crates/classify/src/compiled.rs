@@ -2,8 +2,11 @@
 //!
 //! Rules are split into four partitions by whether their source and destination address
 //! ranges are small (a /16 or longer), so that a tree cutting one address field rarely has to
-//! copy rules that are wide in it (CutSplit's observation). Each partition is compiled into a
-//! tree over elementary-interval boundaries: a node cuts one field at up to seven values
+//! copy rules that are wide in it (CutSplit's observation). A partition whose rules are all
+//! small in an address field starts with a table indexed by that field's top bits (about two
+//! slots per rule; a rule reaches at most two), so most headers that match nothing there cost
+//! one load. Below it, or from the root otherwise, each partition is a tree over
+//! elementary-interval boundaries: a node cuts one field at up to seven values
 //! placed so that its eight children share the rules' weight about equally (HyperSplit's
 //! weighting, several cuts per node), and it fills one cache line, so a step is one load and
 //! seven independent comparisons instead of three dependent binary steps. A leaf lists at
@@ -115,12 +118,32 @@ struct Leaf {
     len: u32,
 }
 
+impl Part {
+    /// Where a header's walk of this partition starts.
+    #[inline(always)]
+    fn start<const N: usize>(&self, h: &Header<N>) -> u32 {
+        if self.table.is_empty() {
+            self.root
+        } else {
+            self.table[(h.0[self.table_dim] >> self.table_shift) as usize]
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 struct Part {
     /// The best (lowest) rule index in the partition.
     min: u32,
-    /// The root: a node, or a leaf when `LEAF_BIT` is set.
+    /// The root: a node, or a leaf when `LEAF_BIT` is set (when there is no table).
     root: u32,
+    /// When the partition's rules are all small in one field: a root indexed directly by the
+    /// top bits of that field, each slot the reference of the subtree for that slice (an
+    /// empty leaf when no rule reaches it), so a header whose field falls where no rule is
+    /// costs one load.
+    table: Vec<u32>,
+    /// The field the table indexes, and the shift that leaves its top bits.
+    table_dim: usize,
+    table_shift: u32,
     nodes: Vec<Node>,
     leaves: Vec<Leaf>,
     entries: Vec<u32>,
@@ -176,7 +199,7 @@ impl<const N: usize> Compiled<N> {
         let mut groups: [Vec<u32>; 4] = Default::default();
         let [d0, d1] = opts.partition;
         for (i, r) in rules.iter().enumerate() {
-            let small = |d: usize| r.hi[d] - r.lo[d] < SMALL;
+            let small = |d: usize| r.hi[d].wrapping_sub(r.lo[d]) < SMALL;
             groups[usize::from(small(d0)) * 2 + usize::from(small(d1))].push(i as u32);
         }
         let mut depth = 0;
@@ -198,9 +221,31 @@ impl<const N: usize> Compiled<N> {
                     (lo, g.iter().map(|&i| rules[i as usize].hi[d]).max().unwrap_or(u32::MAX))
                 });
                 let min = g[0];
-                let root = b.build(g, bounds, 0, false);
+                // The field all the group's ranges are small in, if any.
+                let small = |d: usize| {
+                    g.iter().all(|&i| {
+                        rules[i as usize].hi[d].wrapping_sub(rules[i as usize].lo[d]) < SMALL
+                    })
+                };
+                let table_dim = [d0, d1].into_iter().find(|&d| small(d));
+                let (root, table, table_dim, table_shift) = match table_dim {
+                    Some(d) => {
+                        let (table, shift) = b.table(g, bounds, d);
+                        (LEAF_BIT, table, d, shift)
+                    }
+                    None => (b.build(g, bounds, 0, false), Vec::new(), 0, 0),
+                };
                 depth = depth.max(b.depth);
-                Part { min, root, nodes: b.nodes, leaves: b.leaves, entries: b.entries }
+                Part {
+                    min,
+                    root,
+                    table,
+                    table_dim,
+                    table_shift,
+                    nodes: b.nodes,
+                    leaves: b.leaves,
+                    entries: b.entries,
+                }
             })
             .collect();
         parts.sort_by_key(|p| p.min);
@@ -225,7 +270,7 @@ impl<const N: usize> Compiled<N> {
             if p.min >= best {
                 break;
             }
-            let mut n = p.root;
+            let mut n = p.start(h);
             while n & LEAF_BIT == 0 {
                 n = Node::step(&p.nodes, n, h);
             }
@@ -264,8 +309,11 @@ impl<const N: usize> Compiled<N> {
             node: u32,
         }
         let parts = self.parts.len() as u32;
-        let root = |p: u32| self.parts.get(p as usize).map_or(0, |p| p.root);
-        let mut lanes = [Lane { best: u32::MAX, part: 0, node: root(0) }; LANES];
+        let start = |p: u32, h: &Header<N>| self.parts.get(p as usize).map_or(0, |p| p.start(h));
+        let mut lanes = [Lane { best: u32::MAX, part: 0, node: 0 }; LANES];
+        for (l, h) in lanes.iter_mut().zip(hs) {
+            l.node = start(0, h);
+        }
         let mut active = if parts == 0 { 0 } else { hs.len() };
         let lanes = &mut lanes[..hs.len()];
         if active == 0 {
@@ -286,7 +334,7 @@ impl<const N: usize> Compiled<N> {
                 while l.part < parts && self.parts[l.part as usize].min >= l.best {
                     l.part += 1;
                 }
-                l.node = root(l.part);
+                l.node = start(l.part, h);
                 if l.part == parts {
                     active -= 1;
                 }
@@ -364,6 +412,7 @@ impl<const N: usize> Compiled<N> {
         let nodes: usize = self.parts.iter().map(|p| p.nodes.len()).sum();
         let leaves: usize = self.parts.iter().map(|p| p.leaves.len()).sum();
         let leaf_entries: usize = self.parts.iter().map(|p| p.entries.len()).sum();
+        let tables: usize = self.parts.iter().map(|p| p.table.len()).sum();
         CompiledStats {
             rules: self.rules.len(),
             partitions: self.parts.len(),
@@ -373,7 +422,8 @@ impl<const N: usize> Compiled<N> {
             bytes: self.rules.len() * size_of::<Rule<N>>()
                 + nodes * size_of::<Node>()
                 + leaves * size_of::<Leaf>()
-                + leaf_entries * 4,
+                + leaf_entries * 4
+                + tables * 4,
         }
     }
 }
@@ -456,6 +506,37 @@ impl<const N: usize> Builder<'_, N> {
         node.cuts[..cuts.len()].copy_from_slice(&cuts);
         node.kids = kids;
         (me as u32) << DIM_BITS | dim as u32
+    }
+
+    /// A directly indexed root over field `dim` (every rule's range in it is under
+    /// [`SMALL`], so it reaches at most two slots): about two slots per rule, at most 2^16;
+    /// each slot holds the subtree for the rules reaching it. Returns the table and the shift
+    /// that turns a field value into a slot.
+    fn table(&mut self, ids: Vec<u32>, bounds: [(u32, u32); N], dim: usize) -> (Vec<u32>, u32) {
+        let bits = (usize::BITS - ids.len().leading_zeros() + 1).clamp(4, 16);
+        let shift = 32 - bits;
+        let empty = LEAF_BIT;
+        let mut table = vec![empty; 1 << bits];
+        let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(ids.len() * 2);
+        for &i in &ids {
+            let r = &self.rules[i as usize];
+            for slot in r.lo[dim] >> shift..=r.hi[dim] >> shift {
+                pairs.push((slot, i));
+            }
+        }
+        pairs.sort_unstable();
+        let mut k = 0;
+        while k < pairs.len() {
+            let slot = pairs[k].0;
+            let end = k + pairs[k..].partition_point(|&(s, _)| s == slot);
+            let sub: Vec<u32> = pairs[k..end].iter().map(|&(_, i)| i).collect();
+            let mut b = bounds;
+            let (lo, hi) = (slot << shift, (slot << shift) | ((1u32 << shift) - 1));
+            b[dim] = (b[dim].0.max(lo), b[dim].1.min(hi));
+            table[slot as usize] = self.build(sub, b, 1, false);
+            k = end;
+        }
+        (table, shift)
     }
 
     /// The field and cuts to split at. For each field, up to seven cuts are placed so that
