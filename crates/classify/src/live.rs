@@ -6,12 +6,14 @@
 //! (the delta: a tuple space over persistent maps, see `delta.rs`). An update makes a new
 //! snapshot that shares the base, copies one path of one persistent map, and swaps it in:
 //! visible to the next lookup, never blocking one, at a cost that does not grow with the
-//! number of changes pending. Once the changes pass a threshold, a background thread
-//! compiles the whole rule list; installing its result replays the changes made while it ran
-//! onto fresh structures.
+//! number of changes pending. Once the changes pass a threshold, the classifier's compiling
+//! thread (started at the first need, ended with the classifier) compiles the whole rule list
+//! from a constant-time copy of the persistent list; installing its result replays the changes
+//! made while it ran onto fresh structures, and the snapshot it replaces is dropped on that
+//! thread, so freeing an old base never costs the writer.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::mpsc;
 use std::thread::JoinHandle;
 
 use arc_swap::ArcSwap;
@@ -114,8 +116,12 @@ pub enum UpdateError {
 /// The writer: owns the rule list, publishes snapshots. One per rule set.
 pub struct Classifier {
     shared: Arc<ArcSwap<Snapshot>>,
-    list: BTreeMap<u64, Rule>,
-    compiling: Option<JoinHandle<Base>>,
+    /// A persistent ordered map: a background compile takes a copy in constant time.
+    list: imbl::OrdMap<u64, Rule>,
+    /// The compiling thread, started at the first background compile.
+    worker: Option<Worker>,
+    /// A compile has been asked of the worker and not installed yet.
+    compiling: bool,
     /// Changes made since the running compile took its copy of the list.
     log: Vec<Change>,
     /// Pending changes that start a background compile.
@@ -132,7 +138,8 @@ impl Classifier {
         Self {
             shared: Arc::new(ArcSwap::from_pointee(snap)),
             list: list.into_iter().collect(),
-            compiling: None,
+            worker: None,
+            compiling: false,
             log: Vec::new(),
             compile_after: COMPILE_AFTER,
         }
@@ -189,31 +196,49 @@ impl Classifier {
 
     fn publish(&mut self, s: Snapshot, change: Change) {
         let pending = s.dead.len() + s.delta.len();
+        // The replaced snapshot shares this one's base: dropping it is cheap.
         self.shared.store(Arc::new(s));
-        if self.compiling.is_some() {
+        if self.compiling {
             self.log.push(change);
         }
         self.poll();
-        if pending >= self.compile_after && self.compiling.is_none() {
-            let list: Vec<(u64, Rule)> = self.list.iter().map(|(p, r)| (*p, *r)).collect();
-            self.compiling = Some(std::thread::spawn(move || Base::new(&list)));
+        if pending >= self.compile_after && !self.compiling {
+            // A copy of the persistent list costs a pointer; the worker turns it into rules.
+            let list = self.list.clone();
+            self.worker.get_or_insert_with(Worker::start).send(Job::Compile(list));
+            self.compiling = true;
+        }
+    }
+
+    /// Drops a snapshot replaced by a new base on the worker when there is one: if it held
+    /// the last reference to the old base, freeing that is the worker's time, not the
+    /// writer's.
+    fn retire(&mut self, old: Arc<Snapshot>) {
+        match &self.worker {
+            Some(w) => w.send(Job::Drop(old)),
+            None => drop(old),
         }
     }
 
     /// Installs a finished background compile, if there is one; true if it did.
     pub fn poll(&mut self) -> bool {
-        if !self.compiling.as_ref().is_some_and(JoinHandle::is_finished) {
+        if !self.compiling {
             return false;
         }
-        let base = self.compiling.take().expect("checked").join().expect("compiling panicked");
+        let Some(base) = self.worker.as_ref().and_then(|w| w.done.try_recv().ok()) else {
+            return false;
+        };
+        self.compiling = false;
         self.install(base);
         true
     }
 
     /// Compiles the whole list now (on this thread; lookups go on meanwhile) and installs it.
     pub fn compile(&mut self) {
-        if let Some(h) = self.compiling.take() {
-            let _ = h.join();
+        if self.compiling {
+            // Wait for the running compile and throw it away: it is older than the list.
+            let _ = self.worker.as_ref().map(|w| w.done.recv());
+            self.compiling = false;
         }
         self.log.clear();
         let list: Vec<(u64, Rule)> = self.list.iter().map(|(p, r)| (*p, *r)).collect();
@@ -250,12 +275,70 @@ impl Classifier {
                 s.delta.insert(p, *r);
             }
         }
-        self.shared.store(Arc::new(s));
+        let old = self.shared.swap(Arc::new(s));
+        self.retire(old);
     }
 
     /// Whether a background compile is running.
     pub fn is_compiling(&self) -> bool {
-        self.compiling.is_some()
+        self.compiling
+    }
+}
+
+/// Work for the compiling thread.
+enum Job {
+    /// Compile this list.
+    Compile(imbl::OrdMap<u64, Rule>),
+    /// Drop this (a replaced snapshot).
+    Drop(Arc<Snapshot>),
+}
+
+/// The compiling thread of one classifier: jobs in order, bases back. It ends when the
+/// classifier is dropped.
+struct Worker {
+    jobs: Option<mpsc::Sender<Job>>,
+    done: mpsc::Receiver<Base>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Worker {
+    fn start() -> Self {
+        let (jobs, rx) = mpsc::channel::<Job>();
+        let (tx, done) = mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("rampart-compile".into())
+            .spawn(move || {
+                for job in rx {
+                    match job {
+                        Job::Compile(list) => {
+                            let list: Vec<(u64, Rule)> =
+                                list.iter().map(|(p, r)| (*p, *r)).collect();
+                            if tx.send(Base::new(&list)).is_err() {
+                                return;
+                            }
+                        }
+                        Job::Drop(old) => drop(old),
+                    }
+                }
+            })
+            .expect("spawning the compiling thread");
+        Self { jobs: Some(jobs), done, thread: Some(thread) }
+    }
+
+    fn send(&self, job: Job) {
+        // The thread only ends once `jobs` is dropped, so the send cannot fail.
+        if let Some(j) = &self.jobs {
+            let _ = j.send(job);
+        }
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        self.jobs = None;
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
     }
 }
 
