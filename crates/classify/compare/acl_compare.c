@@ -13,7 +13,8 @@
  *     `rampart classify --bench` can time the very same headers.
  * Every answer is checked against a linear first-match scan (all headers up to 20,000 of
  * them, a strided sample beyond). Prints one line of JSON: rules, headers, alg, build_ms,
- * trace_ns and uniform_ns (median of 7 passes, wall clock per header), mismatches.
+ * trace_ns and uniform_ns (median over at least 7 passes and 200 ms after a warm-up pass,
+ * wall clock per header), mismatches.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -206,7 +207,7 @@ static uint32_t first_match(const struct box *b, size_t n, const struct hdr *h)
 	return 0;
 }
 
-/* Classifies all of `h` in bursts of 64; returns the median ns per header of 7 passes. */
+/* Classifies all of `h` in bursts of 64; returns the median ns per header over the passes. */
 static double timed(struct rte_acl_ctx *ctx, const struct hdr *h, size_t n, uint32_t *res)
 {
 	struct key *keys = calloc(n, sizeof(*keys));
@@ -219,19 +220,30 @@ static double timed(struct rte_acl_ctx *ctx, const struct hdr *h, size_t n, uint
 		keys[i].proto = (uint8_t)h[i].v[4];
 		ptrs[i] = (const uint8_t *)&keys[i];
 	}
-	double t[7];
-	for (int rep = 0; rep < 7; rep++) {
+	/* As rampart's --bench does: one warm-up pass, then at least 7 passes and 200 ms. */
+	double t[4096];
+	int reps = 0;
+	double began = 0;
+	for (int pass = -1; pass < 4096; pass++) {
 		double start = now_ns();
+		if (pass == 0)
+			began = start;
 		for (size_t i = 0; i < n; i += 64) {
 			uint32_t k = n - i < 64 ? (uint32_t)(n - i) : 64;
 			rte_acl_classify(ctx, ptrs + i, res + i, k, 1);
 		}
-		t[rep] = (now_ns() - start) / (double)n;
+		double end = now_ns();
+		if (pass < 0)
+			continue;
+		t[reps++] = (end - start) / (double)n;
+		if (reps >= 7 && end - began >= 200e6)
+			break;
 	}
-	qsort(t, 7, sizeof(t[0]), cmp_double);
+	qsort(t, reps, sizeof(t[0]), cmp_double);
+	double median = t[reps / 2];
 	free(keys);
 	free(ptrs);
-	return t[3];
+	return median;
 }
 
 static size_t check(const struct box *b, size_t nr, const struct hdr *h, size_t n,
