@@ -18,14 +18,42 @@ use crate::rule::{Header, Rule};
 /// Fields of a firewall header: family, source words 0-3, destination words 0-3, source port,
 /// destination port, protocol, input interface, output interface.
 pub const FW: usize = 14;
-const FAMILY: usize = 0;
-const SRC: usize = 1;
-const DST: usize = 5;
-const SPORT: usize = 9;
-const DPORT: usize = 10;
-const PROTO: usize = 11;
-const IIF: usize = 12;
-const OIF: usize = 13;
+/// Field: address family (4 or 6).
+pub const FAMILY: usize = 0;
+/// Field: the source address's first 32-bit word (words 1-3 follow; zero for IPv4).
+pub const SRC: usize = 1;
+/// Field: the destination address's first word.
+pub const DST: usize = 5;
+/// Field: source port.
+pub const SPORT: usize = 9;
+/// Field: destination port.
+pub const DPORT: usize = 10;
+/// Field: IP protocol.
+pub const PROTO: usize = 11;
+/// Field: input interface, as its rank among the rule set's names ([`Firewall::iface`]).
+pub const IIF: usize = 12;
+/// Field: output interface, ranked the same way.
+pub const OIF: usize = 13;
+
+/// One box of a lowered rule set with the conditions checked beside it, for tools that
+/// reason about the rules rather than run them (the policy verifier).
+#[derive(Clone, Debug)]
+pub struct LoweredBox<'a> {
+    /// The entry (in [`Firewall::entries`]) the box belongs to.
+    pub entry: usize,
+    /// The ranges over the [`FW`] fields.
+    pub bounds: Rule<FW>,
+    /// Sets the source address must be in (all of them).
+    pub src_sets: Vec<&'a IpSet>,
+    /// Sets the destination address must be in.
+    pub dst_sets: Vec<&'a IpSet>,
+    /// Connection states: the state must be in each list.
+    pub ct: &'a [Vec<CtState>],
+    /// Applications: the flow's application must be in each list.
+    pub apps: Vec<&'a [String]>,
+    /// (mask, value) pairs the TCP flags must meet.
+    pub tcp_flags: &'a [(u8, u8)],
+}
 
 /// A packet as the firewall sees it.
 #[derive(Clone, Debug)]
@@ -228,6 +256,12 @@ impl Firewall {
         chain: &str,
         sets: &HashMap<String, IpSet>,
     ) -> Result<Self, FirewallError> {
+        Self::from_iptables_with_names(rs, chain, sets, &[])
+    }
+
+    /// The interface names chain `chain` of `rs` mentions (a `+` wildcard as its prefix and
+    /// the prefix's successor), sorted: what interface ranks are made of.
+    pub fn interface_names(rs: &Ruleset, chain: &str) -> Result<Vec<String>, FirewallError> {
         let entries = rs.flatten(chain).ok_or_else(|| FirewallError::Chain(chain.to_string()))?;
         let mut names: Vec<String> = Vec::new();
         for r in entries.iter().flat_map(|e| &e.all) {
@@ -241,6 +275,22 @@ impl Firewall {
                 }
             }
         }
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
+    /// [`Firewall::from_iptables`] with interface ranks over these names too, so that two
+    /// rule sets lowered with each other's names rank interfaces alike.
+    pub fn from_iptables_with_names(
+        rs: &Ruleset,
+        chain: &str,
+        sets: &HashMap<String, IpSet>,
+        extra_names: &[String],
+    ) -> Result<Self, FirewallError> {
+        let entries = rs.flatten(chain).ok_or_else(|| FirewallError::Chain(chain.to_string()))?;
+        let mut names = Self::interface_names(rs, chain)?;
+        names.extend_from_slice(extra_names);
         names.sort();
         names.dedup();
         let names = Names(names);
@@ -287,6 +337,44 @@ impl Firewall {
             .collect();
         let compiled = Compiled::with_options(&boxes, &Options { partition: [SRC, DST], opaque });
         Ok(Self { entries, compiled, entry_of, checks, sets: set_list, names })
+    }
+
+    /// The lowered boxes in evaluation order, with their conditions.
+    pub fn boxes(&self) -> impl Iterator<Item = LoweredBox<'_>> {
+        (0..self.entry_of.len()).map(move |i| {
+            let c = &self.checks[i];
+            let entry = self.entry_of[i] as usize;
+            LoweredBox {
+                entry,
+                bounds: self.compiled.rule(i).unwrap_or(Rule { lo: [0; FW], hi: [0; FW] }),
+                src_sets: c.src_sets.iter().map(|&k| &self.sets[k]).collect(),
+                dst_sets: c.dst_sets.iter().map(|&k| &self.sets[k]).collect(),
+                ct: &c.ct,
+                apps: self.entries[entry]
+                    .all
+                    .iter()
+                    .filter(|r| !r.app.is_empty())
+                    .map(|r| r.app.as_slice())
+                    .collect(),
+                tcp_flags: &c.flags,
+            }
+        })
+    }
+
+    /// The interface names ranked: name k has rank 2k + 1; rank 2k stands for any name
+    /// between names k - 1 and k.
+    pub fn iface_names(&self) -> &[String] {
+        &self.names.0
+    }
+
+    /// The rank interface `name` gets in the [`IIF`] and [`OIF`] fields.
+    pub fn iface(&self, name: &str) -> u32 {
+        self.names.rank(name)
+    }
+
+    /// The header of a packet over the [`FW`] fields (`None` when its addresses mix families).
+    pub fn fields(&self, p: &Packet<'_>) -> Option<Header<FW>> {
+        self.header(p)
     }
 
     /// Sizes of the compiled structure (boxes count as rules).

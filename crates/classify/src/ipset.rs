@@ -59,6 +59,19 @@ fn key(addr: IpAddr, len: u8) -> (u8, u128) {
 }
 
 impl IpSet {
+    /// The prefixes held, as (address, length), in no particular order.
+    pub fn prefixes(&self) -> impl Iterator<Item = (IpAddr, u8)> + '_ {
+        self.tables.iter().flat_map(|(&t, vals)| {
+            vals.iter().map(move |&v| {
+                if t < 64 {
+                    (IpAddr::from((v as u32).to_be_bytes()), t)
+                } else {
+                    (IpAddr::from(v.to_be_bytes()), t - 64)
+                }
+            })
+        })
+    }
+
     /// An empty set.
     pub fn new() -> Self {
         Self::default()

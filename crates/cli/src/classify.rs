@@ -60,7 +60,7 @@ fn read(path: &Path) -> Result<String, Fail> {
     std::fs::read_to_string(path).map_err(|e| Fail(format!("{}: {e}", path.display()), 2))
 }
 
-fn load_rules(path: &Path, _format: RuleFormat) -> Result<Vec<Rule>, Fail> {
+pub(crate) fn load_rules(path: &Path, _format: RuleFormat) -> Result<Vec<Rule>, Fail> {
     parse_rules(&path.display().to_string(), &read(path)?).map_err(|e| Fail(e.to_string(), 2))
 }
 
@@ -95,19 +95,21 @@ pub(crate) fn rules(cmd: RulesCmd) -> ExitCode {
     }
 }
 
-type Sets = std::collections::HashMap<String, rampart_classify::ipset::IpSet>;
+pub(crate) type Sets = std::collections::HashMap<String, rampart_classify::ipset::IpSet>;
 
-fn load_rampart(path: &Path) -> Result<(rampart_classify::iptables::Ruleset, Sets), Fail> {
+pub(crate) fn load_rampart(
+    path: &Path,
+) -> Result<(rampart_classify::iptables::Ruleset, Sets), Fail> {
     rampart_classify::syntax::parse(&path.display().to_string(), &read(path)?)
         .map_err(|e| Fail(e.to_string(), 2))
 }
 
-fn load_sets(path: &Path) -> Result<Sets, Fail> {
+pub(crate) fn load_sets(path: &Path) -> Result<Sets, Fail> {
     rampart_classify::ipset::parse_ipset_save(&path.display().to_string(), &read(path)?)
         .map_err(|e| Fail(e.to_string(), 2))
 }
 
-fn load_iptables(path: &Path) -> Result<rampart_classify::iptables::Ruleset, Fail> {
+pub(crate) fn load_iptables(path: &Path) -> Result<rampart_classify::iptables::Ruleset, Fail> {
     rampart_classify::iptables::parse(&path.display().to_string(), &read(path)?)
         .map_err(|e| Fail(e.to_string(), 2))
 }

@@ -6,6 +6,7 @@ mod flows;
 mod input;
 mod rss;
 mod rtt;
+mod verify;
 
 use std::process::ExitCode;
 
@@ -35,6 +36,9 @@ enum Command {
     Classify(classify::ClassifyArgs),
     /// Apply a firewall rule set to a capture: write what it accepts, count hits per rule.
     Filter(classify::FilterArgs),
+    /// Questions about rule sets: a packet's fate, shadowed rules, differences, search.
+    #[command(subcommand)]
+    Verify(verify::VerifyCmd),
 }
 
 fn main() -> ExitCode {
@@ -46,5 +50,6 @@ fn main() -> ExitCode {
         Command::Rules(cmd) => classify::rules(cmd),
         Command::Classify(args) => classify::classify(args),
         Command::Filter(args) => classify::filter(args),
+        Command::Verify(cmd) => verify::run(cmd),
     }
 }

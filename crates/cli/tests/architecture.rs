@@ -14,6 +14,8 @@ fn dependencies_point_one_way() {
         ("rampart-export", &["rampart-wire", "rampart-flow", "rampart-rtt"][..]),
         ("rampart-rss", &[][..]),
         ("rampart-classify", &[][..]),
+        // The verifier reads the classifier's rule model; the classifier never reads it.
+        ("rampart-policy", &["rampart-classify"][..]),
         (
             "rampart-engine",
             &[
@@ -35,6 +37,7 @@ fn dependencies_point_one_way() {
                 "rampart-rtt",
                 "rampart-rss",
                 "rampart-classify",
+                "rampart-policy",
             ][..],
         ),
     ]);

@@ -1,0 +1,316 @@
+//! `rampart verify`: questions about rule sets, answered on decision diagrams, with every
+//! packet answer replayed through the classifier that runs the rules.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::Subcommand;
+use rampart_classify::firewall::{Firewall, Packet as FwPacket};
+use rampart_classify::iptables::Ruleset;
+use rampart_classify::linear::first_match;
+use rampart_classify::{Header, Rule};
+use rampart_policy::dd::Manager;
+use rampart_policy::questions::{self, Comparison, Packet};
+use rampart_policy::rules::{self, Action, Layout, Model};
+
+use crate::classify::{RuleFormat, Sets, load_iptables, load_rampart, load_rules, load_sets};
+use crate::input::Fail;
+
+/// Where the rules come from.
+#[derive(clap::Args, Debug, Clone)]
+pub(crate) struct Source {
+    /// Their format (default: guessed from the text: `@` lines are ClassBench, `-A`/`*filter`
+    /// lines iptables-save, anything else rampart syntax).
+    #[arg(long, value_enum)]
+    format: Option<RuleFormat>,
+    /// The chain packets enter (default: INPUT for iptables, the first table for rampart).
+    #[arg(long)]
+    chain: Option<String>,
+    /// IP sets the rules name (`ipset save` output).
+    #[arg(long, value_name = "FILE")]
+    sets: Option<PathBuf>,
+}
+
+/// `rampart verify` subcommands.
+#[derive(Subcommand, Debug)]
+pub(crate) enum VerifyCmd {
+    /// The action a packet gets and the rule that decides it.
+    Test {
+        /// The rule file.
+        rules: PathBuf,
+        /// The packet: `PROTO SRC[:PORT] -> DST[:PORT] [iif N] [oif N] [ct S] [flags F] [app A]`.
+        #[arg(long)]
+        packet: String,
+        #[command(flatten)]
+        source: Source,
+    },
+    /// Rules no packet can reach, each with a minimal set of earlier rules covering it.
+    Shadowed {
+        /// The rule file.
+        rules: PathBuf,
+        #[command(flatten)]
+        source: Source,
+    },
+    /// Whether two rule sets give every packet the same action; if not, a packet where they
+    /// differ (exit status 1).
+    Compare {
+        /// The first rule file.
+        a: PathBuf,
+        /// The second.
+        b: PathBuf,
+        #[command(flatten)]
+        source: Source,
+    },
+    /// A packet meeting a constraint that gets an action (exit status 1 when there is none).
+    Search {
+        /// The rule file.
+        rules: PathBuf,
+        /// The constraint: words such as `tcp dst 10.0.0.0/8 dport 22-23 iif eth0 ct new`.
+        #[arg(long = "where", default_value = "")]
+        constraint: String,
+        /// The action.
+        #[arg(long, value_parser = ["accept", "drop", "reject"])]
+        action: String,
+        #[command(flatten)]
+        source: Source,
+    },
+}
+
+/// A rule set ready for questions: its model and what runs it.
+enum Loaded {
+    ClassBench(Vec<Rule>),
+    Firewall(Box<Firewall>),
+}
+
+fn guess(path: &Path) -> Result<RuleFormat, Fail> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| Fail(format!("{}: {e}", path.display()), 2))?;
+    let first = text.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with('#'));
+    Ok(match first {
+        Some(l) if l.starts_with('@') => RuleFormat::Classbench,
+        Some(l) if l.starts_with('*') || l.starts_with(':') || l.starts_with("-A ") => {
+            RuleFormat::Iptables
+        }
+        _ => RuleFormat::Rampart,
+    })
+}
+
+/// Reads a firewall rule set and the chain to enter.
+fn ruleset(path: &Path, format: RuleFormat, src: &Source) -> Result<(Ruleset, Sets, String), Fail> {
+    let (rs, mut sets, first) = match format {
+        RuleFormat::Iptables => (load_iptables(path)?, Sets::new(), "INPUT".to_string()),
+        _ => {
+            let (rs, sets) = load_rampart(path)?;
+            let first = rs.chains.iter().find(|c| c.policy.is_some()).map(|c| c.name.clone());
+            (rs, sets, first.unwrap_or_default())
+        }
+    };
+    if let Some(p) = &src.sets {
+        sets.extend(load_sets(p)?);
+    }
+    let chain = src.chain.clone().unwrap_or(first);
+    Ok((rs, sets, chain))
+}
+
+/// Loads one or two rule sets (two share interface ranks and application names) into one
+/// manager.
+fn load(paths: &[&Path], src: &Source) -> Result<(Manager, Vec<(Loaded, Model)>), Fail> {
+    let formats: Vec<RuleFormat> =
+        paths.iter().map(|p| src.format.map_or_else(|| guess(p), Ok)).collect::<Result<_, _>>()?;
+    let classbench = formats.iter().all(|f| *f == RuleFormat::Classbench);
+    if !classbench && formats.contains(&RuleFormat::Classbench) {
+        return Err(Fail(
+            "a ClassBench list and a firewall rule set have different fields".into(),
+            2,
+        ));
+    }
+    if classbench {
+        let mut m = rules::manager(Layout::ClassBench);
+        let mut out = Vec::new();
+        for p in paths {
+            let rs = load_rules(p, RuleFormat::Classbench)?;
+            let model = rules::classbench(&mut m, &rs);
+            out.push((Loaded::ClassBench(rs), model));
+        }
+        return Ok((m, out));
+    }
+    let sets: Vec<(Ruleset, Sets, String)> =
+        paths.iter().zip(&formats).map(|(p, f)| ruleset(p, *f, src)).collect::<Result<_, _>>()?;
+    let mut names = Vec::new();
+    for ((rs, _, chain), p) in sets.iter().zip(paths) {
+        names.extend(
+            Firewall::interface_names(rs, chain)
+                .map_err(|e| Fail(format!("{}: {e}", p.display()), 2))?,
+        );
+    }
+    let mut m = rules::manager(Layout::Firewall);
+    let mut apps = Vec::new();
+    let mut out = Vec::new();
+    for ((rs, s, chain), p) in sets.iter().zip(paths) {
+        let fw = Firewall::from_iptables_with_names(rs, chain, s, &names)
+            .map_err(|e| Fail(format!("{}: {e}", p.display()), 2))?;
+        let model = rules::firewall(&mut m, &fw, &mut apps);
+        out.push((Loaded::Firewall(Box::new(fw)), model));
+    }
+    // Both models must know every application name for printing.
+    for (_, model) in &mut out {
+        model.apps.clone_from(&apps);
+    }
+    Ok((m, out))
+}
+
+/// What the running classifier does to a packet: the deciding entry.
+fn replay(l: &Loaded, p: &Packet) -> Option<usize> {
+    match l {
+        Loaded::ClassBench(rs) => {
+            let (std::net::IpAddr::V4(s), std::net::IpAddr::V4(d)) = (p.src, p.dst) else {
+                return None;
+            };
+            let h = Header([
+                u32::from(s),
+                u32::from(d),
+                u32::from(p.sport),
+                u32::from(p.dport),
+                u32::from(p.proto),
+            ]);
+            Some(first_match(rs, &h).unwrap_or(rs.len()))
+        }
+        Loaded::Firewall(fw) => {
+            // The running classifier does not identify applications yet.
+            if p.app.is_some() {
+                return None;
+            }
+            let pk = FwPacket {
+                src: p.src,
+                dst: p.dst,
+                sport: p.sport,
+                dport: p.dport,
+                proto: p.proto,
+                iif: p.iif.as_deref().unwrap_or(""),
+                oif: p.oif.as_deref().unwrap_or(""),
+                ct: p.ct,
+                tcp_flags: p.flags,
+            };
+            Some(fw.evaluate(&pk).entry)
+        }
+    }
+}
+
+fn outcome_line(model: &Model, o: &questions::Outcome) -> String {
+    format!("{} {}", o.action.name(), model.entries[o.entry].name)
+}
+
+/// Checks that the classifier agrees with the diagram on a packet; a disagreement is a bug
+/// in one of them, reported with the packet.
+fn agree(l: &Loaded, model: &Model, p: &Packet, o: &questions::Outcome) -> Result<(), Fail> {
+    match replay(l, p) {
+        Some(e) if e != o.entry => Err(Fail(
+            format!(
+                "verifier and classifier disagree on packet {p}: the diagram says {}, the classifier {}",
+                model.entries[o.entry].name, model.entries[e].name
+            ),
+            3,
+        )),
+        _ => Ok(()),
+    }
+}
+
+pub(crate) fn run(cmd: VerifyCmd) -> ExitCode {
+    match run_cmd(cmd) {
+        Ok(code) => code,
+        Err(e) => e.exit(),
+    }
+}
+
+fn run_cmd(cmd: VerifyCmd) -> Result<ExitCode, Fail> {
+    match cmd {
+        VerifyCmd::Test { rules, packet, source } => {
+            let p = Packet::parse(&packet).map_err(|e| Fail(e.to_string(), 2))?;
+            let (m, loaded) = load(&[&rules], &source)?;
+            let (l, model) = &loaded[0];
+            let v = p.fields(model).ok_or_else(|| {
+                Fail("an IPv6 packet cannot be classified against ClassBench rules".into(), 2)
+            })?;
+            let o = questions::test(&m, model, &v);
+            agree(l, model, &p, &o)?;
+            println!("{}", outcome_line(model, &o));
+            Ok(ExitCode::SUCCESS)
+        }
+        VerifyCmd::Shadowed { rules, source } => {
+            let started = Instant::now();
+            let (mut m, loaded) = load(&[&rules], &source)?;
+            let (_, model) = &loaded[0];
+            let found = questions::shadowed(&mut m, model);
+            for s in &found {
+                let name = &model.entries[s.entry].name;
+                if s.by.is_empty() {
+                    println!("unmatchable {name}: no packet meets its conditions");
+                    continue;
+                }
+                let by: Vec<&str> = s.by.iter().map(|&j| model.entries[j].name.as_str()).collect();
+                let how = if s.actions_differ { "actions differ" } else { "same action" };
+                println!("shadowed {name} by {}; {how}", by.join(","));
+            }
+            eprintln!(
+                "rampart: {} of {} rules can never decide a packet ({:.1} ms)",
+                found.len(),
+                model.entries.len().saturating_sub(1),
+                started.elapsed().as_secs_f64() * 1e3
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        VerifyCmd::Compare { a, b, source } => {
+            let (mut m, mut loaded) = load(&[&a, &b], &source)?;
+            let (second, first) = loaded.split_at_mut(1);
+            let (la, ma) = &mut second[0];
+            let (lb, mb) = &mut first[0];
+            match questions::compare(&mut m, ma, mb) {
+                Comparison::Equivalent => {
+                    println!("equivalent: every packet gets the same action from both");
+                    Ok(ExitCode::SUCCESS)
+                }
+                Comparison::Differ { witness, a: oa, b: ob, count } => {
+                    let p = Packet::from_fields(ma, &witness);
+                    agree(la, ma, &p, &oa)?;
+                    agree(lb, mb, &p, &ob)?;
+                    println!("differ: {} packets get different actions", big(count));
+                    println!("packet: {p}");
+                    println!("{}: {}", a.display(), outcome_line(ma, &oa));
+                    println!("{}: {}", b.display(), outcome_line(mb, &ob));
+                    Ok(ExitCode::from(1))
+                }
+            }
+        }
+        VerifyCmd::Search { rules, constraint, action, source } => {
+            let (mut m, mut loaded) = load(&[&rules], &source)?;
+            let (l, model) = &mut loaded[0];
+            let set = questions::constraint(&mut m, model, &constraint)
+                .map_err(|e| Fail(e.to_string(), 2))?;
+            let act = match action.as_str() {
+                "accept" => Action::Accept,
+                "drop" => Action::Drop,
+                _ => Action::Reject,
+            };
+            match questions::search(&mut m, model, set, act) {
+                Some(v) => {
+                    let p = Packet::from_fields(model, &v);
+                    let o = questions::test(&m, model, &v);
+                    agree(l, model, &p, &o)?;
+                    println!("packet: {p}");
+                    println!("{}", outcome_line(model, &o));
+                    Ok(ExitCode::SUCCESS)
+                }
+                None => {
+                    println!("none: no packet meeting the constraint gets {action}");
+                    Ok(ExitCode::from(1))
+                }
+            }
+        }
+    }
+}
+
+/// A packet count: exact below 2^53, else as a power of two.
+fn big(x: f64) -> String {
+    if x < 9.0e15 { format!("{x:.0}") } else { format!("2^{:.1}", x.log2()) }
+}

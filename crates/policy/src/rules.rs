@@ -1,0 +1,413 @@
+//! Rule lists as decision diagrams.
+//!
+//! A [`Model`] holds, in one [`Manager`], the match set of every entry of a rule list and the
+//! diagram from packets to the entry that decides them (terminal = entry index + 1), built the
+//! way the list is evaluated:
+//!
+//! - ClassBench lists are first-match lists in which every rule accepts and no match drops,
+//!   so the action diagram is the union of the rules' boxes (a balanced merge), far smaller
+//!   than a diagram naming the deciding rule; which rule decides a packet comes from the
+//!   compiled classifier instead, and reachability is decided point by point
+//!   ([`crate::questions::shadowed`]);
+//! - firewall rule sets (`iptables-save`, rampart syntax) are the classifier's flattened
+//!   entries: a verdict entry decides where it matches, a `RETURN` (a jump past the rest of an
+//!   inlined chain) continues at its target, a counting entry never decides, and the last
+//!   entry is the chain's policy. Their fields are the classifier's 14 (family, address words,
+//!   ports, protocol, interface ranks) and three more for the conditions the classifier
+//!   checks beside its boxes: connection state, TCP flags and application. IP sets become
+//!   unions of prefixes on the address words.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use rampart_classify::firewall::{
+    DPORT, DST, FAMILY, FW, Firewall, IIF, LoweredBox, OIF, PROTO, SPORT, SRC,
+};
+use rampart_classify::ipset::IpSet;
+use rampart_classify::iptables::{CtState, FlatAction, Target};
+use rampart_classify::{Compiled, Rule};
+
+use crate::dd::{FALSE, Id, Manager, TRUE};
+
+/// Field: connection state ([`ct_code`]; 5 = not tracked, as in a capture file).
+pub const CT: usize = FW;
+/// Field: TCP flags.
+pub const FLAGS: usize = FW + 1;
+/// Field: application (0 = not identified, k = the k-th name in [`Model::apps`]).
+pub const APP: usize = FW + 2;
+/// Fields of a firewall model.
+pub const FIELDS: usize = FW + 3;
+/// The connection-state value of a packet whose state is not known.
+pub const CT_UNKNOWN: u32 = 5;
+
+/// The field value of a connection state.
+pub fn ct_code(s: CtState) -> u32 {
+    match s {
+        CtState::New => 0,
+        CtState::Established => 1,
+        CtState::Related => 2,
+        CtState::Invalid => 3,
+        CtState::Untracked => 4,
+    }
+}
+
+/// What a deciding entry does to a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// Let it through.
+    Accept,
+    /// Drop it silently.
+    Drop,
+    /// Drop it and tell the sender.
+    Reject,
+}
+
+impl Action {
+    /// The name users write.
+    pub fn name(self) -> &'static str {
+        match self {
+            Action::Accept => "accept",
+            Action::Drop => "drop",
+            Action::Reject => "reject",
+        }
+    }
+
+    /// The terminal value of the action diagram.
+    pub fn code(self) -> u32 {
+        match self {
+            Action::Accept => 1,
+            Action::Drop => 2,
+            Action::Reject => 3,
+        }
+    }
+
+    /// The action a terminal value of the action diagram stands for.
+    pub fn from_code(c: u32) -> Option<Self> {
+        match c {
+            1 => Some(Action::Accept),
+            2 => Some(Action::Drop),
+            3 => Some(Action::Reject),
+            _ => None,
+        }
+    }
+}
+
+/// What an entry does when it matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// Decides.
+    Decide(Action),
+    /// Continues at a later entry (a `RETURN`).
+    Goto(usize),
+    /// Counts and goes on.
+    Continue,
+}
+
+/// One entry of a rule list.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    /// Its name: `CHAIN:N` for firewall rules, the 0-based index for ClassBench rules,
+    /// `CHAIN:policy` or `default` for the last entry.
+    pub name: String,
+    /// What it does.
+    pub flow: Flow,
+}
+
+/// Which field layout a model has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Source, destination, source port, destination port, protocol (IPv4).
+    ClassBench,
+    /// The classifier's 14 firewall fields plus [`CT`], [`FLAGS`] and [`APP`].
+    Firewall,
+}
+
+/// A rule list as diagrams.
+#[derive(Debug)]
+pub struct Model {
+    /// Which fields.
+    pub layout: Layout,
+    /// The entries, in evaluation order; the last is the default or policy.
+    pub entries: Vec<Entry>,
+    /// Each entry's match set.
+    pub matches: Vec<Id>,
+    /// Packets to deciding entry + 1 (firewall layouts; ClassBench lists use [`Model::first`]).
+    pub decision: Option<Id>,
+    /// ClassBench lists: the compiled classifier, which names the deciding rule.
+    pub first: Option<Compiled>,
+    /// Packets to [`Action::code`], once built ([`actions`] builds it).
+    pub actions: Option<Id>,
+    /// The packets that can exist (family 4 or 6; IPv4 addresses with zero upper words).
+    pub valid: Id,
+    /// Interface names, ranked as in the classifier (rank 2k+1 is name k).
+    pub ifaces: Vec<String>,
+    /// Application names (value k+1 is name k).
+    pub apps: Vec<String>,
+}
+
+/// The field maxima of a layout.
+pub fn maxima(layout: Layout) -> Vec<u32> {
+    match layout {
+        Layout::ClassBench => vec![u32::MAX, u32::MAX, 65535, 65535, 255],
+        Layout::Firewall => {
+            let mut m = vec![u32::MAX; FIELDS];
+            m[FAMILY] = 6;
+            m[SPORT] = 65535;
+            m[DPORT] = 65535;
+            m[PROTO] = 255;
+            m[CT] = CT_UNKNOWN;
+            m[FLAGS] = 255;
+            m
+        }
+    }
+}
+
+/// A manager for a layout.
+pub fn manager(layout: Layout) -> Manager {
+    Manager::new(maxima(layout))
+}
+
+/// Builds the model of a ClassBench list in `m`.
+pub fn classbench(m: &mut Manager, rules: &[Rule]) -> Model {
+    let matches: Vec<Id> = rules.iter().map(|r| m.cube(&ranges(r), TRUE)).collect();
+    let n = rules.len();
+    let mut entries: Vec<Entry> =
+        (0..n).map(|i| Entry { name: i.to_string(), flow: Flow::Decide(Action::Accept) }).collect();
+    entries.push(Entry { name: "default".into(), flow: Flow::Decide(Action::Drop) });
+    Model {
+        layout: Layout::ClassBench,
+        entries,
+        matches,
+        decision: None,
+        first: Some(Compiled::new(rules)),
+        actions: None,
+        valid: TRUE,
+        ifaces: Vec::new(),
+        apps: Vec::new(),
+    }
+}
+
+/// The diagram from packets to [`Action::code`], built on first use (for a ClassBench list,
+/// the union of its boxes: accept inside, drop outside).
+pub fn actions(m: &mut Manager, model: &mut Model) -> Id {
+    if let Some(a) = model.actions {
+        return a;
+    }
+    let any = union(m, &model.matches);
+    let a = m.map(any, &|v| if v != 0 { Action::Accept.code() } else { Action::Drop.code() });
+    model.actions = Some(a);
+    a
+}
+
+/// The union of packet sets, as a balanced merge.
+fn union(m: &mut Manager, sets: &[Id]) -> Id {
+    match sets.len() {
+        0 => FALSE,
+        1 => sets[0],
+        k => {
+            let a = union(m, &sets[..k / 2]);
+            let b = union(m, &sets[k / 2..]);
+            m.or(a, b)
+        }
+    }
+}
+
+fn ranges<const N: usize>(r: &Rule<N>) -> Vec<(u32, u32)> {
+    (0..N).map(|d| (r.lo[d], r.hi[d])).collect()
+}
+
+fn action_map(m: &mut Manager, decision: Id, entries: &[Entry]) -> Id {
+    let codes: Vec<u32> = entries
+        .iter()
+        .map(|e| match e.flow {
+            Flow::Decide(a) => a.code(),
+            _ => 0,
+        })
+        .collect();
+    m.map(decision, &|v| if v == 0 { 0 } else { codes[v as usize - 1] })
+}
+
+/// The action of a classifier target.
+fn action(t: &Target) -> Action {
+    match t {
+        Target::Accept => Action::Accept,
+        Target::Reject => Action::Reject,
+        // Only verdicts reach here; a jump or return is not a verdict.
+        _ => Action::Drop,
+    }
+}
+
+/// Builds the model of a lowered firewall rule set in `m` (a [`Layout::Firewall`] manager).
+/// `apps` names the applications rules mention (extended with this rule set's).
+pub fn firewall(m: &mut Manager, fw: &Firewall, apps: &mut Vec<String>) -> Model {
+    let entries: Vec<Entry> = fw
+        .entries()
+        .iter()
+        .map(|e| Entry {
+            name: e.name.clone(),
+            flow: match &e.action {
+                FlatAction::Verdict(t) => Flow::Decide(action(t)),
+                FlatAction::Goto(k) => Flow::Goto(*k),
+                FlatAction::Continue => Flow::Continue,
+            },
+        })
+        .collect();
+    let n = entries.len();
+    let mut matches = vec![FALSE; n];
+    let mut set_cache: HashMap<*const IpSet, [Id; 2]> = HashMap::new();
+    for b in fw.boxes() {
+        let cube = lower_box(m, &b, apps, &mut set_cache);
+        matches[b.entry] = m.or(matches[b.entry], cube);
+    }
+    // The policy matches everything.
+    if let Some(last) = matches.last_mut() {
+        *last = TRUE;
+    }
+    // Backwards: decision[i] = what entries i.. decide.
+    let mut from = vec![FALSE; n + 1];
+    for i in (0..n).rev() {
+        let next = from[i + 1];
+        from[i] = match entries[i].flow {
+            Flow::Decide(_) => {
+                let t = m.leaf(i as u32 + 1);
+                let here = m.mask(matches[i], t);
+                m.first(here, next)
+            }
+            Flow::Goto(k) => {
+                let target = from[k.min(n)];
+                m.ite(matches[i], target, next)
+            }
+            Flow::Continue => next,
+        };
+    }
+    let decision = from[0];
+    let actions = action_map(m, decision, &entries);
+    let valid = valid_space(m);
+    let ifaces = fw.iface_names().to_vec();
+    Model {
+        layout: Layout::Firewall,
+        entries,
+        matches,
+        decision: Some(decision),
+        first: None,
+        actions: Some(actions),
+        valid,
+        ifaces,
+        apps: apps.clone(),
+    }
+}
+
+/// Family 4 with zero upper address words, or family 6.
+fn valid_space(m: &mut Manager) -> Id {
+    let mut v4 = vec![(0, u32::MAX); FIELDS];
+    v4[FAMILY] = (4, 4);
+    for w in 1..4 {
+        v4[SRC + w] = (0, 0);
+        v4[DST + w] = (0, 0);
+    }
+    let v4 = m.cube(&v4, TRUE);
+    let v6 = m.range(FAMILY, 6, 6, TRUE, FALSE);
+    m.or(v4, v6)
+}
+
+fn lower_box(
+    m: &mut Manager,
+    b: &LoweredBox<'_>,
+    apps: &mut Vec<String>,
+    set_cache: &mut HashMap<*const IpSet, [Id; 2]>,
+) -> Id {
+    let mut r: Vec<(u32, u32)> = ranges(&b.bounds);
+    r.extend([(0, u32::MAX); 3]);
+    let mut d = m.cube(&r, TRUE);
+    for (sets, side) in [(&b.src_sets, 0), (&b.dst_sets, 1)] {
+        for s in sets.iter() {
+            let key: *const IpSet = *s;
+            let ids = match set_cache.get(&key) {
+                Some(ids) => *ids,
+                None => {
+                    let ids = [set_dd(m, s, SRC), set_dd(m, s, DST)];
+                    set_cache.insert(key, ids);
+                    ids
+                }
+            };
+            d = m.and(d, ids[side]);
+        }
+    }
+    for states in b.ct {
+        let codes: Vec<(u32, u32)> = states.iter().map(|&s| (ct_code(s), ct_code(s))).collect();
+        let c = m.ranges(CT, &codes);
+        d = m.and(d, c);
+    }
+    for names in &b.apps {
+        let mut vals = Vec::new();
+        for n in names.iter() {
+            let k = match apps.iter().position(|a| a.eq_ignore_ascii_case(n)) {
+                Some(k) => k,
+                None => {
+                    apps.push(n.to_ascii_lowercase());
+                    apps.len() - 1
+                }
+            };
+            vals.push((k as u32 + 1, k as u32 + 1));
+        }
+        let c = m.ranges(APP, &vals);
+        d = m.and(d, c);
+    }
+    for &(mask, value) in b.tcp_flags {
+        let vals: Vec<(u32, u32)> =
+            (0u32..=255).filter(|v| *v as u8 & mask == value).map(|v| (v, v)).collect();
+        let c = m.ranges(FLAGS, &vals);
+        d = m.and(d, c);
+    }
+    d
+}
+
+/// The packets whose address at `at` (the first of its four words) is in set `s`.
+fn set_dd(m: &mut Manager, s: &IpSet, at: usize) -> Id {
+    let mut d = FALSE;
+    for (addr, len) in s.prefixes() {
+        let mut r = vec![(0, u32::MAX); FIELDS];
+        match addr {
+            IpAddr::V4(v) => {
+                r[FAMILY] = (4, 4);
+                let (lo, hi) = Rule::prefix(u32::from(v), len);
+                r[at] = (lo, hi);
+            }
+            IpAddr::V6(v) => {
+                r[FAMILY] = (6, 6);
+                let x = u128::from(v);
+                for w in 0..4 {
+                    let word = (x >> (96 - 32 * w)) as u32;
+                    let bits = u32::from(len).saturating_sub(32 * w as u32).min(32);
+                    let (lo, hi) = Rule::prefix(word, bits as u8);
+                    r[at + w] = (lo, hi);
+                }
+            }
+        }
+        let c = m.cube(&r, TRUE);
+        d = m.or(d, c);
+    }
+    d
+}
+
+/// The entry deciding a packet (its field values).
+pub fn decide(m: &Manager, model: &Model, p: &[u32]) -> usize {
+    match (&model.first, model.decision) {
+        (Some(c), _) => {
+            let h = rampart_classify::Header(std::array::from_fn(|d| p[d]));
+            c.classify(&h).unwrap_or(model.entries.len() - 1)
+        }
+        (None, Some(d)) => (m.eval(d, p) as usize).saturating_sub(1),
+        (None, None) => model.entries.len() - 1,
+    }
+}
+
+/// The fields a firewall packet sets, from its header and the extra fields.
+pub fn firewall_fields(h: &rampart_classify::Header<FW>, ct: u32, flags: u8, app: u32) -> Vec<u32> {
+    let mut v = h.0.to_vec();
+    v.extend([ct, u32::from(flags), app]);
+    v
+}
+
+/// Interface rank field indices, for printing.
+pub const IFACE_FIELDS: [usize; 2] = [IIF, OIF];
