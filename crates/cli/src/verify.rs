@@ -144,8 +144,21 @@ fn load(paths: &[&Path], src: &Source) -> Result<(Manager, Vec<(Loaded, Model)>)
                 .map_err(|e| Fail(format!("{}: {e}", p.display()), 2))?,
         );
     }
-    let mut m = rules::manager(Layout::Firewall);
-    let mut apps = Vec::new();
+    let mut apps: Vec<String> = Vec::new();
+    for (rs, _, _) in &sets {
+        for c in &rs.chains {
+            for r in &c.rules {
+                for a in &r.app {
+                    if !apps.iter().any(|x| x.eq_ignore_ascii_case(a)) {
+                        apps.push(a.to_ascii_lowercase());
+                    }
+                }
+            }
+        }
+    }
+    names.sort();
+    names.dedup();
+    let mut m = rules::firewall_manager(names.len(), apps.len());
     let mut out = Vec::new();
     for ((rs, s, chain), p) in sets.iter().zip(paths) {
         let fw = Firewall::from_iptables_with_names(rs, chain, s, &names)
@@ -274,7 +287,15 @@ fn run_cmd(cmd: VerifyCmd) -> Result<ExitCode, Fail> {
                     let p = Packet::from_fields(ma, &witness);
                     agree(la, ma, &p, &oa)?;
                     agree(lb, mb, &p, &ob)?;
-                    println!("differ: {} packets get different actions", big(count));
+                    let all = m.count(ma.valid, &|v| v == 1);
+                    let pct = 100.0 * count / all;
+                    let pct =
+                        if pct >= 0.001 { format!("{pct:.3}%") } else { format!("{pct:.2e}%") };
+                    println!(
+                        "differ: {} of {} packets get different actions ({pct})",
+                        big(count),
+                        big(all)
+                    );
                     println!("packet: {p}");
                     println!("{}: {}", a.display(), outcome_line(ma, &oa));
                     println!("{}: {}", b.display(), outcome_line(mb, &ob));

@@ -179,10 +179,10 @@ impl Manager {
     /// counts as the maximum), leading to `then` there and to `otherwise` elsewhere; `then`
     /// and `otherwise` must test only fields after `f`.
     pub fn range(&mut self, f: usize, lo: u32, hi: u32, then: Id, otherwise: Id) -> Id {
-        let hi = if hi >= self.max[f] { u32::MAX } else { hi };
-        if lo > hi {
+        if lo > hi || lo > self.max[f] {
             return otherwise;
         }
+        let hi = if hi >= self.max[f] { u32::MAX } else { hi };
         let mut edges = Vec::with_capacity(3);
         if lo > 0 {
             edges.push((0, otherwise));
@@ -407,15 +407,19 @@ impl Manager {
                 Node::Leaf(v) => {
                     out.insert(*v);
                 }
-                Node::Test { edges, .. } => stack.extend(edges.iter().map(|&(_, c)| c)),
+                Node::Test { field, edges } => {
+                    let max = self.max[usize::from(*field)];
+                    stack.extend(edges.iter().filter(|e| e.0 <= max).map(|&(_, c)| c));
+                }
             }
         }
         out
     }
 
-    /// One packet leading to a terminal that satisfies `want`, if any: in each interval on
-    /// the way the lowest value (a prefix's network address, a range's first port); a field
-    /// the path does not test gets `free[f]`.
+    /// One packet leading to a terminal that satisfies `want`, if any. At each test the
+    /// packet keeps `free[f]` if its interval leads somewhere wanted, else takes the lowest
+    /// value (1 rather than 0) of the first interval that does; a field the path does not test
+    /// keeps `free[f]`.
     pub fn witness(&self, d: Id, want: &impl Fn(u32) -> bool, free: &[u32]) -> Option<Vec<u32>> {
         let mut memo = HashMap::default();
         if !self.reaches(d, want, &mut memo) {
@@ -436,11 +440,17 @@ impl Manager {
                         n = edges[k].1;
                         continue;
                     }
-                    let &(s, c) = edges
+                    let max = self.max[f];
+                    let at = edges
                         .iter()
-                        .find(|&&(_, c)| self.reaches(c, want, &mut memo))
+                        .take_while(|e| e.0 <= max)
+                        .position(|&(_, c)| self.reaches(c, want, &mut memo))
                         .expect("a reaching edge");
-                    p[f] = s;
+                    let (s, c) = edges[at];
+                    // The interval's lowest value, but 1 rather than 0 (address 0.0.0.0 or
+                    // port 0 reads as "unset") when the interval holds both.
+                    let end = edges.get(at + 1).map_or(max, |e| e.0 - 1);
+                    p[f] = if s == 0 && end >= 1 { 1 } else { s };
                     n = c;
                 }
             }
@@ -453,7 +463,10 @@ impl Manager {
         }
         let r = match &self.nodes[d as usize] {
             Node::Leaf(v) => want(*v),
-            Node::Test { edges, .. } => edges.iter().any(|&(_, c)| self.reaches(c, want, memo)),
+            Node::Test { field, edges } => {
+                let max = self.max[usize::from(*field)];
+                edges.iter().take_while(|e| e.0 <= max).any(|&(_, c)| self.reaches(c, want, memo))
+            }
         };
         memo.insert(d, r);
         r

@@ -167,6 +167,17 @@ pub fn manager(layout: Layout) -> Manager {
     Manager::new(maxima(layout))
 }
 
+/// A firewall-layout manager whose interface and application fields hold just the values
+/// that mean something: ranks `0..=2 * ifaces` and applications `0..=apps + 1` (the last: an
+/// application no rule names), so that counts of packets are counts of distinguishable ones.
+pub fn firewall_manager(ifaces: usize, apps: usize) -> Manager {
+    let mut m = maxima(Layout::Firewall);
+    m[IIF] = 2 * ifaces as u32;
+    m[OIF] = 2 * ifaces as u32;
+    m[APP] = apps as u32 + 1;
+    Manager::new(m)
+}
+
 /// Builds the model of a ClassBench list in `m`.
 pub fn classbench(m: &mut Manager, rules: &[Rule]) -> Model {
     let matches: Vec<Id> = rules.iter().map(|r| m.cube(&ranges(r), TRUE)).collect();

@@ -1,0 +1,131 @@
+//! `rampart verify test|shadowed|compare|search` on hand-written rule sets.
+
+mod common;
+
+use common::{rampart, repo};
+
+fn fixture(dir: &str, name: &str) -> String {
+    repo().join("crates/cli/tests/fixtures").join(dir).join(name).display().to_string()
+}
+
+fn stdout(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = rampart(args);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn shadowed_rules_with_their_covers() {
+    let (code, out, _) = stdout(&["verify", "shadowed", &fixture("verify", "a.rampart")]);
+    assert_eq!(code, Some(0));
+    assert_eq!(
+        out,
+        "shadowed input:3 by input:1; actions differ\nshadowed input:4 by input:2; same action\n"
+    );
+    // The shared sample has none; its iptables twin needs its set file.
+    let (code, out, _) = stdout(&["verify", "shadowed", &fixture("classify", "sample.rampart")]);
+    assert_eq!((code, out.as_str()), (Some(0), ""));
+    let (code, _, err) = stdout(&["verify", "shadowed", &fixture("classify", "sample.iptables")]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("uses set blocked, which is not defined"), "{err}");
+}
+
+#[test]
+fn test_names_the_deciding_rule() {
+    let a = fixture("verify", "a.rampart");
+    for (packet, want) in [
+        ("tcp 10.1.2.3:5000 -> 10.0.0.1:22", "accept input:1\n"),
+        ("tcp 10.1.2.3:5000 -> 10.0.0.1:25", "drop input:2\n"),
+        ("udp 192.0.2.1:5000 -> 10.0.0.1:53 iif eth1", "accept input:5\n"),
+        ("udp [2001:db8::1]:5000 -> [2001:db8::2]:53", "accept input:policy\n"),
+    ] {
+        let (code, out, err) = stdout(&["verify", "test", &a, "--packet", packet]);
+        assert_eq!((code, out.as_str()), (Some(0), want), "{packet}: {err}");
+    }
+    let (code, _, err) = stdout(&["verify", "test", &a, "--packet", "tcp 10.1.2.3 -> x"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("at word 4: expected a destination"), "{err}");
+    // The sample through the jump into `web` and its RETURN.
+    let s = fixture("classify", "sample.rampart");
+    let (_, out, _) =
+        stdout(&["verify", "test", &s, "--packet", "tcp 10.77.0.3:1 -> 10.0.0.2:5201"]);
+    assert_eq!(out, "drop input:5\n");
+    let (_, out, _) =
+        stdout(&["verify", "test", &s, "--packet", "tcp 10.77.0.4:1 -> 10.0.0.2:5201"]);
+    assert_eq!(out, "accept web:2\n");
+}
+
+#[test]
+fn compare_reports_a_packet_both_sides_and_the_size() {
+    let (a, b, c, d) = (
+        fixture("verify", "a.rampart"),
+        fixture("verify", "b.rampart"),
+        fixture("verify", "c.rampart"),
+        fixture("verify", "d.rampart"),
+    );
+    for other in [&b, &c] {
+        let (code, out, _) = stdout(&["verify", "compare", &a, other]);
+        assert_eq!(code, Some(0));
+        assert!(out.starts_with("equivalent"), "{out}");
+    }
+    let (code, out, _) = stdout(&["verify", "compare", &a, &d]);
+    assert_eq!(code, Some(1));
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].starts_with("differ: 2^"), "{out}");
+    let packet = lines[1].strip_prefix("packet: ").expect("a packet line");
+    assert!(packet.starts_with("tcp ") && packet.ends_with(":23"), "{packet}");
+    assert!(lines[2].ends_with("a.rampart: accept input:policy"), "{out}");
+    assert!(lines[3].ends_with("d.rampart: drop input:3"), "{out}");
+    // The witness replays: each side does what compare said.
+    let (_, out, _) = stdout(&["verify", "test", &a, "--packet", packet]);
+    assert_eq!(out, "accept input:policy\n");
+    let (_, out, _) = stdout(&["verify", "test", &d, "--packet", packet]);
+    assert_eq!(out, "drop input:3\n");
+    // The same policy in both syntaxes.
+    let (code, out, _) = stdout(&[
+        "verify",
+        "compare",
+        &fixture("classify", "sample.rampart"),
+        &fixture("classify", "sample.iptables"),
+        "--sets",
+        &fixture("classify", "sample.ipset"),
+    ]);
+    assert_eq!(
+        (code, out.as_str()),
+        (Some(0), "equivalent: every packet gets the same action from both\n")
+    );
+}
+
+#[test]
+fn search_finds_a_packet_or_says_none() {
+    let a = fixture("verify", "a.rampart");
+    let (code, out, _) = stdout(&[
+        "verify",
+        "search",
+        &a,
+        "--where",
+        "tcp src 10.1.0.0/16 dport 25",
+        "--action",
+        "drop",
+    ]);
+    assert_eq!(code, Some(0));
+    assert_eq!(out, "packet: tcp 10.1.0.0:40000 -> 10.0.0.2:25\ndrop input:2\n");
+    let (code, out, _) = stdout(&[
+        "verify",
+        "search",
+        &a,
+        "--where",
+        "tcp src 10.1.0.0/16 dport 25",
+        "--action",
+        "accept",
+    ]);
+    assert_eq!(code, Some(1));
+    assert!(out.starts_with("none"), "{out}");
+    let (code, _, err) =
+        stdout(&["verify", "search", &a, "--where", "tcp sport x", "--action", "drop"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("at word 3"), "{err}");
+}
