@@ -149,6 +149,40 @@ struct Part {
     entries: Vec<u32>,
 }
 
+/// Where a partition's walk starts, for tools that check the structure (the policy
+/// verifier lifts it back into a decision diagram).
+#[derive(Clone, Copy, Debug)]
+pub enum Start<'a> {
+    /// At one reference.
+    Root(u32),
+    /// At `slots[field value >> shift]`.
+    Table {
+        /// The field indexed.
+        field: usize,
+        /// The shift that turns a value into a slot.
+        shift: u32,
+        /// Each slot's reference.
+        slots: &'a [u32],
+    },
+}
+
+/// One step of a walk, for tools that check the structure.
+#[derive(Clone, Copy, Debug)]
+pub enum Step<'a> {
+    /// Compare `field` with the cuts (ascending; unused ones are `u32::MAX`): a value with
+    /// k cuts at or below it goes to `kids[k]`.
+    Test {
+        /// The field.
+        field: usize,
+        /// The cuts.
+        cuts: &'a [u32],
+        /// The children's references.
+        kids: &'a [u32],
+    },
+    /// A leaf: these rules, in priority order; the first whose ranges match wins.
+    Leaf(&'a [u32]),
+}
+
 /// What compiling produced.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CompiledStats {
@@ -390,6 +424,32 @@ impl<const N: usize> Compiled<N> {
             }
         }
         best
+    }
+
+    /// Partitions in the structure; a lookup's answer is the best (lowest) rule any of them
+    /// gives.
+    pub fn partitions(&self) -> usize {
+        self.parts.len()
+    }
+
+    /// Where partition `p`'s walk starts.
+    pub fn start(&self, p: usize) -> Start<'_> {
+        let part = &self.parts[p];
+        if part.table.is_empty() {
+            Start::Root(part.root)
+        } else {
+            Start::Table { field: part.table_dim, shift: part.table_shift, slots: &part.table }
+        }
+    }
+
+    /// The step reference `r` of partition `p` names.
+    pub fn step(&self, p: usize, r: u32) -> Step<'_> {
+        let part = &self.parts[p];
+        if r & LEAF_BIT != 0 {
+            return Step::Leaf(self.leaf(part, r).0);
+        }
+        let node = &part.nodes[(r >> DIM_BITS) as usize];
+        Step::Test { field: (r & DIM_MASK) as usize, cuts: &node.cuts, kids: &node.kids }
     }
 
     /// The number of rules compiled.

@@ -339,6 +339,11 @@ impl Firewall {
         Ok(Self { entries, compiled, entry_of, checks, sets: set_list, names })
     }
 
+    /// The compiled structure over the boxes (box `i` is the `i`-th of [`Firewall::boxes`]).
+    pub fn compiled(&self) -> &Compiled<FW> {
+        &self.compiled
+    }
+
     /// The lowered boxes in evaluation order, with their conditions.
     pub fn boxes(&self) -> impl Iterator<Item = LoweredBox<'_>> {
         (0..self.entry_of.len()).map(move |i| {

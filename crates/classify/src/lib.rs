@@ -32,6 +32,6 @@ mod live;
 mod rule;
 pub mod syntax;
 
-pub use compiled::{Compiled, CompiledStats, Options};
+pub use compiled::{Compiled, CompiledStats, Options, Start, Step};
 pub use live::{Classifier, Reader, Snapshot, UpdateError};
 pub use rule::{FIELDS, Header, Rule};

@@ -10,6 +10,7 @@ use rampart_classify::classbench::{parse_rules, parse_trace};
 use rampart_classify::{Classifier, Compiled, Header, Rule};
 
 use crate::input::Fail;
+use rampart_policy::rules::Layout;
 
 /// Rule file formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -51,6 +52,10 @@ pub(crate) struct ClassifyArgs {
     /// Instead, print one JSON object: lookup_ns, build_ms, bytes_per_rule, update_us.
     #[arg(long)]
     bench: bool,
+    /// First prove the compiled classifier equal to the rule list (exit 3 with a packet if
+    /// it is not; ClassBench input).
+    #[arg(long)]
+    verify: bool,
     /// IP sets the rules name (`ipset save` output; iptables and rampart formats).
     #[arg(long, value_name = "FILE")]
     sets: Option<PathBuf>,
@@ -135,6 +140,10 @@ pub(crate) struct FilterArgs {
     /// Where to write the packets the rules accept (classic pcap).
     #[arg(short = 'w', long = "write", value_name = "OUT")]
     output: PathBuf,
+    /// First prove the compiled structure equal to the lowered rules (exit 3 with a packet if
+    /// it is not).
+    #[arg(long)]
+    verify: bool,
 }
 
 pub(crate) fn filter(args: FilterArgs) -> ExitCode {
@@ -162,6 +171,11 @@ fn run_filter(args: &FilterArgs) -> Result<ExitCode, Fail> {
     let chain = args.chain.clone().unwrap_or(first);
     let fw = rampart_classify::firewall::Firewall::from_iptables(&rs, &chain, &sets)
         .map_err(|e| Fail(format!("{}: {e}", args.rules.display()), 2))?;
+    if args.verify {
+        let boxes: Vec<Rule<{ rampart_classify::firewall::FW }>> =
+            fw.boxes().map(|b| b.bounds).collect();
+        prove(&boxes, fw.compiled(), Layout::Firewall)?;
+    }
     let mut capture = rampart_capture::Capture::open(&args.input)
         .map_err(|e| Fail(e.to_string(), if e.is_not_a_capture() { 2 } else { 1 }))?;
     let file = std::fs::File::create(&args.output)
@@ -226,6 +240,9 @@ fn run(args: &ClassifyArgs) -> Result<(), Fail> {
     let started = Instant::now();
     let compiled = Compiled::new(&rules);
     let build = started.elapsed();
+    if args.verify {
+        prove(&rules, &compiled, Layout::ClassBench)?;
+    }
     let mut out = vec![None; headers.len()];
     if args.bench {
         let times = passes(headers.len(), || {
@@ -351,6 +368,27 @@ fn update_us(rules: &[Rule]) -> f64 {
         }
     }
     total * 1e6 / f64::from(done.max(1))
+}
+
+/// Proves a compiled structure equal to the rules it was built from, saying so on standard
+/// error; a mismatch is an error naming a packet (exit status 3).
+fn prove<const N: usize>(rules: &[Rule<N>], c: &Compiled<N>, layout: Layout) -> Result<(), Fail> {
+    let started = Instant::now();
+    let mut max = rampart_policy::rules::maxima(layout);
+    max.truncate(N);
+    let mut m = rampart_policy::dd::Manager::new(max);
+    match rampart_policy::validate::prove(&mut m, rules, c) {
+        Ok(()) => {
+            eprintln!(
+                "rampart: proved: the compiled classifier returns the first matching rule for every packet ({} rules, {:.1} ms)",
+                rules.len(),
+                started.elapsed().as_secs_f64() * 1e3
+            );
+            Ok(())
+        }
+        Err(e @ rampart_policy::validate::ProofError::Mismatch(_)) => Err(Fail(e.to_string(), 3)),
+        Err(e) => Err(Fail(format!("{e} (not proved either way)"), 1)),
+    }
 }
 
 fn write_lines(lines: impl Iterator<Item = String>) -> Result<(), Fail> {

@@ -229,6 +229,20 @@ fn agree(l: &Loaded, model: &Model, p: &Packet, o: &questions::Outcome) -> Resul
     }
 }
 
+/// A manager that ran past its node limit answered nothing.
+fn within_limit(m: &Manager) -> Result<(), Fail> {
+    if m.exceeded() {
+        return Err(Fail(
+            format!(
+                "gave up: the decision diagrams passed {} nodes; no answer either way",
+                m.len()
+            ),
+            1,
+        ));
+    }
+    Ok(())
+}
+
 pub(crate) fn run(cmd: VerifyCmd) -> ExitCode {
     match run_cmd(cmd) {
         Ok(code) => code,
@@ -245,6 +259,7 @@ fn run_cmd(cmd: VerifyCmd) -> Result<ExitCode, Fail> {
             let v = p.fields(model).ok_or_else(|| {
                 Fail("an IPv6 packet cannot be classified against ClassBench rules".into(), 2)
             })?;
+            within_limit(&m)?;
             let o = questions::test(&m, model, &v);
             agree(l, model, &p, &o)?;
             println!("{}", outcome_line(model, &o));
@@ -255,6 +270,7 @@ fn run_cmd(cmd: VerifyCmd) -> Result<ExitCode, Fail> {
             let (mut m, loaded) = load(&[&rules], &source)?;
             let (_, model) = &loaded[0];
             let found = questions::shadowed(&mut m, model);
+            within_limit(&m)?;
             for s in &found {
                 let name = &model.entries[s.entry].name;
                 if s.by.is_empty() {
@@ -278,7 +294,9 @@ fn run_cmd(cmd: VerifyCmd) -> Result<ExitCode, Fail> {
             let (second, first) = loaded.split_at_mut(1);
             let (la, ma) = &mut second[0];
             let (lb, mb) = &mut first[0];
-            match questions::compare(&mut m, ma, mb) {
+            let answer = questions::compare(&mut m, ma, mb);
+            within_limit(&m)?;
+            match answer {
                 Comparison::Equivalent => {
                     println!("equivalent: every packet gets the same action from both");
                     Ok(ExitCode::SUCCESS)
@@ -313,7 +331,9 @@ fn run_cmd(cmd: VerifyCmd) -> Result<ExitCode, Fail> {
                 "drop" => Action::Drop,
                 _ => Action::Reject,
             };
-            match questions::search(&mut m, model, set, act) {
+            let found = questions::search(&mut m, model, set, act);
+            within_limit(&m)?;
+            match found {
                 Some(v) => {
                     let p = Packet::from_fields(model, &v);
                     let o = questions::test(&m, model, &v);

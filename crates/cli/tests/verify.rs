@@ -129,3 +129,26 @@ fn search_finds_a_packet_or_says_none() {
     assert_eq!(code, Some(2));
     assert!(err.contains("at word 3"), "{err}");
 }
+
+#[test]
+fn filter_verify_proves_the_compiled_rules() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_pcap = dir.path().join("out.pcap");
+    let sample = repo().join("samples/mixed.pcap");
+    let out = rampart(&[
+        "filter",
+        "-r",
+        sample.to_str().unwrap(),
+        "--rules",
+        &fixture("classify", "sample.rampart"),
+        "-w",
+        out_pcap.to_str().unwrap(),
+        "--verify",
+    ]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("proved: the compiled classifier returns the first matching rule"),
+        "{err}"
+    );
+}

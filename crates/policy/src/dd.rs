@@ -52,6 +52,8 @@ enum Op {
     Mask,
     /// 1 where the two differ.
     Neq,
+    /// The lower of two non-zero terminals (0 counts as none).
+    Min,
 }
 
 impl Op {
@@ -75,11 +77,15 @@ impl Op {
                 }
             }
             Op::Neq => u32::from(a != b),
+            Op::Min => match (a, b) {
+                (0, x) | (x, 0) => x,
+                (x, y) => x.min(y),
+            },
         }
     }
 
     fn commutes(self) -> bool {
-        matches!(self, Op::And | Op::Or | Op::Neq)
+        matches!(self, Op::And | Op::Or | Op::Neq | Op::Min)
     }
 }
 
@@ -91,7 +97,15 @@ pub struct Manager {
     cache: HashMap<(Op, Id, Id), Id>,
     /// The largest meaningful value of each field.
     max: Vec<u32>,
+    /// Nodes allowed; past it every new node is [`FALSE`] and `exceeded` is set.
+    limit: usize,
+    exceeded: bool,
 }
+
+/// Nodes a manager holds at most unless told otherwise: about 1 GiB with its tables and cache.
+pub const DEFAULT_LIMIT: usize = 4_000_000;
+/// Operation-cache entries kept before the cache is emptied.
+const CACHE_MAX: usize = 1 << 23;
 
 /// A field's domain: its values `0..=max`.
 fn size(max: u32) -> f64 {
@@ -102,12 +116,29 @@ impl Manager {
     /// A manager for fields `0..max.len()`, field `f` taking values `0..=max[f]`.
     pub fn new(max: Vec<u32>) -> Self {
         assert!(max.len() < usize::from(u16::MAX), "too many fields");
-        let mut m =
-            Self { nodes: Vec::new(), unique: HashMap::default(), cache: HashMap::default(), max };
+        let mut m = Self {
+            nodes: Vec::new(),
+            unique: HashMap::default(),
+            cache: HashMap::default(),
+            max,
+            limit: DEFAULT_LIMIT,
+            exceeded: false,
+        };
         let f = m.leaf(0);
         let t = m.leaf(1);
         debug_assert_eq!((f, t), (FALSE, TRUE));
         m
+    }
+
+    /// Sets how many nodes the manager may hold. Past it, operations stop building: their
+    /// results are meaningless and [`Manager::exceeded`] says so.
+    pub fn set_limit(&mut self, nodes: usize) {
+        self.limit = nodes.max(2);
+    }
+
+    /// Whether an operation ran past the node limit (every result since is meaningless).
+    pub fn exceeded(&self) -> bool {
+        self.exceeded
     }
 
     /// Fields in the schema.
@@ -133,6 +164,10 @@ impl Manager {
     fn intern(&mut self, n: Node) -> Id {
         if let Some(&id) = self.unique.get(&n) {
             return id;
+        }
+        if self.nodes.len() >= self.limit {
+            self.exceeded = true;
+            return FALSE;
         }
         let id = Id::try_from(self.nodes.len()).expect("fewer than 2^32 nodes");
         self.nodes.push(n.clone());
@@ -268,6 +303,17 @@ impl Manager {
                     return FALSE;
                 }
             }
+            Op::Min => {
+                if a == FALSE || a == b {
+                    return b;
+                }
+                if b == FALSE {
+                    return a;
+                }
+            }
+        }
+        if self.exceeded {
+            return FALSE;
         }
         if let (Some(x), Some(y)) = (self.value(a), self.value(b)) {
             let v = op.leaf(x, y);
@@ -302,6 +348,9 @@ impl Manager {
             start = next as u32;
         }
         let r = self.test(f, out);
+        if self.cache.len() >= CACHE_MAX {
+            self.cache.clear();
+        }
         self.cache.insert((op, a, b), r);
         r
     }
@@ -351,6 +400,12 @@ impl Manager {
         let o = self.mask(rest, otherwise);
         // `m` and `o` are disjoint in support; where `then` is 0 on `set`, 0 stays.
         self.apply(Op::First, m, o)
+    }
+
+    /// The lower non-zero terminal of the two (0 where both are 0): the best of two partial
+    /// first-match answers.
+    pub fn min(&mut self, a: Id, b: Id) -> Id {
+        self.apply(Op::Min, a, b)
     }
 
     /// The packet set where two diagrams lead to different terminals.
@@ -553,7 +608,7 @@ mod tests {
         assert_eq!(m.or(a, na), TRUE);
         let w = m.witness(na, &|v| v == 1, &[3, 3]).unwrap();
         assert_eq!(m.eval(na, &w), 1);
-        assert_eq!(w, vec![0, 3], "the free value kept where allowed, else the lowest");
+        assert_eq!(w, vec![1, 3], "the free value kept where allowed, else the lowest (1, not 0)");
     }
 
     #[test]
@@ -598,5 +653,23 @@ mod tests {
         let hi = m.cube(&[(1024, 65535)], TRUE);
         assert_eq!(m.eval(hi, &[70000]), 1);
         assert_eq!(m.count(hi, &|v| v == 1), 64512.0);
+    }
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use super::*;
+
+    #[test]
+    fn a_limit_stops_building_and_says_so() {
+        let mut m = Manager::new(vec![1000, 1000]);
+        m.set_limit(50);
+        let mut d = FALSE;
+        for i in 0..100 {
+            let c = m.cube(&[(i * 7, i * 7 + 3), (i, i)], TRUE);
+            d = m.or(d, c);
+        }
+        assert!(m.exceeded());
+        assert!(m.len() <= 50);
     }
 }

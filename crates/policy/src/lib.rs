@@ -14,3 +14,4 @@
 pub mod dd;
 pub mod questions;
 pub mod rules;
+pub mod validate;

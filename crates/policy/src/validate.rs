@@ -1,0 +1,178 @@
+//! Translation validation: the compiled classifier lifted back into a decision diagram and
+//! proved equal to the rule list it was compiled from.
+//!
+//! Every step of the compiled structure becomes a diagram: a table slot or a node's interval
+//! restricts its field, a leaf is the first match over its rules' boxes, and the partitions
+//! combine by taking the best (lowest) rule, which is what a lookup returns. The rule list
+//! becomes the first-match diagram of its boxes. Both live in one manager, where equal
+//! functions are equal handles, so equality is a comparison; otherwise a packet where they
+//! differ is replayed through the compiled classifier and the linear scan.
+//!
+//! What is proved: `Compiled::classify` (every rule live) returns the first matching rule for
+//! every packet of the fields' domains. Lookups that skip deleted rules, and the firewall's
+//! checks and jumps around the structure, are tested, not proved.
+
+use rampart_classify::linear::first_match;
+use rampart_classify::{Compiled, Header, Rule, Start, Step};
+use rustc_hash::FxHashMap;
+
+use crate::dd::{FALSE, Id, Manager};
+
+/// A packet on which the compiled classifier and the rule list disagree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mismatch {
+    /// The packet (one value per field).
+    pub packet: Vec<u32>,
+    /// The first matching rule by the list's diagram.
+    pub policy: Option<usize>,
+    /// The rule the lifted structure gives.
+    pub lifted: Option<usize>,
+    /// What the compiled classifier returns when run on the packet.
+    pub classifier: Option<usize>,
+    /// What the linear scan returns.
+    pub linear: Option<usize>,
+}
+
+/// Why a proof did not succeed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProofError {
+    /// The classifier and the rules disagree on a packet.
+    #[error("the compiled classifier differs from its rules on packet {:?}: it returns {:?}, the rules' first match is {:?}", .0.packet, .0.classifier, .0.linear)]
+    Mismatch(Mismatch),
+    /// The diagrams grew past the manager's node limit; nothing was shown either way.
+    #[error("gave up: the decision diagrams passed {0} nodes")]
+    TooLarge(usize),
+}
+
+/// The first-match diagram of a rule list (terminal = index + 1, 0 = no match), as a
+/// balanced merge.
+pub fn first_match_dd<const N: usize>(m: &mut Manager, rules: &[Rule<N>]) -> Id {
+    merge(m, rules, 0, rules.len())
+}
+
+fn merge<const N: usize>(m: &mut Manager, rules: &[Rule<N>], a: usize, b: usize) -> Id {
+    match b - a {
+        0 => FALSE,
+        1 => cube(m, &rules[a], a),
+        k => {
+            let mid = a + k / 2;
+            let x = merge(m, rules, a, mid);
+            let y = merge(m, rules, mid, b);
+            m.first(x, y)
+        }
+    }
+}
+
+fn cube<const N: usize>(m: &mut Manager, r: &Rule<N>, i: usize) -> Id {
+    let t = m.leaf(i as u32 + 1);
+    let ranges: Vec<(u32, u32)> = (0..N).map(|d| (r.lo[d], r.hi[d])).collect();
+    m.cube(&ranges, t)
+}
+
+/// The compiled structure as a diagram from packets to rule index + 1 (0 = no match).
+pub fn lift<const N: usize>(m: &mut Manager, c: &Compiled<N>) -> Id {
+    let rules: Vec<Rule<N>> = (0..c.len()).filter_map(|i| c.rule(i)).collect();
+    let mut out = FALSE;
+    for p in 0..c.partitions() {
+        let mut memo = FxHashMap::default();
+        let d = match c.start(p) {
+            Start::Root(r) => lift_step(m, c, &rules, p, r, &mut memo),
+            Start::Table { field, shift, slots } => {
+                let mut d = FALSE;
+                let width = if shift >= 32 { u32::MAX } else { (1u32 << shift) - 1 };
+                for (s, &r) in slots.iter().enumerate() {
+                    let lo = (s as u32) << shift;
+                    let sub = lift_step(m, c, &rules, p, r, &mut memo);
+                    d = restrict(m, field, lo, lo | width, sub, d);
+                }
+                d
+            }
+        };
+        out = m.min(out, d);
+    }
+    out
+}
+
+/// `d` joined with `sub` on field values `lo..=hi` (clamped to the field's domain; `d` holds
+/// nothing there yet).
+fn restrict(m: &mut Manager, field: usize, lo: u32, hi: u32, sub: Id, d: Id) -> Id {
+    let max = m.max(field);
+    if lo > hi || lo > max || sub == FALSE {
+        return d;
+    }
+    let set = m.range(field, lo, hi.min(max), crate::dd::TRUE, FALSE);
+    let part = m.mask(set, sub);
+    m.first(part, d)
+}
+
+fn lift_step<const N: usize>(
+    m: &mut Manager,
+    c: &Compiled<N>,
+    rules: &[Rule<N>],
+    p: usize,
+    r: u32,
+    memo: &mut FxHashMap<u32, Id>,
+) -> Id {
+    if let Some(&d) = memo.get(&r) {
+        return d;
+    }
+    let d = match c.step(p, r) {
+        Step::Leaf(list) => {
+            let mut d = FALSE;
+            for &i in list.iter().rev() {
+                let here = cube(m, &rules[i as usize], i as usize);
+                d = m.first(here, d);
+            }
+            d
+        }
+        Step::Test { field, cuts, kids } => {
+            // Values with k cuts at or below them: `cuts[k-1] ..= cuts[k] - 1`. Padding cuts
+            // are u32::MAX, so only u32::MAX itself reaches the padding children (which repeat
+            // the last real one); empty intervals are skipped.
+            let mut d = FALSE;
+            for (k, &kid) in kids.iter().enumerate() {
+                let lo = if k == 0 { 0 } else { cuts[k - 1] };
+                let hi = match cuts.get(k) {
+                    Some(0) => continue,
+                    Some(&c) => c - 1,
+                    None => u32::MAX,
+                };
+                let sub = lift_step(m, c, rules, p, kid, memo);
+                d = restrict(m, field, lo, hi, sub, d);
+            }
+            d
+        }
+    };
+    memo.insert(r, d);
+    d
+}
+
+/// Proves that `c` returns the first matching rule of `rules` (the list it was compiled
+/// from) for every packet, or finds a packet where it does not. `m` must have `N` fields.
+pub fn prove<const N: usize>(
+    m: &mut Manager,
+    rules: &[Rule<N>],
+    c: &Compiled<N>,
+) -> Result<(), ProofError> {
+    assert_eq!(m.fields(), N, "a manager over the rules' fields");
+    let policy = first_match_dd(m, rules);
+    let lifted = lift(m, c);
+    if m.exceeded() {
+        return Err(ProofError::TooLarge(m.len()));
+    }
+    if policy == lifted {
+        return Ok(());
+    }
+    let diff = m.neq(policy, lifted);
+    let free = vec![0; N];
+    let packet = m.witness(diff, &|v| v == 1, &free).expect("the diagrams differ somewhere");
+    let h = Header(std::array::from_fn(|d| packet[d]));
+    let some = |v: u32| v.checked_sub(1).map(|i| i as usize);
+    Err(ProofError::Mismatch(Mismatch {
+        policy: some(m.eval(policy, &packet)),
+        lifted: some(m.eval(lifted, &packet)),
+        classifier: c.classify(&h),
+        linear: first_match(rules, &h),
+        packet,
+    }))
+}
