@@ -374,9 +374,7 @@ fn update_us(rules: &[Rule]) -> f64 {
 /// error; a mismatch is an error naming a packet (exit status 3).
 fn prove<const N: usize>(rules: &[Rule<N>], c: &Compiled<N>, layout: Layout) -> Result<(), Fail> {
     let started = Instant::now();
-    let mut max = rampart_policy::rules::maxima(layout);
-    max.truncate(N);
-    let mut m = rampart_policy::dd::Manager::new(max);
+    let mut m = rampart_policy::rules::manager_for(layout, N);
     match rampart_policy::validate::prove(&mut m, rules, c) {
         Ok(()) => {
             eprintln!(

@@ -95,17 +95,23 @@ pub struct Manager {
     nodes: Vec<Node>,
     unique: HashMap<Node, Id>,
     cache: HashMap<(Op, Id, Id), Id>,
-    /// The largest meaningful value of each field.
+    /// The largest meaningful value at each level.
     max: Vec<u32>,
+    /// The level (position along every path) of each field, and the field at each level.
+    level: Vec<usize>,
+    field_at: Vec<usize>,
     /// Nodes allowed; past it every new node is [`FALSE`] and `exceeded` is set.
     limit: usize,
     exceeded: bool,
+    /// Edges held by all nodes (each costs 8 bytes, and the unique table holds them again).
+    edges: usize,
 }
 
-/// Nodes a manager holds at most unless told otherwise: about 1 GiB with its tables and cache.
+/// Nodes a manager holds at most unless told otherwise; edges are limited to eight times as
+/// many. About 1 GiB with the tables and the cache.
 pub const DEFAULT_LIMIT: usize = 4_000_000;
 /// Operation-cache entries kept before the cache is emptied.
-const CACHE_MAX: usize = 1 << 23;
+const CACHE_MAX: usize = 1 << 22;
 
 /// A field's domain: its values `0..=max`.
 fn size(max: u32) -> f64 {
@@ -113,16 +119,36 @@ fn size(max: u32) -> f64 {
 }
 
 impl Manager {
-    /// A manager for fields `0..max.len()`, field `f` taking values `0..=max[f]`.
+    /// A manager for fields `0..max.len()`, field `f` taking values `0..=max[f]`, tested in
+    /// field order.
     pub fn new(max: Vec<u32>) -> Self {
+        let order = (0..max.len()).collect();
+        Self::with_order(max, order)
+    }
+
+    /// A manager whose diagrams test field `f` at position `order[f]` along every path
+    /// (`order` is a permutation). The order decides the diagrams' sizes: tests of fields
+    /// with few distinct ranges (protocol, ports) before the addresses keep rule-set
+    /// diagrams orders of magnitude smaller (BENCHMARKS.md).
+    pub fn with_order(max: Vec<u32>, order: Vec<usize>) -> Self {
         assert!(max.len() < usize::from(u16::MAX), "too many fields");
+        assert_eq!(order.len(), max.len(), "one level per field");
+        let mut field_at = vec![usize::MAX; max.len()];
+        for (f, &l) in order.iter().enumerate() {
+            field_at[l] = f;
+        }
+        assert!(field_at.iter().all(|&f| f != usize::MAX), "the order is a permutation");
+        let by_level = field_at.iter().map(|&f| max[f]).collect();
         let mut m = Self {
             nodes: Vec::new(),
             unique: HashMap::default(),
             cache: HashMap::default(),
-            max,
+            max: by_level,
+            level: order,
+            field_at,
             limit: DEFAULT_LIMIT,
             exceeded: false,
+            edges: 0,
         };
         let f = m.leaf(0);
         let t = m.leaf(1);
@@ -130,8 +156,9 @@ impl Manager {
         m
     }
 
-    /// Sets how many nodes the manager may hold. Past it, operations stop building: their
-    /// results are meaningless and [`Manager::exceeded`] says so.
+    /// Sets how many nodes the manager may hold (and eight times as many edges). Past it,
+    /// operations stop building: their results are meaningless and [`Manager::exceeded`]
+    /// says so.
     pub fn set_limit(&mut self, nodes: usize) {
         self.limit = nodes.max(2);
     }
@@ -148,7 +175,7 @@ impl Manager {
 
     /// The largest meaningful value of field `f`.
     pub fn max(&self, f: usize) -> u32 {
-        self.max[f]
+        self.max[self.level[f]]
     }
 
     /// Nodes held (terminals included).
@@ -165,10 +192,15 @@ impl Manager {
         if let Some(&id) = self.unique.get(&n) {
             return id;
         }
-        if self.nodes.len() >= self.limit {
+        let width = match &n {
+            Node::Leaf(_) => 0,
+            Node::Test { edges, .. } => edges.len(),
+        };
+        if self.nodes.len() >= self.limit || self.edges + width > 8 * self.limit {
             self.exceeded = true;
             return FALSE;
         }
+        self.edges += width;
         let id = Id::try_from(self.nodes.len()).expect("fewer than 2^32 nodes");
         self.nodes.push(n.clone());
         self.unique.insert(n, id);
@@ -188,7 +220,7 @@ impl Manager {
         }
     }
 
-    /// The field `d` tests (the number of fields for a terminal).
+    /// The level `d` tests (the number of fields for a terminal).
     fn field(&self, d: Id) -> usize {
         match &self.nodes[d as usize] {
             Node::Leaf(_) => self.max.len(),
@@ -196,7 +228,7 @@ impl Manager {
         }
     }
 
-    /// A test of `field` with these edges (ascending starts, the first 0), reduced.
+    /// A test at level `field` with these edges (ascending starts, the first 0), reduced.
     fn test(&mut self, field: usize, edges: Vec<(u32, Id)>) -> Id {
         let mut merged: Vec<(u32, Id)> = Vec::with_capacity(edges.len());
         for (s, c) in edges {
@@ -212,12 +244,13 @@ impl Manager {
 
     /// The packets whose field `f` is in `lo..=hi` (a value at or above the field's maximum
     /// counts as the maximum), leading to `then` there and to `otherwise` elsewhere; `then`
-    /// and `otherwise` must test only fields after `f`.
+    /// and `otherwise` must test only fields after `f` in the manager's order.
     pub fn range(&mut self, f: usize, lo: u32, hi: u32, then: Id, otherwise: Id) -> Id {
-        if lo > hi || lo > self.max[f] {
+        let l = self.level[f];
+        if lo > hi || lo > self.max[l] {
             return otherwise;
         }
-        let hi = if hi >= self.max[f] { u32::MAX } else { hi };
+        let hi = if hi >= self.max[l] { u32::MAX } else { hi };
         let mut edges = Vec::with_capacity(3);
         if lo > 0 {
             edges.push((0, otherwise));
@@ -226,15 +259,18 @@ impl Manager {
         if hi < u32::MAX {
             edges.push((hi + 1, otherwise));
         }
-        self.test(f, edges)
+        self.test(l, edges)
     }
 
     /// The box of packets with every field `f` in `ranges[f]` (fields past the slice's end are
     /// free), leading to terminal `then`; everything else leads to [`FALSE`].
     pub fn cube(&mut self, ranges: &[(u32, u32)], then: Id) -> Id {
         let mut d = then;
-        for (f, &(lo, hi)) in ranges.iter().enumerate().rev() {
-            d = self.range(f, lo, hi, d, FALSE);
+        for l in (0..self.max.len()).rev() {
+            let f = self.field_at[l];
+            if let Some(&(lo, hi)) = ranges.get(f) {
+                d = self.range(f, lo, hi, d, FALSE);
+            }
         }
         d
     }
@@ -441,7 +477,7 @@ impl Manager {
             match &self.nodes[d as usize] {
                 Node::Leaf(v) => return *v,
                 Node::Test { field, edges } => {
-                    let v = p[usize::from(*field)];
+                    let v = p[self.field_at[usize::from(*field)]];
                     let k = edges.partition_point(|&(s, _)| s <= v) - 1;
                     d = edges[k].1;
                 }
@@ -487,7 +523,8 @@ impl Manager {
             match &self.nodes[n as usize] {
                 Node::Leaf(_) => return Some(p),
                 Node::Test { field, edges } => {
-                    let f = usize::from(*field);
+                    let level = usize::from(*field);
+                    let f = self.field_at[level];
                     // The edge holding the free value if it leads somewhere wanted, else the
                     // first that does, at its lowest value.
                     let k = edges.partition_point(|&(s, _)| s <= p[f]) - 1;
@@ -495,7 +532,7 @@ impl Manager {
                         n = edges[k].1;
                         continue;
                     }
-                    let max = self.max[f];
+                    let max = self.max[level];
                     let at = edges
                         .iter()
                         .take_while(|e| e.0 <= max)

@@ -162,9 +162,49 @@ pub fn maxima(layout: Layout) -> Vec<u32> {
     }
 }
 
-/// A manager for a layout.
+/// The order a layout's fields are tested in (`order[f]` = position of field `f`): protocol
+/// first, then the addresses, then the ports and the rest. Measured on the ClassBench sets
+/// (BENCHMARKS.md): the first-match diagram of fw1_1k takes 11 ms to prove against 153 ms in
+/// field order, ipc1_10k 0.53 s against 1.8 s.
+pub fn order(layout: Layout) -> Vec<usize> {
+    let first: Vec<usize> = match layout {
+        // proto, sport, dport, src, dst
+        // proto, src, dst, sport, dport
+        Layout::ClassBench => vec![4, 0, 1, 2, 3],
+        Layout::Firewall => {
+            let mut v = vec![PROTO, FAMILY];
+            v.extend(SRC..SRC + 4);
+            v.extend(DST..DST + 4);
+            v.extend([SPORT, DPORT, IIF, OIF, CT, FLAGS, APP]);
+            v
+        }
+    };
+    let mut order = vec![0; first.len()];
+    for (level, &f) in first.iter().enumerate() {
+        order[f] = level;
+    }
+    order
+}
+
+/// A manager for a layout, in its [`order`].
 pub fn manager(layout: Layout) -> Manager {
-    Manager::new(maxima(layout))
+    Manager::with_order(maxima(layout), order(layout))
+}
+
+/// A manager for the first `n` fields of a layout (the classifier's own fields, without the
+/// verifier's extra ones), in the layout's order.
+pub fn manager_for(layout: Layout, n: usize) -> Manager {
+    let mut max = maxima(layout);
+    max.truncate(n);
+    let full = order(layout);
+    // Keep the relative order of the first n fields.
+    let mut fields: Vec<usize> = (0..n).collect();
+    fields.sort_by_key(|&f| full[f]);
+    let mut ord = vec![0; n];
+    for (level, &f) in fields.iter().enumerate() {
+        ord[f] = level;
+    }
+    Manager::with_order(max, ord)
 }
 
 /// A firewall-layout manager whose interface and application fields hold just the values
@@ -175,7 +215,7 @@ pub fn firewall_manager(ifaces: usize, apps: usize) -> Manager {
     m[IIF] = 2 * ifaces as u32;
     m[OIF] = 2 * ifaces as u32;
     m[APP] = apps as u32 + 1;
-    Manager::new(m)
+    Manager::with_order(m, order(Layout::Firewall))
 }
 
 /// Builds the model of a ClassBench list in `m`.

@@ -40,7 +40,7 @@ pub enum ProofError {
     #[error("the compiled classifier differs from its rules on packet {:?}: it returns {:?}, the rules' first match is {:?}", .0.packet, .0.classifier, .0.linear)]
     Mismatch(Mismatch),
     /// The diagrams grew past the manager's node limit; nothing was shown either way.
-    #[error("gave up: the decision diagrams passed {0} nodes")]
+    #[error("gave up: the decision diagrams passed the size limit ({0} nodes)")]
     TooLarge(usize),
 }
 

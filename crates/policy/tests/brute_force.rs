@@ -28,6 +28,18 @@ fn boxes() -> impl Strategy<Value = Vec<[(u32, u32); 3]>> {
     )
 }
 
+/// Every order the three fields can be tested in.
+fn orders() -> impl Strategy<Value = Vec<usize>> {
+    prop::sample::select(vec![
+        vec![0, 1, 2],
+        vec![0, 2, 1],
+        vec![1, 0, 2],
+        vec![1, 2, 0],
+        vec![2, 0, 1],
+        vec![2, 1, 0],
+    ])
+}
+
 fn inside(b: &[(u32, u32); 3], p: &[u32; 3]) -> bool {
     (0..3).all(|f| {
         let hi = if b[f].1 >= MAX[f] { u32::MAX } else { b[f].1 };
@@ -48,8 +60,8 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(300))]
 
     #[test]
-    fn set_operations(a in boxes(), b in boxes()) {
-        let mut m = Manager::new(MAX.to_vec());
+    fn set_operations(a in boxes(), b in boxes(), order in orders()) {
+        let mut m = Manager::with_order(MAX.to_vec(), order);
         let (x, y) = (set(&mut m, &a), set(&mut m, &b));
         let ops = [m.and(x, y), m.or(x, y), m.diff(x, y), m.not(x), m.neq(x, y)];
         let mut counts = [0f64; 5];
@@ -80,9 +92,9 @@ proptest! {
     }
 
     #[test]
-    fn first_match_lists(rules in boxes(), extra in boxes()) {
+    fn first_match_lists(rules in boxes(), extra in boxes(), order in orders()) {
         // Rules in order, terminal = index + 1, default = 99; then an if-then-else over it.
-        let mut m = Manager::new(MAX.to_vec());
+        let mut m = Manager::with_order(MAX.to_vec(), order);
         let mut d = m.leaf(99);
         for (i, b) in rules.iter().enumerate().rev() {
             let t = m.leaf(i as u32 + 1);

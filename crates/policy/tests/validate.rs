@@ -7,8 +7,7 @@ use std::process::Command;
 use proptest::prelude::*;
 use rampart_classify::classbench::parse_rules;
 use rampart_classify::{Compiled, Header, Rule};
-use rampart_policy::dd::Manager;
-use rampart_policy::rules::{Layout, maxima};
+use rampart_policy::rules::{Layout, manager};
 use rampart_policy::validate::{ProofError, prove};
 
 fn data() -> Option<PathBuf> {
@@ -37,7 +36,7 @@ fn check(set: &str) {
     let Some(dir) = data() else { return };
     let rules = parse_rules(set, &read(&dir, set)).unwrap();
     let c = Compiled::new(&rules);
-    let mut m = Manager::new(maxima(Layout::ClassBench));
+    let mut m = manager(Layout::ClassBench);
     assert_eq!(prove(&mut m, &rules, &c), Ok(()), "{set}");
     // The same structure against a list with one rule changed: caught, and the packet shows
     // the classifier and the changed list's scan disagreeing.
@@ -49,7 +48,7 @@ fn check(set: &str) {
         wrong[k].lo[2] = 1;
         wrong[k].hi[2] = 1;
     }
-    let mut m = Manager::new(maxima(Layout::ClassBench));
+    let mut m = manager(Layout::ClassBench);
     let Err(ProofError::Mismatch(e)) = prove(&mut m, &wrong, &c) else {
         panic!("{set}: a different list must be caught")
     };
@@ -98,7 +97,7 @@ proptest! {
     #[test]
     fn random_lists_proved(rules in prop::collection::vec(rule(), 1..120)) {
         let c = Compiled::new(&rules);
-        let mut m = Manager::new(maxima(Layout::ClassBench));
+        let mut m = manager(Layout::ClassBench);
         prop_assert_eq!(prove(&mut m, &rules, &c), Ok(()));
         // The structure against the list with rule 0's destination ports changed: any
         // packet told apart is one where the compiled classifier and the changed list's scan
@@ -106,7 +105,7 @@ proptest! {
         let mut wrong = rules.clone();
         wrong[0].lo[3] = if rules[0].lo[3] == 7 { 9 } else { 7 };
         wrong[0].hi[3] = wrong[0].lo[3];
-        let mut m = Manager::new(maxima(Layout::ClassBench));
+        let mut m = manager(Layout::ClassBench);
         if let Err(ProofError::Mismatch(e)) = prove(&mut m, &wrong, &c) {
             prop_assert_ne!(e.classifier, e.linear, "{:?}", e);
             prop_assert_eq!(e.classifier, e.lifted, "{:?}", e);
