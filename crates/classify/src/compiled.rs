@@ -147,6 +147,8 @@ struct Part {
     nodes: Vec<Node>,
     leaves: Vec<Leaf>,
     entries: Vec<u32>,
+    /// The rules of the partition, ascending (for checking the structure).
+    members: Vec<u32>,
 }
 
 /// Where a partition's walk starts, for tools that check the structure (the policy
@@ -255,6 +257,7 @@ impl<const N: usize> Compiled<N> {
                     (lo, g.iter().map(|&i| rules[i as usize].hi[d]).max().unwrap_or(u32::MAX))
                 });
                 let min = g[0];
+                let members = g.clone();
                 // The field all the group's ranges are small in, if any.
                 let small = |d: usize| {
                     g.iter().all(|&i| {
@@ -279,6 +282,7 @@ impl<const N: usize> Compiled<N> {
                     nodes: b.nodes,
                     leaves: b.leaves,
                     entries: b.entries,
+                    members,
                 }
             })
             .collect();
@@ -432,6 +436,12 @@ impl<const N: usize> Compiled<N> {
         self.parts.len()
     }
 
+    /// The rules partition `p` was built from, ascending; the partitions' rules are disjoint
+    /// and together all the rules.
+    pub fn members(&self, p: usize) -> &[u32] {
+        &self.parts[p].members
+    }
+
     /// Where partition `p`'s walk starts.
     pub fn start(&self, p: usize) -> Start<'_> {
         let part = &self.parts[p];
@@ -472,7 +482,7 @@ impl<const N: usize> Compiled<N> {
         let nodes: usize = self.parts.iter().map(|p| p.nodes.len()).sum();
         let leaves: usize = self.parts.iter().map(|p| p.leaves.len()).sum();
         let leaf_entries: usize = self.parts.iter().map(|p| p.entries.len()).sum();
-        let tables: usize = self.parts.iter().map(|p| p.table.len()).sum();
+        let tables: usize = self.parts.iter().map(|p| p.table.len() + p.members.len()).sum();
         CompiledStats {
             rules: self.rules.len(),
             partitions: self.parts.len(),

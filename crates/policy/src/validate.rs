@@ -39,6 +39,9 @@ pub enum ProofError {
     /// The classifier and the rules disagree on a packet.
     #[error("the compiled classifier differs from its rules on packet {:?}: it returns {:?}, the rules' first match is {:?}", .0.packet, .0.classifier, .0.linear)]
     Mismatch(Mismatch),
+    /// The partitions' rules are not the rules, each once.
+    #[error("the compiled classifier's partitions do not hold every rule exactly once (rule {0})")]
+    Partition(usize),
     /// The diagrams grew past the manager's node limit; nothing was shown either way.
     #[error("gave up: the decision diagrams passed the size limit ({0} nodes)")]
     TooLarge(usize),
@@ -74,23 +77,54 @@ pub fn lift<const N: usize>(m: &mut Manager, c: &Compiled<N>) -> Id {
     let rules: Vec<Rule<N>> = (0..c.len()).filter_map(|i| c.rule(i)).collect();
     let mut out = FALSE;
     for p in 0..c.partitions() {
-        let mut memo = FxHashMap::default();
-        let d = match c.start(p) {
-            Start::Root(r) => lift_step(m, c, &rules, p, r, &mut memo),
-            Start::Table { field, shift, slots } => {
-                let mut d = FALSE;
-                let width = if shift >= 32 { u32::MAX } else { (1u32 << shift) - 1 };
-                for (s, &r) in slots.iter().enumerate() {
-                    let lo = (s as u32) << shift;
-                    let sub = lift_step(m, c, &rules, p, r, &mut memo);
-                    d = restrict(m, field, lo, lo | width, sub, d);
-                }
-                d
-            }
-        };
+        let d = lift_partition(m, c, &rules, p);
         out = m.min(out, d);
     }
     out
+}
+
+/// Partition `p` of the structure as a diagram (`rules`: the compiled rules).
+fn lift_partition<const N: usize>(
+    m: &mut Manager,
+    c: &Compiled<N>,
+    rules: &[Rule<N>],
+    p: usize,
+) -> Id {
+    let mut memo = FxHashMap::default();
+    {
+        let d = match c.start(p) {
+            Start::Root(r) => lift_step(m, c, &rules, p, r, &mut memo),
+            Start::Table { field, shift, slots } => {
+                // Slot by slot, joined as a balanced merge: joining them one at a time would
+                // rebuild an ever wider node per slot.
+                let width = if shift >= 32 { u32::MAX } else { (1u32 << shift) - 1 };
+                let mut parts = Vec::new();
+                for (s, &r) in slots.iter().enumerate() {
+                    let lo = (s as u32) << shift;
+                    let sub = lift_step(m, c, rules, p, r, &mut memo);
+                    let piece = restrict(m, field, lo, lo | width, sub, FALSE);
+                    if piece != FALSE {
+                        parts.push(piece);
+                    }
+                }
+                join(m, &parts)
+            }
+        };
+        d
+    }
+}
+
+/// The union of diagrams over disjoint packet sets, as a balanced merge.
+fn join(m: &mut Manager, parts: &[Id]) -> Id {
+    match parts.len() {
+        0 => FALSE,
+        1 => parts[0],
+        k => {
+            let a = join(m, &parts[..k / 2]);
+            let b = join(m, &parts[k / 2..]);
+            m.first(a, b)
+        }
+    }
 }
 
 /// `d` joined with `sub` on field values `lo..=hi` (clamped to the field's domain; `d` holds
@@ -155,6 +189,40 @@ pub fn prove<const N: usize>(
     c: &Compiled<N>,
 ) -> Result<(), ProofError> {
     assert_eq!(m.fields(), N, "a manager over the rules' fields");
+    // A lookup is the best answer over the partitions, and the partitions' rules are the
+    // rules, each once: so the structure is right when each partition gives the first match
+    // among its own rules. Proving that partition by partition keeps the diagrams small.
+    let mut seen = vec![false; rules.len().max(c.len())];
+    for p in 0..c.partitions() {
+        for &i in c.members(p) {
+            let i = i as usize;
+            if i >= rules.len() || std::mem::replace(&mut seen[i], true) {
+                return Err(ProofError::Partition(i));
+            }
+        }
+    }
+    if let Some(i) = seen.iter().position(|s| !s) {
+        return Err(ProofError::Partition(i));
+    }
+    let compiled: Vec<Rule<N>> = (0..c.len()).filter_map(|i| c.rule(i)).collect();
+    let mut wrong = false;
+    for p in 0..c.partitions() {
+        let members: Vec<usize> = c.members(p).iter().map(|&i| i as usize).collect();
+        let policy = first_of(m, rules, &members);
+        let lifted = lift_partition(m, c, &compiled, p);
+        if m.exceeded() {
+            return Err(ProofError::TooLarge(m.len()));
+        }
+        if policy != lifted {
+            wrong = true;
+            break;
+        }
+    }
+    if !wrong {
+        return Ok(());
+    }
+    // A partition differs from the first match among its rules: compare whole lookups,
+    // which is exact (the other partitions may mask the difference everywhere).
     let policy = first_match_dd(m, rules);
     let lifted = lift(m, c);
     if m.exceeded() {
@@ -175,4 +243,18 @@ pub fn prove<const N: usize>(
         linear: first_match(rules, &h),
         packet,
     }))
+}
+
+/// The first-match diagram of some of the rules (ascending indices), labelled with their
+/// indices in the whole list.
+fn first_of<const N: usize>(m: &mut Manager, rules: &[Rule<N>], which: &[usize]) -> Id {
+    match which.len() {
+        0 => FALSE,
+        1 => cube(m, &rules[which[0]], which[0]),
+        k => {
+            let x = first_of(m, rules, &which[..k / 2]);
+            let y = first_of(m, rules, &which[k / 2..]);
+            m.first(x, y)
+        }
+    }
 }
