@@ -91,26 +91,23 @@ fn lift_partition<const N: usize>(
     p: usize,
 ) -> Id {
     let mut memo = FxHashMap::default();
-    {
-        let d = match c.start(p) {
-            Start::Root(r) => lift_step(m, c, &rules, p, r, &mut memo),
-            Start::Table { field, shift, slots } => {
-                // Slot by slot, joined as a balanced merge: joining them one at a time would
-                // rebuild an ever wider node per slot.
-                let width = if shift >= 32 { u32::MAX } else { (1u32 << shift) - 1 };
-                let mut parts = Vec::new();
-                for (s, &r) in slots.iter().enumerate() {
-                    let lo = (s as u32) << shift;
-                    let sub = lift_step(m, c, rules, p, r, &mut memo);
-                    let piece = restrict(m, field, lo, lo | width, sub, FALSE);
-                    if piece != FALSE {
-                        parts.push(piece);
-                    }
+    match c.start(p) {
+        Start::Root(r) => lift_step(m, c, rules, p, r, &mut memo),
+        Start::Table { field, shift, slots } => {
+            // Slot by slot, joined as a balanced merge: joining them one at a time would
+            // rebuild an ever wider node per slot.
+            let width = if shift >= 32 { u32::MAX } else { (1u32 << shift) - 1 };
+            let mut parts = Vec::new();
+            for (s, &r) in slots.iter().enumerate() {
+                let lo = (s as u32) << shift;
+                let sub = lift_step(m, c, rules, p, r, &mut memo);
+                let piece = restrict(m, field, lo, lo | width, sub, FALSE);
+                if piece != FALSE {
+                    parts.push(piece);
                 }
-                join(m, &parts)
             }
-        };
-        d
+            join(m, &parts)
+        }
     }
 }
 
