@@ -2,11 +2,12 @@
 //! packets, shadowed rules checked point by point and by an independent diagram computation,
 //! and every witness replayed.
 
+mod common;
+
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::path::PathBuf;
-use std::process::Command;
 
+use common::{data, read};
 use proptest::prelude::*;
 use rampart_classify::classbench::parse_rules;
 use rampart_classify::firewall::{Firewall, Packet as FwPacket};
@@ -16,29 +17,6 @@ use rampart_classify::{Header, Rule};
 use rampart_policy::dd::FALSE;
 use rampart_policy::questions::{self, Comparison, Packet};
 use rampart_policy::rules::{self, Action, Layout};
-
-fn data() -> Option<PathBuf> {
-    let dir = std::env::var_os("RAMPART_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data").into())
-        .join("classbench");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("skipped: no ClassBench data at {}", dir.display());
-        None
-    }
-}
-
-fn read(dir: &std::path::Path, name: &str) -> String {
-    let plain = dir.join(name);
-    if plain.exists() {
-        return std::fs::read_to_string(plain).unwrap();
-    }
-    let out = Command::new("gzip").arg("-dc").arg(dir.join(format!("{name}.gz"))).output().unwrap();
-    assert!(out.status.success());
-    String::from_utf8(out.stdout).unwrap()
-}
 
 fn overlaps(a: &Rule, b: &Rule) -> bool {
     (0..5).all(|d| a.lo[d] <= b.hi[d] && b.lo[d] <= a.hi[d])

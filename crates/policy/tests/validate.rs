@@ -1,36 +1,14 @@
 //! The compiled classifier proved equal to its rule list, and a wrong list caught with a
 //! packet that the classifier and the list's linear scan really disagree on.
 
-use std::path::PathBuf;
-use std::process::Command;
+mod common;
 
+use common::{data, read};
 use proptest::prelude::*;
 use rampart_classify::classbench::parse_rules;
 use rampart_classify::{Compiled, Header, Rule};
 use rampart_policy::rules::{Layout, manager};
 use rampart_policy::validate::{ProofError, prove};
-
-fn data() -> Option<PathBuf> {
-    let dir = std::env::var_os("RAMPART_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data").into())
-        .join("classbench");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("skipped: no ClassBench data at {}", dir.display());
-        None
-    }
-}
-
-fn read(dir: &std::path::Path, name: &str) -> String {
-    let plain = dir.join(name);
-    if plain.exists() {
-        return std::fs::read_to_string(plain).unwrap();
-    }
-    let out = Command::new("gzip").arg("-dc").arg(dir.join(format!("{name}.gz"))).output().unwrap();
-    String::from_utf8(out.stdout).unwrap()
-}
 
 fn check(set: &str) {
     let Some(dir) = data() else { return };

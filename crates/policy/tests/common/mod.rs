@@ -1,0 +1,30 @@
+//! Where the tests find the shared ClassBench sets.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// `RAMPART_DATA/classbench` or `../shared/data/classbench`; `None` (after saying so) when
+/// absent.
+pub(crate) fn data() -> Option<PathBuf> {
+    let dir = std::env::var_os("RAMPART_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data").into())
+        .join("classbench");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        eprintln!("skipped: no ClassBench data at {}", dir.display());
+        None
+    }
+}
+
+/// A file's text, unpacking `NAME.gz` when only that exists.
+pub(crate) fn read(dir: &Path, name: &str) -> String {
+    let plain = dir.join(name);
+    if plain.exists() {
+        return std::fs::read_to_string(plain).unwrap();
+    }
+    let out = Command::new("gzip").arg("-dc").arg(dir.join(format!("{name}.gz"))).output().unwrap();
+    assert!(out.status.success(), "gzip -dc {name}.gz");
+    String::from_utf8(out.stdout).unwrap()
+}
