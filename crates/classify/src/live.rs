@@ -204,9 +204,17 @@ impl Classifier {
         self.poll();
         if pending >= self.compile_after && !self.compiling {
             // A copy of the persistent list costs a pointer; the worker turns it into rules.
-            let list = self.list.clone();
-            self.worker.get_or_insert_with(Worker::start).send(Job::Compile(list));
-            self.compiling = true;
+            if self.worker.is_none() {
+                self.worker = Worker::start();
+            }
+            match &self.worker {
+                Some(w) => {
+                    w.send(Job::Compile(self.list.clone()));
+                    self.compiling = true;
+                }
+                // No thread to be had: compile here, lookups go on meanwhile.
+                None => self.compile(),
+            }
         }
     }
 
@@ -302,7 +310,8 @@ struct Worker {
 }
 
 impl Worker {
-    fn start() -> Self {
+    /// The thread, or `None` when the system will not start one.
+    fn start() -> Option<Self> {
         let (jobs, rx) = mpsc::channel::<Job>();
         let (tx, done) = mpsc::channel();
         let thread = std::thread::Builder::new()
@@ -321,8 +330,8 @@ impl Worker {
                     }
                 }
             })
-            .expect("spawning the compiling thread");
-        Self { jobs: Some(jobs), done, thread: Some(thread) }
+            .ok()?;
+        Some(Self { jobs: Some(jobs), done, thread: Some(thread) })
     }
 
     fn send(&self, job: Job) {
