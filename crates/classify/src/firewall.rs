@@ -377,11 +377,6 @@ impl Firewall {
         self.names.rank(name)
     }
 
-    /// The header of a packet over the [`FW`] fields (`None` when its addresses mix families).
-    pub fn fields(&self, p: &Packet<'_>) -> Option<Header<FW>> {
-        self.header(p)
-    }
-
     /// Sizes of the compiled structure (boxes count as rules).
     pub fn stats(&self) -> crate::CompiledStats {
         self.compiled.stats()

@@ -599,11 +599,6 @@ impl Manager {
         memo.insert(d, r);
         r
     }
-
-    /// Drops the operation cache (the nodes stay).
-    pub fn clear_cache(&mut self) {
-        self.cache.clear();
-    }
 }
 
 #[cfg(test)]

@@ -452,13 +452,3 @@ pub fn decide(m: &Manager, model: &Model, p: &[u32]) -> usize {
         (None, None) => model.entries.len() - 1,
     }
 }
-
-/// The fields a firewall packet sets, from its header and the extra fields.
-pub fn firewall_fields(h: &rampart_classify::Header<FW>, ct: u32, flags: u8, app: u32) -> Vec<u32> {
-    let mut v = h.0.to_vec();
-    v.extend([ct, u32::from(flags), app]);
-    v
-}
-
-/// Interface rank field indices, for printing.
-pub const IFACE_FIELDS: [usize; 2] = [IIF, OIF];
