@@ -4,6 +4,7 @@
 mod classify;
 mod flows;
 mod input;
+mod nkpl;
 mod rss;
 mod rtt;
 mod verify;

@@ -75,6 +75,20 @@ pub(crate) enum VerifyCmd {
         #[command(flatten)]
         source: Source,
     },
+    /// Runs NKPL files (KATch's NetKAT language): one line per `check`, starting `ok` or
+    /// `fail`, with its time; exit status 1 if a check fails, 2 if a file has an error.
+    Nkpl {
+        /// NKPL files, or directories whose `.nkpl` files run in name order.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Write each `graphviz "name" e` statement's diagram to DIR/name.dot (without it,
+        /// those statements are skipped).
+        #[arg(long, value_name = "DIR")]
+        dot: Option<PathBuf>,
+        /// Diagram nodes one file may build before its checks give up.
+        #[arg(long, default_value_t = rampart_policy::spp::DEFAULT_LIMIT)]
+        limit: usize,
+    },
 }
 
 /// A rule set ready for questions: its model and what runs it.
@@ -252,6 +266,7 @@ pub(crate) fn run(cmd: VerifyCmd) -> ExitCode {
 
 fn run_cmd(cmd: VerifyCmd) -> Result<ExitCode, Fail> {
     match cmd {
+        VerifyCmd::Nkpl { files, dot, limit } => crate::nkpl::run(&files, dot.as_deref(), limit),
         VerifyCmd::Test { rules, packet, source } => {
             let p = Packet::parse(&packet).map_err(|e| Fail(e.to_string(), 2))?;
             let (m, loaded) = load(&[&rules], &source)?;

@@ -12,6 +12,9 @@
 //! This crate reads the classifier's rule model and never the reverse.
 
 pub mod dd;
+pub mod netkat;
+pub mod nkpl;
 pub mod questions;
 pub mod rules;
+pub mod spp;
 pub mod validate;

@@ -1,0 +1,189 @@
+//! `rampart verify nkpl`: runs KATch's NKPL files and reports each `check`.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use rampart_policy::nkpl::{Check, Event, Session, show_packet};
+
+use crate::input::Fail;
+
+/// The files to run: each file as given, each directory's `.nkpl` files in name order.
+fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Fail> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let rd = std::fs::read_dir(p)
+                .map_err(|e| Fail(format!("{}: cannot list: {e}", p.display()), 2))?;
+            let mut found: Vec<PathBuf> = rd
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.extension().is_some_and(|x| x == "nkpl") && f.is_file())
+                .collect();
+            found.sort();
+            out.extend(found);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn ms(d: Duration) -> String {
+    let ms = d.as_secs_f64() * 1e3;
+    if ms < 10.0 { format!("{ms:.2} ms") } else { format!("{ms:.0} ms") }
+}
+
+fn short(text: &str) -> String {
+    const MAX: usize = 100;
+    if text.chars().count() <= MAX {
+        text.to_string()
+    } else {
+        let mut s: String = text.chars().take(MAX).collect();
+        s.push('…');
+        s
+    }
+}
+
+fn report(out: &mut impl std::io::Write, c: &Check) -> std::io::Result<()> {
+    let verdict = if c.holds() { "ok  " } else { "fail" };
+    let place = format!("{}:{}", c.file.display(), c.line);
+    writeln!(out, "{verdict}  {:>9}  {place}  {}", ms(c.elapsed), short(&c.text))?;
+    if c.holds() {
+        return Ok(());
+    }
+    match (c.equal, &c.counterexample) {
+        (None, _) => writeln!(out, "      gave up: the diagrams grew past the node limit")?,
+        (Some(true), _) => writeln!(out, "      the two sides are equivalent")?,
+        (Some(false), None) => writeln!(out, "      the two sides differ")?,
+        (Some(false), Some(cx)) => {
+            writeln!(
+                out,
+                "      the two sides differ; from input {}",
+                show_packet(&c.fields, &cx.input)
+            )?;
+            for (i, p) in cx.trace.iter().enumerate() {
+                writeln!(out, "      dup {:<3} {}", i + 1, show_packet(&c.fields, p))?;
+            }
+            let side = if cx.left_has_it { "left" } else { "right" };
+            writeln!(
+                out,
+                "      only the {side} side then outputs {}",
+                show_packet(&c.fields, &cx.output)
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes a `graphviz` statement's diagram under `dir`, or says it was skipped.
+fn graphviz(
+    out: &mut impl std::io::Write,
+    dir: Option<&Path>,
+    file: &Path,
+    line: usize,
+    path: &str,
+    text: &str,
+    errors: &mut usize,
+) -> std::io::Result<()> {
+    let at = format!("{}:{line}", file.display());
+    let Some(dir) = dir else {
+        return writeln!(out, "skip  {at}: graphviz (give --dot DIR to write it)");
+    };
+    let Some(name) = Path::new(path).file_name() else {
+        return writeln!(out, "skip  {at}: graphviz needs a file name");
+    };
+    let target = dir.join(name).with_extension("dot");
+    match std::fs::write(&target, text) {
+        Ok(()) => writeln!(out, "wrote {} ({at})", target.display()),
+        Err(e) => {
+            *errors += 1;
+            writeln!(out, "error {at}: cannot write {}: {e}", target.display())
+        }
+    }
+}
+
+/// How deeply expressions may nest: KATch's Stanford translation nests 870 parentheses.
+const NESTING: usize = 20_000;
+/// The stack the checks run on (parsing and checking recurse over the nesting).
+const STACK: usize = 1 << 30;
+
+/// Runs the files on a thread with a stack deep enough for [`NESTING`].
+pub(crate) fn run(paths: &[PathBuf], dot: Option<&Path>, limit: usize) -> Result<ExitCode, Fail> {
+    let paths = paths.to_vec();
+    let dot = dot.map(Path::to_path_buf);
+    std::thread::Builder::new()
+        .name("nkpl".into())
+        .stack_size(STACK)
+        .spawn(move || run_on(&paths, dot.as_deref(), limit))
+        .map_err(|e| Fail(format!("cannot start the checking thread: {e}"), 2))?
+        .join()
+        .unwrap_or_else(|_| Err(Fail("the checking thread failed".into(), 2)))
+}
+
+/// Runs the files; exit status 0 when every check holds, 1 when one fails, 2 on errors.
+fn run_on(paths: &[PathBuf], dot: Option<&Path>, limit: usize) -> Result<ExitCode, Fail> {
+    let files = expand(paths)?;
+    let started = Instant::now();
+    let (mut ok, mut failed, mut errors) = (0usize, 0usize, 0usize);
+    let stdout = std::io::stdout();
+    for file in &files {
+        let mut session = Session::new();
+        session.set_limit(limit);
+        session.set_nesting(NESTING);
+        let mut io_error = None;
+        let result = {
+            let mut on = |e: Event| {
+                if io_error.is_some() {
+                    return;
+                }
+                let mut out = stdout.lock();
+                let r = match e {
+                    Event::Check(c) => {
+                        if c.holds() {
+                            ok += 1;
+                        } else {
+                            failed += 1;
+                        }
+                        report(&mut out, &c)
+                    }
+                    Event::Print { file, line, lines } => {
+                        let mut r = writeln!(out, "print {}:{line}", file.display());
+                        for l in lines {
+                            r = r.and_then(|_| writeln!(out, "      {l}"));
+                        }
+                        r
+                    }
+                    Event::Graphviz { file, line, path, dot: text } => {
+                        graphviz(&mut out, dot, &file, line, &path, &text, &mut errors)
+                    }
+                };
+                if let Err(e) = r.and_then(|_| out.flush()) {
+                    io_error = Some(e);
+                }
+            };
+            session.run_file(file, &mut on)
+        };
+        if let Some(e) = io_error {
+            return Err(Fail(format!("cannot write the report: {e}"), 2));
+        }
+        if let Err(e) = result {
+            errors += 1;
+            eprintln!("rampart: {e}");
+        }
+    }
+    eprintln!(
+        "rampart: {} checks in {} files: {ok} hold, {failed} fail{} ({:.2} s)",
+        ok + failed,
+        files.len(),
+        if errors > 0 { format!(", {errors} errors") } else { String::new() },
+        started.elapsed().as_secs_f64()
+    );
+    Ok(if errors > 0 {
+        ExitCode::from(2)
+    } else if failed > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
