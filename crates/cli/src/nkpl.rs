@@ -172,10 +172,11 @@ fn run_on(paths: &[PathBuf], dot: Option<&Path>, limit: usize) -> Result<ExitCod
             eprintln!("rampart: {e}");
         }
     }
+    let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
     eprintln!(
-        "rampart: {} checks in {} files: {ok} hold, {failed} fail{} ({:.2} s)",
-        ok + failed,
-        files.len(),
+        "rampart: {} in {}: {ok} hold, {failed} fail{} ({:.2} s)",
+        plural(ok + failed, "check"),
+        plural(files.len(), "file"),
         if errors > 0 { format!(", {errors} errors") } else { String::new() },
         started.elapsed().as_secs_f64()
     );

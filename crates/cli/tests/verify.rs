@@ -152,3 +152,45 @@ fn filter_verify_proves_the_compiled_rules() {
         "{err}"
     );
 }
+
+#[test]
+fn nkpl_checks_one_line_each_with_a_counterexample_trace() {
+    let (code, out, err) = stdout(&["verify", "nkpl", &fixture("verify", "ring.nkpl")]);
+    assert_eq!(code, Some(1), "one check is wrong on purpose: {out}{err}");
+    let verdicts: Vec<&str> = out
+        .lines()
+        .filter(|l| !l.starts_with(' '))
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["ok", "ok", "fail", "ok", "ok", "ok", "ok"]);
+    for l in out.lines().filter(|l| !l.starts_with(' ')) {
+        assert!(l.contains(" ms  "), "each check has its time: {l}");
+    }
+    assert!(out.contains("ring.nkpl:8  check @sw=0 ⋅ net⋆ ⋅ @sw=3 ≡ ∅"), "{out}");
+    assert!(out.contains("[i=2]"), "loop checks say their variable: {out}");
+    let trace: Vec<&str> = out.lines().filter(|l| l.trim_start().starts_with("dup ")).collect();
+    assert_eq!(trace.len(), 3, "0 → 1 → 2 → 3 is three hops: {out}");
+    assert!(trace[2].ends_with("@pt=2 @sw=3"), "{out}");
+    assert!(out.contains("from input @pt=0 @sw=0"), "{out}");
+    assert!(err.contains("7 checks in 1 file: 6 hold, 1 fail"), "{err}");
+}
+
+#[test]
+fn nkpl_errors_name_the_place_and_exit_2() {
+    let (code, out, err) = stdout(&["verify", "nkpl", &fixture("verify", "broken.nkpl")]);
+    assert_eq!(code, Some(2));
+    assert!(out.starts_with("ok "), "the check before the error still reports: {out}");
+    assert!(err.contains("broken.nkpl:2:18: expected )"), "{err}");
+    let (code, _, err) = stdout(&["verify", "nkpl", "/nonexistent.nkpl"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("/nonexistent.nkpl: cannot read"), "{err}");
+}
+
+#[test]
+fn nkpl_on_the_katch_inputs() {
+    let Some(dir) = common::shared_data("nkpl_on_the_katch_inputs") else { return };
+    let dir = dir.join("netkat/katch");
+    let (code, out, err) = stdout(&["verify", "nkpl", &dir.join("fig10").display().to_string()]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert_eq!(out.lines().filter(|l| l.starts_with("ok ")).count(), 33, "{out}");
+}

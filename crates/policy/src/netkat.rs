@@ -28,6 +28,9 @@ use crate::spp::{DROP, Prog, Programs, SKIP};
 /// An expression: a handle into its [`Netkat`] manager.
 pub type Exp = u32;
 
+/// Expressions a manager holds at most unless told otherwise.
+pub const DEFAULT_LIMIT: usize = 8_000_000;
+
 /// The expression that drops everything.
 pub const ZERO: Exp = 0;
 /// The expression that passes every packet unchanged.
@@ -59,6 +62,8 @@ pub struct Netkat {
     eps: HashMap<Exp, Prog>,
     delta: HashMap<Exp, Delta>,
     erased: HashMap<Exp, Prog>,
+    limit: usize,
+    exceeded: bool,
 }
 
 impl Default for Netkat {
@@ -97,6 +102,8 @@ impl Netkat {
             eps: HashMap::default(),
             delta: HashMap::default(),
             erased: HashMap::default(),
+            limit: DEFAULT_LIMIT,
+            exceeded: false,
         };
         let z = n.intern(Term::Prog(DROP));
         let o = n.intern(Term::Prog(SKIP));
@@ -109,10 +116,26 @@ impl Netkat {
         if let Some(&e) = self.unique.get(&t) {
             return e;
         }
+        if self.terms.len() >= self.limit {
+            self.exceeded = true;
+            return ZERO;
+        }
         let e = Exp::try_from(self.terms.len()).expect("fewer than 2^32 expressions");
         self.terms.push(t.clone());
         self.unique.insert(t, e);
         e
+    }
+
+    /// Sets how many expressions (and, separately, program nodes) may be built. Past it,
+    /// results are meaningless and [`Netkat::exceeded`] says so.
+    pub fn set_limit(&mut self, n: usize) {
+        self.limit = n.max(3);
+        self.programs.set_limit(n);
+    }
+
+    /// Whether an operation ran past a limit.
+    pub fn exceeded(&self) -> bool {
+        self.exceeded || self.programs.exceeded()
     }
 
     /// Expressions held.
@@ -550,7 +573,7 @@ impl Netkat {
             let (ex, ey) = (self.eps(x), self.eps(y));
             let l = self.programs.seq(set, ex);
             let r = self.programs.seq(set, ey);
-            if self.programs.exceeded() {
+            if self.exceeded() {
                 return Err(None);
             }
             if l != r {
@@ -584,7 +607,7 @@ impl Netkat {
                 let arrive = self.programs.push(set, k);
                 let old = seen.get(&pair).copied().unwrap_or(DROP);
                 let new = self.programs.diff(arrive, old);
-                if self.programs.exceeded() {
+                if self.exceeded() {
                     return Err(None);
                 }
                 if new != DROP {

@@ -172,6 +172,9 @@ pub struct Session {
     env: HashMap<String, Binding>,
     importing: Vec<PathBuf>,
     nesting: usize,
+    /// The loop variables of the `for` statements being run, outermost first.
+    looping: Vec<(String, i32)>,
+    imports: bool,
 }
 
 impl Default for Session {
@@ -190,6 +193,8 @@ impl Session {
             env: HashMap::default(),
             importing: Vec::new(),
             nesting: NESTING,
+            looping: Vec::new(),
+            imports: true,
         }
     }
 
@@ -202,7 +207,12 @@ impl Session {
 
     /// Sets the diagram node limit (see [`crate::spp::Programs::set_limit`]).
     pub fn set_limit(&mut self, nodes: usize) {
-        self.netkat.programs.set_limit(nodes);
+        self.netkat.set_limit(nodes);
+    }
+
+    /// Whether `import` statements may read files (on by default).
+    pub fn set_imports(&mut self, allowed: bool) {
+        self.imports = allowed;
     }
 
     /// The fields seen so far, by index.
@@ -310,7 +320,10 @@ impl Session {
                     Err(Some(c)) => (Some(false), Some(c)),
                     Err(None) => (None, None),
                 };
-                let text: String = p.s[start..].iter().collect::<String>().trim().to_string();
+                let mut text: String = p.s[start..].iter().collect::<String>().trim().to_string();
+                for (var, v) in &self.looping {
+                    text.push_str(&format!("  [{var}={v}]"));
+                }
                 on(Event::Check(Check {
                     file: file.to_path_buf(),
                     line,
@@ -321,7 +334,7 @@ impl Session {
                     elapsed: t0.elapsed(),
                     fields: self.fields.clone(),
                 }));
-                if self.netkat.programs.exceeded() {
+                if equal.is_none() {
                     return Err((0, "gave up: the diagrams grew past the node limit".into()));
                 }
                 Ok(())
@@ -330,6 +343,9 @@ impl Session {
                 p.word();
                 let name = p.string()?;
                 p.end()?;
+                if !self.imports {
+                    return Err((0, "imports are turned off".into()));
+                }
                 let base = file.parent().unwrap_or(Path::new(""));
                 let target = base.join(&name);
                 let canon = target.canonicalize().unwrap_or(target.clone());
@@ -364,7 +380,10 @@ impl Session {
                 for i in lo..=hi {
                     self.env.insert(var.clone(), Binding::Value(i));
                     p.at = body;
-                    self.statement(p, file, line, on)?;
+                    self.looping.push((var.clone(), i));
+                    let r = self.statement(p, file, line, on);
+                    self.looping.pop();
+                    r?;
                 }
                 match saved {
                     Some(b) => self.env.insert(var, b),
