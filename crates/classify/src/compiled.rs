@@ -462,6 +462,13 @@ impl<const N: usize> Compiled<N> {
         Step::Test { field: (r & DIM_MASK) as usize, cuts: &node.cuts, kids: &node.kids }
     }
 
+    /// Whether leaf `r` of partition `p` ends with a rule that covers the rest of the leaf's
+    /// box: rules after it that match there were left out of the leaf, so a lookup that
+    /// finds that last rule deleted scans the whole rule list after it instead.
+    pub fn hides(&self, p: usize, r: u32) -> bool {
+        r & LEAF_BIT != 0 && self.leaf(&self.parts[p], r).1
+    }
+
     /// The number of rules compiled.
     pub fn len(&self) -> usize {
         self.rules.len()

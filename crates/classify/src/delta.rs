@@ -80,6 +80,23 @@ fn level(lo: u32, hi: u32) -> u32 {
     (lo ^ hi).leading_zeros() / STEP * STEP
 }
 
+/// One bucket of the delta, read-only, for the verifier: a header probes it when its fields
+/// 0 and 1, each masked to its leading `bits`, equal the two halves of `key` (field 0 in the
+/// high half), and then gets the first rule of `rules` (ascending priority) that matches it.
+/// A lookup's answer is the lowest priority any probed bucket gives, or the base's if lower.
+#[derive(Clone, Copy, Debug)]
+pub struct DeltaBucket<'a> {
+    /// Leading bits of fields 0 and 1 the bucket's key holds.
+    pub bits: [u32; 2],
+    /// The masked field 0 (high half) and field 1 (low half).
+    pub key: u64,
+    /// The tuple's bound: no rule in the tuple has a lower priority (lookups skip the tuple
+    /// once they hold a match at or below it).
+    pub bound: u64,
+    /// The rules filed here, by ascending priority.
+    pub rules: &'a [(u64, Rule)],
+}
+
 /// Rules by priority, in tuples; cheap to copy.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Delta {
@@ -92,6 +109,18 @@ impl Delta {
     /// Rules held.
     pub(crate) fn len(&self) -> usize {
         self.len
+    }
+
+    /// Every bucket, for the verifier.
+    pub(crate) fn buckets(&self) -> impl Iterator<Item = DeltaBucket<'_>> {
+        self.tuples.iter().flat_map(|t| {
+            t.map.iter().map(move |(k, b)| DeltaBucket {
+                bits: t.bits,
+                key: *k,
+                bound: t.best,
+                rules: b,
+            })
+        })
     }
 
     /// Tuples probed by a lookup that finds nothing.

@@ -33,5 +33,6 @@ mod rule;
 pub mod syntax;
 
 pub use compiled::{Compiled, CompiledStats, Options, Start, Step};
+pub use delta::DeltaBucket;
 pub use live::{Classifier, Reader, Snapshot, UpdateError};
 pub use rule::{FIELDS, Header, Rule};

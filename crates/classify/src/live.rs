@@ -19,7 +19,7 @@ use std::thread::JoinHandle;
 use arc_swap::ArcSwap;
 
 use crate::compiled::Compiled;
-use crate::delta::{Delta, KeyHasher};
+use crate::delta::{Delta, DeltaBucket, KeyHasher};
 use crate::rule::{Header, Rule};
 
 type Tombstones = imbl::GenericHashSet<
@@ -36,12 +36,21 @@ const COMPILE_AFTER: usize = 64;
 struct Base {
     compiled: Compiled,
     prio: Vec<u64>,
+    /// Distinct for every base ever built in the process.
+    generation: u64,
 }
+
+/// Bases built so far (for [`Snapshot::base_generation`]).
+static GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl Base {
     fn new(list: &[(u64, Rule)]) -> Self {
         let rules: Vec<Rule> = list.iter().map(|(_, r)| *r).collect();
-        Self { compiled: Compiled::new(&rules), prio: list.iter().map(|(p, _)| *p).collect() }
+        Self {
+            compiled: Compiled::new(&rules),
+            prio: list.iter().map(|(p, _)| *p).collect(),
+            generation: GENERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        }
     }
 }
 
@@ -67,6 +76,46 @@ impl Snapshot {
         };
         let best = base.map(|i| self.base.prio[i]);
         if self.delta.len() == 0 { best } else { self.delta.classify(h, best) }
+    }
+
+    /// The compiled base (read-only, for the verifier): base rule `i` is `base().rule(i)`.
+    pub fn base(&self) -> &Compiled {
+        &self.base.compiled
+    }
+
+    /// The priority of base rule `i`.
+    pub fn base_priority(&self, i: usize) -> u64 {
+        self.base.prio[i]
+    }
+
+    /// Which base this snapshot has: distinct for every base built in the process.
+    pub fn base_generation(&self) -> u64 {
+        self.base.generation
+    }
+
+    /// Whether base rule `i` has been deleted since the base was built (lookups skip it).
+    pub fn is_dead(&self, i: usize) -> bool {
+        u32::try_from(i).is_ok_and(|i| self.dead.contains(&i))
+    }
+
+    /// The base rules deleted since the base was built.
+    pub fn dead(&self) -> impl Iterator<Item = usize> + '_ {
+        self.dead.iter().map(|&i| i as usize)
+    }
+
+    /// Base rules deleted since the base was built.
+    pub fn dead_len(&self) -> usize {
+        self.dead.len()
+    }
+
+    /// Rules inserted since the base was built.
+    pub fn delta_len(&self) -> usize {
+        self.delta.len()
+    }
+
+    /// The inserted rules' buckets (see [`DeltaBucket`] for what a lookup does with them).
+    pub fn delta_buckets(&self) -> impl Iterator<Item = DeltaBucket<'_>> {
+        self.delta.buckets()
     }
 
     /// Classifies a batch (one snapshot for all of it).
@@ -126,6 +175,10 @@ pub struct Classifier {
     log: Vec<Change>,
     /// Pending changes that start a background compile.
     compile_after: usize,
+    /// Updates made so far.
+    version: u64,
+    /// The last update: its priority, its rule, and whether it was an insert.
+    last: Option<(u64, Rule, bool)>,
 }
 
 impl Classifier {
@@ -142,6 +195,8 @@ impl Classifier {
             compiling: false,
             log: Vec::new(),
             compile_after: COMPILE_AFTER,
+            version: 0,
+            last: None,
         }
     }
 
@@ -154,6 +209,22 @@ impl Classifier {
     /// compile starts (default 64; `usize::MAX`: only [`Classifier::compile`] compiles).
     pub fn set_compile_after(&mut self, changes: usize) {
         self.compile_after = changes.max(1);
+    }
+
+    /// The snapshot lookups see now.
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.shared.load_full()
+    }
+
+    /// Updates made so far (inserts and deletes; compiles do not count).
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    /// The last update: its priority, the rule inserted or deleted, and whether it was an
+    /// insert.
+    pub fn last_update(&self) -> Option<(u64, Rule, bool)> {
+        self.last
     }
 
     /// Changes pending in the current snapshot: base rules deleted plus rules inserted since
@@ -179,6 +250,7 @@ impl Classifier {
             return Err(UpdateError::Exists(prio));
         }
         self.list.insert(prio, rule);
+        self.last = Some((prio, rule, true));
         let mut s = Snapshot::clone(&self.shared.load());
         s.delta.insert(prio, rule);
         self.publish(s, Change::Insert(prio));
@@ -188,6 +260,7 @@ impl Classifier {
     /// Removes the rule at priority `prio`; visible to the next lookup.
     pub fn delete(&mut self, prio: u64) -> Result<Rule, UpdateError> {
         let rule = self.list.remove(&prio).ok_or(UpdateError::Missing(prio))?;
+        self.last = Some((prio, rule, false));
         let mut s = Snapshot::clone(&self.shared.load());
         remove(&mut s, prio, &rule);
         self.publish(s, Change::Delete(prio));
@@ -195,6 +268,7 @@ impl Classifier {
     }
 
     fn publish(&mut self, s: Snapshot, change: Change) {
+        self.version += 1;
         let pending = s.dead.len() + s.delta.len();
         // The replaced snapshot shares this one's base: dropping it is cheap.
         self.shared.store(Arc::new(s));

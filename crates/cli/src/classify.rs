@@ -49,7 +49,10 @@ pub(crate) struct ClassifyArgs {
     /// header, or -1, one per line.
     #[arg(long, value_name = "TRACE")]
     trace: PathBuf,
-    /// Instead, print one JSON object: lookup_ns, build_ms, bytes_per_rule, update_us.
+    /// Instead, print one JSON object: lookup_ns, build_ms, bytes_per_rule, update_us (and,
+    /// with --verify, proof_us: the mean time to prove the classifier after each update;
+    /// full_proofs: how many of those proofs were whole ones, after a compile; their mean
+    /// full_proof_ms, and region_proof_us, the mean of the others, by one rule's box).
     #[arg(long)]
     bench: bool,
     /// First prove the compiled classifier equal to the rule list (exit 3 with a packet if
@@ -249,9 +252,16 @@ fn run(args: &ClassifyArgs) -> Result<(), Fail> {
             compiled.classify_batch(std::hint::black_box(&headers), &mut out);
         });
         let stats = compiled.stats();
-        let update = update_us(&rules);
+        let (update, proof) = updates(&rules, args.verify)?;
+        let proof = match proof {
+            Some(p) => format!(
+                ",\"proof_us\":{:.1},\"full_proofs\":{},\"full_proof_ms\":{:.1},\"region_proof_us\":{:.1}",
+                p.per_update_us, p.full, p.full_ms, p.region_us
+            ),
+            None => String::new(),
+        };
         let json = format!(
-            "{{\"rules\":{},\"headers\":{},\"lookup_ns\":{:.1},\"build_ms\":{:.2},\"bytes_per_rule\":{:.1},\"update_us\":{:.2}}}",
+            "{{\"rules\":{},\"headers\":{},\"lookup_ns\":{:.1},\"build_ms\":{:.2},\"bytes_per_rule\":{:.1},\"update_us\":{:.2}{proof}}}",
             rules.len(),
             headers.len(),
             times[times.len() / 2],
@@ -338,8 +348,51 @@ fn passes(n: usize, mut pass: impl FnMut()) -> Vec<f64> {
 /// Mean time for one update to become visible, over a stream of 4,000 that alternate inserts
 /// (the set's rules again, at new priorities between the old ones) and deletes (of random
 /// rules, old or new), so background compiles start and are installed as they would in use.
-fn update_us(rules: &[Rule]) -> f64 {
+/// With `prove`, each update is also proved (by its rule's box, or in full after a compile):
+/// the mean proof time per update and the number of full proofs come back too.
+/// Proof times over an update stream.
+struct Proofs {
+    /// All proof time over the updates.
+    per_update_us: f64,
+    /// Full proofs (after compiles).
+    full: usize,
+    /// Mean time of a full proof.
+    full_ms: f64,
+    /// Mean time of a proof by one rule's box.
+    region_us: f64,
+}
+
+fn updates(rules: &[Rule], prove: bool) -> Result<(f64, Option<Proofs>), Fail> {
+    struct Proving {
+        on: bool,
+        prover: rampart_policy::live::LiveProver,
+        time: f64,
+        full: usize,
+        full_time: f64,
+    }
+    impl Proving {
+        fn check(&mut self, c: &Classifier) -> Result<(), Fail> {
+            if !self.on {
+                return Ok(());
+            }
+            let t = Instant::now();
+            let proof =
+                self.prover.check(c).map_err(|e| Fail(format!("after an update: {e}"), 3))?;
+            let took = t.elapsed().as_secs_f64();
+            self.time += took;
+            self.full += usize::from(proof.full);
+            if proof.full {
+                self.full_time += took;
+            }
+            Ok(())
+        }
+    }
     let mut c = Classifier::new(rules);
+    let mut p =
+        Proving { on: prove, prover: Default::default(), time: 0.0, full: 0, full_time: 0.0 };
+    p.check(&c)?;
+    let (first_proof, first_full) = (p.time, p.full);
+    p.full_time = 0.0;
     let mut present: Vec<u64> = (0..rules.len()).map(Classifier::initial_priority).collect();
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     let n = 4000;
@@ -358,6 +411,7 @@ fn update_us(rules: &[Rule]) -> f64 {
             if ok {
                 present.push(prio);
                 done += 1;
+                p.check(&c)?;
             }
         } else {
             let prio = present.swap_remove(x as usize % present.len());
@@ -365,9 +419,20 @@ fn update_us(rules: &[Rule]) -> f64 {
             c.delete(prio).expect("present");
             total += t.elapsed().as_secs_f64();
             done += 1;
+            p.check(&c)?;
         }
     }
-    total * 1e6 / f64::from(done.max(1))
+    let per = |t: f64| t * 1e6 / f64::from(done.max(1));
+    // The first proof (of the set as loaded) is not an update's.
+    let fulls = p.full - first_full;
+    let regions = (done as usize).saturating_sub(fulls).max(1);
+    let proof = prove.then(|| Proofs {
+        per_update_us: per(p.time - first_proof),
+        full: fulls,
+        full_ms: p.full_time * 1e3 / fulls.max(1) as f64,
+        region_us: (p.time - first_proof - p.full_time) * 1e6 / regions as f64,
+    });
+    Ok((per(total), proof))
 }
 
 /// Proves a compiled structure equal to the rules it was built from, saying so on standard

@@ -12,6 +12,7 @@
 //! This crate reads the classifier's rule model and never the reverse.
 
 pub mod dd;
+pub mod live;
 pub mod netkat;
 pub mod nkpl;
 pub mod questions;
