@@ -34,5 +34,5 @@ pub mod syntax;
 
 pub use compiled::{Compiled, CompiledStats, Options, Start, Step};
 pub use delta::DeltaBucket;
-pub use live::{Classifier, Reader, Snapshot, UpdateError};
+pub use live::{BaseCheck, Classifier, Reader, Snapshot, UpdateError};
 pub use rule::{FIELDS, Header, Rule};

@@ -31,25 +31,45 @@ type Tombstones = imbl::GenericHashSet<
 /// Changes since the base that start a background compile.
 const COMPILE_AFTER: usize = 64;
 
+/// A check run on every base compiled after it is set, on the thread that compiled it and
+/// before the base is installed: given the structure and the rules it was compiled from (in
+/// priority order), `Ok` or why not. The policy verifier proves the structure here, so that
+/// the writer only has the changes since left to prove.
+pub type BaseCheck = Arc<dyn Fn(&Compiled, &[Rule]) -> Result<(), String> + Send + Sync>;
+
 /// A compiled base and the priority of each of its rules.
-#[derive(Debug)]
 struct Base {
     compiled: Compiled,
     prio: Vec<u64>,
     /// Distinct for every base ever built in the process.
     generation: u64,
+    /// What the base check said, if one ran.
+    checked: Option<Result<(), String>>,
+}
+
+impl std::fmt::Debug for Base {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Base")
+            .field("rules", &self.prio.len())
+            .field("generation", &self.generation)
+            .field("checked", &self.checked)
+            .finish()
+    }
 }
 
 /// Bases built so far (for [`Snapshot::base_generation`]).
 static GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl Base {
-    fn new(list: &[(u64, Rule)]) -> Self {
+    fn new(list: &[(u64, Rule)], check: Option<&BaseCheck>) -> Self {
         let rules: Vec<Rule> = list.iter().map(|(_, r)| *r).collect();
+        let compiled = Compiled::new(&rules);
+        let checked = check.map(|f| f(&compiled, &rules));
         Self {
-            compiled: Compiled::new(&rules),
+            compiled,
             prio: list.iter().map(|(p, _)| *p).collect(),
             generation: GENERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            checked,
         }
     }
 }
@@ -86,6 +106,11 @@ impl Snapshot {
     /// The priority of base rule `i`.
     pub fn base_priority(&self, i: usize) -> u64 {
         self.base.prio[i]
+    }
+
+    /// What the base check said of this snapshot's base (`None`: no check ran on it).
+    pub fn base_checked(&self) -> Option<&Result<(), String>> {
+        self.base.checked.as_ref()
     }
 
     /// Which base this snapshot has: distinct for every base built in the process.
@@ -179,6 +204,8 @@ pub struct Classifier {
     version: u64,
     /// The last update: its priority, its rule, and whether it was an insert.
     last: Option<(u64, Rule, bool)>,
+    /// Run on each base compiled.
+    check: Option<BaseCheck>,
 }
 
 impl Classifier {
@@ -186,7 +213,7 @@ impl Classifier {
     pub fn new(rules: &[Rule]) -> Self {
         let list: Vec<(u64, Rule)> =
             rules.iter().enumerate().map(|(i, r)| ((i as u64) << 20, *r)).collect();
-        let base = Arc::new(Base::new(&list));
+        let base = Arc::new(Base::new(&list, None));
         let snap = Snapshot { base, dead: Tombstones::default(), delta: Delta::default() };
         Self {
             shared: Arc::new(ArcSwap::from_pointee(snap)),
@@ -197,6 +224,7 @@ impl Classifier {
             compile_after: COMPILE_AFTER,
             version: 0,
             last: None,
+            check: None,
         }
     }
 
@@ -283,7 +311,7 @@ impl Classifier {
             }
             match &self.worker {
                 Some(w) => {
-                    w.send(Job::Compile(self.list.clone()));
+                    w.send(Job::Compile(self.list.clone(), self.check.clone()));
                     self.compiling = true;
                 }
                 // No thread to be had: compile here, lookups go on meanwhile.
@@ -324,7 +352,14 @@ impl Classifier {
         }
         self.log.clear();
         let list: Vec<(u64, Rule)> = self.list.iter().map(|(p, r)| (*p, *r)).collect();
-        self.install(Base::new(&list));
+        let base = Base::new(&list, self.check.as_ref());
+        self.install(base);
+    }
+
+    /// Runs `check` on every base compiled from now on, before it is installed (see
+    /// [`BaseCheck`]); the base in use now is not checked.
+    pub fn set_base_check(&mut self, check: BaseCheck) {
+        self.check = Some(check);
     }
 
     /// Publishes `base` with the rules changed since its list was taken brought up to date:
@@ -369,8 +404,8 @@ impl Classifier {
 
 /// Work for the compiling thread.
 enum Job {
-    /// Compile this list.
-    Compile(imbl::OrdMap<u64, Rule>),
+    /// Compile this list (and check the result).
+    Compile(imbl::OrdMap<u64, Rule>, Option<BaseCheck>),
     /// Drop this (a replaced snapshot).
     Drop(Arc<Snapshot>),
 }
@@ -393,10 +428,10 @@ impl Worker {
             .spawn(move || {
                 for job in rx {
                     match job {
-                        Job::Compile(list) => {
+                        Job::Compile(list, check) => {
                             let list: Vec<(u64, Rule)> =
                                 list.iter().map(|(p, r)| (*p, *r)).collect();
-                            if tx.send(Base::new(&list)).is_err() {
+                            if tx.send(Base::new(&list, check.as_ref())).is_err() {
                                 return;
                             }
                         }

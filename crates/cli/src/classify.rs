@@ -390,6 +390,10 @@ fn updates(rules: &[Rule], prove: bool) -> Result<(f64, Option<Proofs>), Fail> {
     let mut c = Classifier::new(rules);
     let mut p =
         Proving { on: prove, prover: Default::default(), time: 0.0, full: 0, full_time: 0.0 };
+    if prove {
+        // New bases are proved by the compiling thread; the writer proves the changes.
+        p.prover.attach(&mut c);
+    }
     p.check(&c)?;
     let (first_proof, first_full) = (p.time, p.full);
     p.full_time = 0.0;

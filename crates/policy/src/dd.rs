@@ -37,6 +37,24 @@ enum Node {
     Test { field: u16, edges: Rc<[(u32, Id)]> },
 }
 
+/// A node's edges, or the single edge of a diagram that does not test the field (without
+/// allocating).
+enum Edges {
+    Node(Rc<[(u32, Id)]>),
+    One([(u32, Id); 1]),
+}
+
+impl std::ops::Deref for Edges {
+    type Target = [(u32, Id)];
+
+    fn deref(&self) -> &[(u32, Id)] {
+        match self {
+            Edges::Node(e) => e,
+            Edges::One(e) => e,
+        }
+    }
+}
+
 /// Binary operations, by what they do to two terminals.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Op {
@@ -392,10 +410,12 @@ impl Manager {
     }
 
     /// `d`'s edges if it tests field `f`, else one edge to `d` covering everything.
-    fn edges_at(&self, d: Id, f: usize) -> Rc<[(u32, Id)]> {
+    fn edges_at(&self, d: Id, f: usize) -> Edges {
         match &self.nodes[d as usize] {
-            Node::Test { field, edges } if usize::from(*field) == f => Rc::clone(edges),
-            _ => Rc::new([(0, d)]),
+            Node::Test { field, edges } if usize::from(*field) == f => {
+                Edges::Node(Rc::clone(edges))
+            }
+            _ => Edges::One([(0, d)]),
         }
     }
 

@@ -50,6 +50,9 @@ pub enum LiveError {
     /// The snapshot and the list disagree on a packet.
     #[error("the classifier differs from its rule list on packet {:?}: it returns priority {:?}, the list's first match is {:?}", .0.packet, .0.classifier, .0.list)]
     Mismatch(LiveMismatch),
+    /// The base failed the proof run when it was compiled.
+    #[error("the base failed its proof when compiled: {0}")]
+    Compile(String),
     /// The snapshot's rules are not the list's.
     #[error("the classifier's rules are not its list's: {0}")]
     Rules(String),
@@ -64,7 +67,7 @@ type Rules<'a> = &'a dyn Fn() -> Box<dyn Iterator<Item = (u64, Rule)> + 'a>;
 /// Proves a whole snapshot against a rule list (ascending priorities): the base, the rule
 /// sets, then every change since the base by its box.
 pub fn prove_snapshot(snap: &Snapshot, list: &[(u64, Rule)]) -> Result<Proof, LiveError> {
-    full(snap, &|| Box::new(list.iter().copied()))
+    full(snap, &|| Box::new(list.iter().copied()), false)
 }
 
 /// Proves a snapshot right inside the box of `changed` (a rule inserted or deleted): the
@@ -74,13 +77,14 @@ pub fn prove_change(
     list: &[(u64, Rule)],
     changed: &Rule,
 ) -> Result<(), LiveError> {
-    region(snap, &|| Box::new(list.iter().copied()), changed)
+    region(snap, &|| Box::new(list.iter().copied()), changed, None)
 }
 
 /// What a proof did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Proof {
-    /// Whether it was a full proof.
+    /// Whether it was a full proof (the base's structure included, unless the compiling
+    /// thread proved it).
     pub full: bool,
     /// Rule boxes lifted and compared.
     pub regions: usize,
@@ -92,12 +96,27 @@ pub struct Proof {
 pub struct LiveProver {
     /// The snapshot last proved: its base, the classifier's version, its pending counts.
     proved: Option<(u64, u64, usize, usize)>,
+    /// Whether this prover installed its proof as the classifier's base check.
+    attached: bool,
 }
 
 impl LiveProver {
     /// A prover that has proved nothing yet.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Makes `c` prove each base it compiles on the thread that compiles it, before the base
+    /// is installed (see [`rampart_classify::BaseCheck`]); [`LiveProver::check`] then has only
+    /// the changes since the compile left to prove on a new base, and the writer's share of
+    /// the work per update drops to proving one rule's box. Bases compiled before (the one in
+    /// use now) are still proved in full.
+    pub fn attach(&mut self, c: &mut Classifier) {
+        c.set_base_check(std::sync::Arc::new(|compiled: &Compiled, rules: &[Rule]| {
+            let mut m = rules::manager(Layout::ClassBench);
+            prove(&mut m, rules, compiled).map_err(|e| e.to_string())
+        }));
+        self.attached = true;
     }
 
     /// Forgets the last proof (the next check is a full one).
@@ -120,11 +139,11 @@ impl LiveProver {
         self.proved = None;
         let rules: Rules<'_> = &|| Box::new(c.rules().map(|(p, r)| (p, *r)));
         let proof = match c.last_update() {
-            Some((_, rule, _)) if one_step => {
-                region(&snap, rules, &rule)?;
+            Some((prio, rule, _)) if one_step => {
+                region(&snap, rules, &rule, Some(prio))?;
                 Proof { full: false, regions: 1 }
             }
-            _ => full(&snap, rules)?,
+            _ => full(&snap, rules, self.attached)?,
         };
         self.proved = Some(now);
         Ok(proof)
@@ -132,7 +151,8 @@ impl LiveProver {
 }
 
 /// The whole snapshot: the base, the rule sets, each pending change's box.
-fn full(snap: &Snapshot, rules: Rules<'_>) -> Result<Proof, LiveError> {
+/// `trust_check`: take a passed base check (this prover's own proof) as the base's proof.
+fn full(snap: &Snapshot, rules: Rules<'_>, trust_check: bool) -> Result<Proof, LiveError> {
     let list: Vec<(u64, Rule)> = rules().collect();
     let base = snap.base();
     let base_rules: Vec<Rule> = (0..base.len()).filter_map(|i| base.rule(i)).collect();
@@ -142,9 +162,14 @@ fn full(snap: &Snapshot, rules: Rules<'_>) -> Result<Proof, LiveError> {
     if (1..base.len()).any(|i| snap.base_priority(i - 1) >= snap.base_priority(i)) {
         return Err(LiveError::Rules("the base's rules are not in priority order".into()));
     }
-    let mut m = rules::manager(Layout::ClassBench);
-    prove(&mut m, &base_rules, base)?;
-    drop(m);
+    match snap.base_checked() {
+        Some(Ok(())) if trust_check => {}
+        Some(Err(why)) if trust_check => return Err(LiveError::Compile(why.clone())),
+        _ => {
+            let mut m = rules::manager(Layout::ClassBench);
+            prove(&mut m, &base_rules, base)?;
+        }
+    }
     // The live base rules and the inserted ones are the list's rules.
     let mut held: Vec<(u64, Rule)> = (0..base.len())
         .filter(|&i| !snap.is_dead(i))
@@ -168,17 +193,19 @@ fn full(snap: &Snapshot, rules: Rules<'_>) -> Result<Proof, LiveError> {
             held[k].0.min(list[k].0)
         )));
     }
-    // Each change since the base, by its box.
+    // Each change since the base, by its box, in the groups it can touch: the base's
+    // partitions were each proved against their own rules with every rule live, and a
+    // deleted or inserted rule changes only its own group, inside its own box.
     let mut regions = 0;
     let dead: Vec<usize> = snap.dead().collect();
     for i in dead {
-        region(snap, rules, &base_rules[i])?;
+        region(snap, rules, &base_rules[i], Some(snap.base_priority(i)))?;
         regions += 1;
     }
-    let inserted: Vec<Rule> =
-        snap.delta_buckets().flat_map(|b| b.rules.iter().map(|e| e.1)).collect();
-    for r in &inserted {
-        region(snap, rules, r)?;
+    let inserted: Vec<(u64, Rule)> =
+        snap.delta_buckets().flat_map(|b| b.rules.iter().copied()).collect();
+    for (p, r) in &inserted {
+        region(snap, rules, r, Some(*p))?;
         regions += 1;
     }
     Ok(Proof { full: true, regions })
@@ -228,16 +255,37 @@ fn cube(m: &mut Manager, b: &Rule, t: u32) -> Id {
 /// taken over the partition's own rules, which leaves the lowest answer over the groups
 /// unchanged (a rule of another partition found by the scan is matched by that partition
 /// too, at or below it).
-fn region(snap: &Snapshot, rules: Rules<'_>, area: &Rule) -> Result<(), LiveError> {
+///
+/// With `changed` (the priority of a change to a snapshot whose groups each held), only the
+/// groups that change can touch are lifted: the partition holding a base rule at that
+/// priority, the delta, and the list's rules the snapshot lacks; the other groups neither
+/// changed nor lost their proof.
+fn region(
+    snap: &Snapshot,
+    rules: Rules<'_>,
+    area: &Rule,
+    changed: Option<u64>,
+) -> Result<(), LiveError> {
     let base = snap.base();
     let parts = base.partitions();
     let (delta_group, missing_group) = (parts, parts + 1);
+    let partition_of =
+        |i: usize| (0..parts).find(|&p| base.members(p).binary_search(&(i as u32)).is_ok());
+    let touched: Vec<usize> = match changed {
+        None => (0..parts + 2).collect(),
+        Some(prio) => {
+            let mut t: Vec<usize> =
+                bsearch_base(snap, prio).and_then(partition_of).into_iter().collect();
+            t.extend([delta_group, missing_group]);
+            t
+        }
+    };
     // The list's rules meeting the box (no other can answer there).
     let list: Vec<(u64, Rule)> = rules().filter_map(|(p, r)| Some((p, meet(&r, area)?))).collect();
     // The base rules the box reaches, and the deleted hiding rules whose scans it reaches.
     let mut from_base = Vec::new();
     let mut fallback_rules: FxHashMap<usize, Vec<usize>> = FxHashMap::default();
-    for p in 0..parts {
+    for p in (0..parts).filter(|p| touched.contains(p)) {
         let mut hiding = Vec::new();
         walk(base, p, area, &mut |leaf, hides| {
             from_base.extend(leaf.iter().map(|&i| i as usize));
@@ -255,7 +303,9 @@ fn region(snap: &Snapshot, rules: Rules<'_>, area: &Rule) -> Result<(), LiveErro
             let after: Vec<usize> = members[members.partition_point(|&i| i as usize <= l)..]
                 .iter()
                 .map(|&i| i as usize)
-                .filter(|&i| !snap.is_dead(i) && base.rule(i).is_some_and(|r| overlaps(&r, &hidden)))
+                .filter(|&i| {
+                    !snap.is_dead(i) && base.rule(i).is_some_and(|r| overlaps(&r, &hidden))
+                })
                 .collect();
             from_base.extend(after.iter().copied());
             fallback_rules.insert(l, after);
@@ -284,9 +334,7 @@ fn region(snap: &Snapshot, rules: Rules<'_>, area: &Rule) -> Result<(), LiveErro
             return delta_group;
         }
         match bsearch_base(snap, prio) {
-            Some(i) if !snap.is_dead(i) => (0..parts)
-                .find(|&p| base.members(p).binary_search(&(i as u32)).is_ok())
-                .unwrap_or(missing_group),
+            Some(i) if !snap.is_dead(i) => partition_of(i).unwrap_or(missing_group),
             _ => missing_group,
         }
     };
@@ -297,7 +345,7 @@ fn region(snap: &Snapshot, rules: Rules<'_>, area: &Rule) -> Result<(), LiveErro
     let mut lifted_parts = Vec::with_capacity(parts + 2);
     let mut policy_parts = Vec::with_capacity(parts + 2);
     let mut agree = true;
-    for g in 0..parts + 2 {
+    for &g in &touched {
         let lifted = if g < parts {
             lift.partition(&mut m, g)
         } else if g == delta_group {
@@ -325,9 +373,9 @@ fn region(snap: &Snapshot, rules: Rules<'_>, area: &Rule) -> Result<(), LiveErro
     // Some group differs: compare whole lookups, which is exact.
     let mut lifted = FALSE;
     let mut policy = FALSE;
-    for g in 0..parts + 2 {
-        lifted = m.min(lifted, lifted_parts[g]);
-        policy = m.min(policy, policy_parts[g]);
+    for k in 0..touched.len() {
+        lifted = m.min(lifted, lifted_parts[k]);
+        policy = m.min(policy, policy_parts[k]);
     }
     if m.exceeded() {
         return Err(LiveError::TooLarge);
@@ -402,11 +450,9 @@ fn lift_buckets(
 fn bucket_box(b: &rampart_classify::DeltaBucket<'_>, area: &Rule) -> Option<Rule> {
     let mut r = Rule::ANY;
     let keys = [(b.key >> 32) as u32, b.key as u32];
-    for d in 0..2 {
-        let bits = b.bits[d];
-        let low = u32::MAX.checked_shr(bits).unwrap_or(0);
-        r.lo[d] = keys[d];
-        r.hi[d] = keys[d] | low;
+    for (d, (key, bits)) in keys.into_iter().zip(b.bits).enumerate() {
+        r.lo[d] = key;
+        r.hi[d] = key | u32::MAX.checked_shr(bits).unwrap_or(0);
     }
     meet(&r, area)
 }
@@ -421,9 +467,7 @@ fn walk(c: &Compiled, p: usize, area: &Rule, leaf: &mut impl FnMut(&[u32], bool)
         Start::Table { field, shift, slots } => {
             let (lo, hi) = (area.lo[field], area.hi[field]);
             let (first, last) = (slot_of(lo, shift), slot_of(hi, shift));
-            for s in first..=last.min(slots.len().saturating_sub(1)) {
-                stack.push(slots[s]);
-            }
+            stack.extend(slots.iter().take(last + 1).skip(first));
         }
     }
     while let Some(r) = stack.pop() {
@@ -487,9 +531,9 @@ impl Lift<'_> {
                 // Slot by slot, joined as a balanced merge (one at a time would rebuild an
                 // ever wider node per slot).
                 let mut pieces = Vec::new();
-                for s in first..=last.min(slots.len().saturating_sub(1)) {
+                for (s, &slot) in slots.iter().enumerate().take(last + 1).skip(first) {
                     let lo = (s as u32) << shift;
-                    let sub = self.step(m, p, slots[s], &mut memo);
+                    let sub = self.step(m, p, slot, &mut memo);
                     let piece = restrict(m, field, lo, lo | width, sub, FALSE);
                     if piece != FALSE {
                         pieces.push(piece);
@@ -574,4 +618,3 @@ fn restrict(m: &mut Manager, field: usize, lo: u32, hi: u32, sub: Id, d: Id) -> 
     let part = m.mask(set, sub);
     m.first(part, d)
 }
-
