@@ -196,18 +196,17 @@ impl Netkat {
     /// Union of any number of expressions.
     pub fn sum(&mut self, items: &[Exp]) -> Exp {
         let mut flat: Vec<Exp> = Vec::with_capacity(items.len());
-        let mut prog = DROP;
+        let mut progs: Vec<Prog> = Vec::new();
         let mut stack: Vec<Exp> = items.to_vec();
         while let Some(e) = stack.pop() {
             match &self.terms[e as usize] {
-                Term::Prog(p) => {
-                    let p = *p;
-                    prog = self.programs.union(prog, p);
-                }
+                Term::Prog(p) => progs.push(*p),
                 Term::Sum(xs) => stack.extend(xs.iter().copied()),
                 _ => flat.push(e),
             }
         }
+        // A balanced merge: folding one at a time rebuilds an ever larger program per item.
+        let prog = self.union_all(&progs);
         if prog != DROP {
             let p = self.prog(prog);
             flat.push(p);
@@ -218,6 +217,18 @@ impl Netkat {
             0 => ZERO,
             1 => flat[0],
             _ => self.intern(Term::Sum(flat.into())),
+        }
+    }
+
+    fn union_all(&mut self, ps: &[Prog]) -> Prog {
+        match ps.len() {
+            0 => DROP,
+            1 => ps[0],
+            k => {
+                let a = self.union_all(&ps[..k / 2]);
+                let b = self.union_all(&ps[k / 2..]);
+                self.programs.union(a, b)
+            }
         }
     }
 
