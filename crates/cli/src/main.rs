@@ -13,6 +13,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// mimalloc rather than the system allocator: the verifier's decision diagrams allocate a
+/// small edge list per node and free them all at the end, and spend a third of their time in
+/// glibc's malloc and free otherwise (BENCHMARKS.md); the packet paths do not allocate.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// rampart: a stateful firewall and flow-telemetry engine.
 #[derive(Parser)]
 #[command(name = "rampart", version, about, propagate_version = true)]
