@@ -9,6 +9,16 @@
 //!   packet, which rules can never match and what covers them, do two rule sets differ and
 //!   on which packet, is there a packet meeting a constraint that gets an action.
 //!
+//! - [`validate`]: the compiled classifier lifted back into a diagram and proved equal to
+//!   its rules; [`live`]: the updatable classifier proved after every update and compile.
+//! - [`spp`], [`netkat`], [`nkpl`]: NetKAT packet programs as transformer diagrams, `dup`
+//!   and star by derivatives with a bisimulation that returns counterexample traces, and
+//!   KATch's NKPL language.
+//!
+//! Node storage is a plain `Vec` per manager that starts empty and doubles: handles are
+//! indices, so nothing needs the stable addresses that google/netkat pages its nodes for,
+//! and a short-lived manager (one query) allocates only what it uses.
+//!
 //! This crate reads the classifier's rule model and never the reverse.
 
 pub mod dd;

@@ -1,7 +1,7 @@
 //! The questions firewall engineers ask of rule sets (Batfish's filter questions), answered
 //! on decision diagrams with counterexamples:
 //!
-//! - [`test`]: which entry decides this packet, and what it does;
+//! - [`test()`]: which entry decides this packet, and what it does;
 //! - [`shadowed`]: which rules can never decide anything, and a minimal set of earlier rules
 //!   that together take all their packets;
 //! - [`compare`]: whether two rule sets give every packet the same action, else a packet
