@@ -1,0 +1,102 @@
+//! Applications recognised from server names (TLS SNI, HTTP host, DNS query), as nDPI
+//! names them. The list is data: a server name matches an entry when it is the entry or
+//! ends with `.` and the entry.
+
+/// (domain suffix, application).
+const HOSTS: &[(&str, &str)] = &[
+    ("youtube.com", "YouTube"),
+    ("googlevideo.com", "YouTube"),
+    ("ytimg.com", "YouTube"),
+    ("youtube-nocookie.com", "YouTube"),
+    ("googleapis.com", "GoogleServices"),
+    ("gstatic.com", "Google"),
+    ("google.com", "Google"),
+    ("googleusercontent.com", "Google"),
+    ("doubleclick.net", "Google"),
+    ("netflix.com", "NetFlix"),
+    ("nflxvideo.net", "NetFlix"),
+    ("nflximg.net", "NetFlix"),
+    ("nflxext.com", "NetFlix"),
+    ("nflxso.net", "NetFlix"),
+    ("facebook.com", "Facebook"),
+    ("fbcdn.net", "Facebook"),
+    ("instagram.com", "Instagram"),
+    ("cdninstagram.com", "Instagram"),
+    ("whatsapp.net", "WhatsApp"),
+    ("whatsapp.com", "WhatsApp"),
+    ("telegram.org", "Telegram"),
+    ("t.me", "Telegram"),
+    ("discord.com", "Discord"),
+    ("discord.gg", "Discord"),
+    ("discordapp.com", "Discord"),
+    ("discordapp.net", "Discord"),
+    ("zoom.us", "Zoom"),
+    ("zoom.com", "Zoom"),
+    ("teams.microsoft.com", "Teams"),
+    ("teams.live.com", "Teams"),
+    ("skype.com", "Skype_Teams"),
+    ("lync.com", "Teams"),
+    ("microsoft.com", "Microsoft"),
+    ("office.com", "Microsoft365"),
+    ("office365.com", "Microsoft365"),
+    ("outlook.com", "Outlook"),
+    ("live.com", "Microsoft"),
+    ("spotify.com", "Spotify"),
+    ("scdn.co", "Spotify"),
+    ("dropbox.com", "Dropbox"),
+    ("dropboxapi.com", "Dropbox"),
+    ("teamviewer.com", "TeamViewer"),
+    ("tailscale.com", "Tailscale"),
+    ("tailscale.io", "Tailscale"),
+    ("signal.org", "Signal"),
+    ("anydesk.com", "AnyDesk"),
+    ("github.com", "Github"),
+    ("githubusercontent.com", "Github"),
+    ("ntop.org", "ntop"),
+    ("apple.com", "Apple"),
+    ("icloud.com", "AppleiCloud"),
+    ("itunes.apple.com", "AppleiTunes"),
+    ("amazon.com", "Amazon"),
+    ("twitter.com", "Twitter"),
+    ("x.com", "Twitter"),
+    ("tiktok.com", "TikTok"),
+    ("wikipedia.org", "Wikipedia"),
+    ("cloudflare-dns.com", "DoH_DoT"),
+    ("dns.google", "DoH_DoT"),
+];
+
+/// The application a server name belongs to, if it is on the list (the longest matching
+/// entry wins).
+pub fn app_for_host(host: &str) -> Option<&'static str> {
+    let host = host.trim_end_matches('.');
+    let host = host
+        .rsplit_once(':')
+        .filter(|(_, p)| p.bytes().all(|c| c.is_ascii_digit()))
+        .map_or(host, |(h, _)| h);
+    let mut best: Option<(&str, &str)> = None;
+    for &(suffix, app) in HOSTS {
+        let hit = host.eq_ignore_ascii_case(suffix)
+            || (host.len() > suffix.len()
+                && host.as_bytes()[host.len() - suffix.len() - 1] == b'.'
+                && host[host.len() - suffix.len()..].eq_ignore_ascii_case(suffix));
+        if hit && best.is_none_or(|(s, _)| suffix.len() > s.len()) {
+            best = Some((suffix, app));
+        }
+    }
+    best.map(|(_, app)| app)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suffixes_on_label_boundaries() {
+        assert_eq!(app_for_host("r3---sn.googlevideo.com"), Some("YouTube"));
+        assert_eq!(app_for_host("www.netflix.com:443"), Some("NetFlix"));
+        assert_eq!(app_for_host("teams.microsoft.com"), Some("Teams"));
+        assert_eq!(app_for_host("login.microsoft.com"), Some("Microsoft"));
+        assert_eq!(app_for_host("notnetflix.com"), None);
+        assert_eq!(app_for_host(""), None);
+    }
+}

@@ -1,0 +1,489 @@
+//! Application identification: which protocol and application a flow carries, read from the
+//! payloads of its first packets, with bounded work per flow.
+//!
+//! A [`FlowDpi`] is fed a flow's payloads in order, each with its direction and ports. Each
+//! packet goes through the detectors for its transport protocol; the first that recognises
+//! it decides the flow's [`Label`] (nDPI's naming: a master protocol, and an application
+//! recognised from the server name, as in `TLS.YouTube`) and the metadata found on the way
+//! ([`Meta`]: TLS server name and ALPN, HTTP host and user agent, DNS query name, SSH
+//! banner). A flow is inspected for at most [`Config::tcp_packets`] or
+//! [`Config::udp_packets`] payload packets and [`Config::max_bytes`] bytes; after that, or
+//! once decided, it is never looked at again. A flow no detector recognised can be labelled
+//! by its well-known port ([`By::Port`]) when inspection ends.
+//!
+//! Detectors read untrusted bytes: every read is bounds-checked, nothing is buffered past the
+//! byte budget, and no detector loops over its input more than once.
+//!
+//! Written here: the detectors are metadata parsers for the protocols firewall rules name,
+//! not a signature engine; nDPI (C, LGPL) is the reference the accuracy tests compare with.
+
+mod apps;
+mod dns;
+mod text;
+mod tls;
+mod udp;
+
+use std::fmt;
+
+pub use apps::app_for_host;
+
+/// A protocol rampart recognises (nDPI's names, see [`Proto::name`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[allow(missing_docs)]
+pub enum Proto {
+    Unknown,
+    Tls,
+    Dtls,
+    Http,
+    HttpConnect,
+    Http2,
+    WebSocket,
+    Dns,
+    Mdns,
+    Llmnr,
+    Quic,
+    Ssh,
+    BitTorrent,
+    Smtp,
+    Pop3,
+    Imap,
+    FtpControl,
+    Sip,
+    Ssdp,
+    Rtsp,
+    Ntp,
+    Dhcp,
+    Dhcpv6,
+    Snmp,
+    Stun,
+    WireGuard,
+    NetBios,
+    SmbV1,
+    SmbV23,
+    Syslog,
+    OpenVpn,
+    IpSec,
+    Kerberos,
+    Ldap,
+    Rdp,
+    Mqtt,
+    Rtp,
+    Rtmp,
+    TeamViewer,
+    Telnet,
+    Imaps,
+    Pop3s,
+    Smtps,
+    Discord,
+    Dropbox,
+    Spotify,
+}
+
+impl Proto {
+    /// The name nDPI gives it.
+    pub fn name(self) -> &'static str {
+        use Proto::*;
+        match self {
+            Unknown => "Unknown",
+            Tls => "TLS",
+            Dtls => "DTLS",
+            Http => "HTTP",
+            HttpConnect => "HTTP_Connect",
+            Http2 => "HTTP2",
+            WebSocket => "WebSocket",
+            Dns => "DNS",
+            Mdns => "MDNS",
+            Llmnr => "LLMNR",
+            Quic => "QUIC",
+            Ssh => "SSH",
+            BitTorrent => "BitTorrent",
+            Smtp => "SMTP",
+            Pop3 => "POP3",
+            Imap => "IMAP",
+            FtpControl => "FTP_CONTROL",
+            Sip => "SIP",
+            Ssdp => "SSDP",
+            Rtsp => "RTSP",
+            Ntp => "NTP",
+            Dhcp => "DHCP",
+            Dhcpv6 => "DHCPV6",
+            Snmp => "SNMP",
+            Stun => "STUN",
+            WireGuard => "WireGuard",
+            NetBios => "NetBIOS",
+            SmbV1 => "SMBv1",
+            SmbV23 => "SMBv23",
+            Syslog => "Syslog",
+            OpenVpn => "OpenVPN",
+            IpSec => "IPSec",
+            Kerberos => "Kerberos",
+            Ldap => "LDAP",
+            Rdp => "RDP",
+            Mqtt => "MQTT",
+            Rtp => "RTP",
+            Rtmp => "RTMP",
+            TeamViewer => "TeamViewer",
+            Telnet => "Telnet",
+            Imaps => "IMAPS",
+            Pop3s => "POP3S",
+            Smtps => "SMTPS",
+            Discord => "Discord",
+            Dropbox => "Dropbox",
+            Spotify => "Spotify",
+        }
+    }
+
+    /// Every protocol with a detector, for `rampart dpi protocols`.
+    pub const ALL: &'static [Proto] = &[
+        Proto::Tls,
+        Proto::Dtls,
+        Proto::Http,
+        Proto::HttpConnect,
+        Proto::Http2,
+        Proto::WebSocket,
+        Proto::Dns,
+        Proto::Mdns,
+        Proto::Llmnr,
+        Proto::Quic,
+        Proto::Ssh,
+        Proto::BitTorrent,
+        Proto::Smtp,
+        Proto::Pop3,
+        Proto::Imap,
+        Proto::FtpControl,
+        Proto::Sip,
+        Proto::Ssdp,
+        Proto::Rtsp,
+        Proto::Ntp,
+        Proto::Dhcp,
+        Proto::Dhcpv6,
+        Proto::Snmp,
+        Proto::Stun,
+        Proto::WireGuard,
+        Proto::NetBios,
+        Proto::SmbV1,
+        Proto::SmbV23,
+        Proto::Syslog,
+        Proto::OpenVpn,
+        Proto::IpSec,
+        Proto::Kerberos,
+        Proto::Ldap,
+        Proto::Rdp,
+        Proto::Mqtt,
+        Proto::Rtp,
+        Proto::Rtmp,
+        Proto::TeamViewer,
+        Proto::Imaps,
+        Proto::Pop3s,
+        Proto::Smtps,
+        Proto::Discord,
+        Proto::Dropbox,
+        Proto::Spotify,
+    ];
+}
+
+/// What a flow carries: a master protocol and, when the server name says so, an application.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Label {
+    /// The protocol.
+    pub master: Proto,
+    /// The application (nDPI's name, e.g. `YouTube`), if recognised.
+    pub app: Option<&'static str>,
+}
+
+impl Label {
+    /// No label.
+    pub const UNKNOWN: Label = Label { master: Proto::Unknown, app: None };
+
+    fn of(master: Proto) -> Self {
+        Label { master, app: None }
+    }
+}
+
+impl fmt::Display for Label {
+    /// `MASTER` or `MASTER.APP`, as nDPI prints them.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.app {
+            Some(app) if app != self.master.name() => write!(f, "{}.{app}", self.master.name()),
+            _ => f.write_str(self.master.name()),
+        }
+    }
+}
+
+/// How a label was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum By {
+    /// From the payload.
+    Dpi,
+    /// From a well-known port, when no detector recognised the payload.
+    Port,
+    /// Not found.
+    None,
+}
+
+impl By {
+    /// `"dpi"`, `"port"` or `"none"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            By::Dpi => "dpi",
+            By::Port => "port",
+            By::None => "none",
+        }
+    }
+}
+
+/// Metadata read from the payloads.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Meta {
+    /// TLS or QUIC server name.
+    pub sni: Option<Box<str>>,
+    /// TLS ALPN protocols, comma-separated.
+    pub alpn: Option<Box<str>>,
+    /// HTTP Host header.
+    pub http_host: Option<Box<str>>,
+    /// HTTP User-Agent header.
+    pub user_agent: Option<Box<str>>,
+    /// DNS query name.
+    pub dns_query: Option<Box<str>>,
+    /// SSH banner (the first side's).
+    pub ssh_banner: Option<Box<str>>,
+}
+
+/// Inspection budget per flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// TCP packets with payload inspected per flow (both directions).
+    pub tcp_packets: u8,
+    /// UDP packets inspected per flow.
+    pub udp_packets: u8,
+    /// Payload bytes buffered for reassembly per flow.
+    pub max_bytes: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config { tcp_packets: 8, udp_packets: 4, max_bytes: 16 * 1024 }
+    }
+}
+
+/// Transport protocol numbers.
+const TCP: u8 = 6;
+const UDP: u8 = 17;
+
+/// What a detector says about a packet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Seen {
+    /// Not this protocol (as far as this packet shows).
+    No,
+    /// This protocol.
+    Is(Label),
+    /// A message that continues in later packets of this direction (buffer and retry).
+    More,
+}
+
+/// One packet as the detectors see it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Packet<'a> {
+    pub(crate) payload: &'a [u8],
+    /// Whether the initiator sent it.
+    #[allow(dead_code)]
+    pub(crate) from_initiator: bool,
+    /// The initiator's port and the responder's.
+    pub(crate) ports: [u16; 2],
+    /// Payload packets this flow had before this one, both directions.
+    pub(crate) index: u8,
+}
+
+impl Packet<'_> {
+    /// Whether either end uses port `p`.
+    pub(crate) fn port(&self, p: u16) -> bool {
+        self.ports[0] == p || self.ports[1] == p
+    }
+}
+
+/// A flow's detection state: what has been seen and, once decided, the label.
+#[derive(Clone, Debug)]
+pub struct FlowDpi {
+    l4: u8,
+    packets: u8,
+    bytes: u32,
+    done: bool,
+    label: Label,
+    by: By,
+    meta: Meta,
+    /// Bytes of a message split over packets, per direction (initiator first).
+    pending: Option<Box<[Vec<u8>; 2]>>,
+}
+
+impl FlowDpi {
+    /// A flow over transport protocol `l4` (6 TCP, 17 UDP; others are labelled by nothing).
+    pub fn new(l4: u8) -> Self {
+        FlowDpi {
+            l4,
+            packets: 0,
+            bytes: 0,
+            done: !(l4 == TCP || l4 == UDP),
+            label: Label::UNKNOWN,
+            by: By::None,
+            meta: Meta::default(),
+            pending: None,
+        }
+    }
+
+    /// Whether inspection is over (decided, or out of budget).
+    pub fn is_done(&self) -> bool {
+        self.done
+    }
+
+    /// The label (unknown until decided).
+    pub fn label(&self) -> Label {
+        self.label
+    }
+
+    /// How the label was found.
+    pub fn by(&self) -> By {
+        self.by
+    }
+
+    /// The metadata found.
+    pub fn meta(&self) -> &Meta {
+        &self.meta
+    }
+
+    /// Feeds one packet's transport payload: `from_initiator` says its direction, `ports`
+    /// are the initiator's and the responder's. Returns whether inspection is over.
+    pub fn feed(
+        &mut self,
+        cfg: &Config,
+        from_initiator: bool,
+        ports: [u16; 2],
+        payload: &[u8],
+    ) -> bool {
+        if self.done || payload.is_empty() {
+            return self.done;
+        }
+        let limit = if self.l4 == TCP { cfg.tcp_packets } else { cfg.udp_packets };
+        let index = self.packets;
+        self.packets = self.packets.saturating_add(1);
+        self.bytes = self.bytes.saturating_add(payload.len() as u32);
+        let dir = usize::from(!from_initiator);
+        // A message continued from earlier packets of this direction.
+        let joined: Option<Vec<u8>> = match &mut self.pending {
+            Some(p) if !p[dir].is_empty() => {
+                let room = cfg.max_bytes.saturating_sub(p[dir].len());
+                p[dir].extend_from_slice(&payload[..payload.len().min(room)]);
+                Some(std::mem::take(&mut p[dir]))
+            }
+            _ => None,
+        };
+        let data = joined.as_deref().unwrap_or(payload);
+        let pkt = Packet { payload: data, from_initiator, ports, index };
+        let seen = if self.l4 == TCP { self.tcp(&pkt) } else { self.udp(&pkt) };
+        match seen {
+            Seen::Is(label) => {
+                self.decide(label, By::Dpi);
+                return true;
+            }
+            Seen::More if data.len() < cfg.max_bytes => {
+                let p = self.pending.get_or_insert_with(Default::default);
+                p[dir] = data.to_vec();
+            }
+            _ => {}
+        }
+        if self.packets >= limit || self.bytes as usize >= cfg.max_bytes * 2 {
+            self.give_up(ports);
+        }
+        self.done
+    }
+
+    /// Ends inspection: labels the flow by its port if nothing recognised it.
+    pub fn give_up(&mut self, ports: [u16; 2]) {
+        if self.done {
+            return;
+        }
+        match udp::by_port(self.l4, ports) {
+            Some(p) => self.decide(Label::of(p), By::Port),
+            None => {
+                self.done = true;
+                self.pending = None;
+            }
+        }
+    }
+
+    fn decide(&mut self, mut label: Label, by: By) {
+        if label.app.is_none() {
+            let host = self.meta.sni.as_deref().or(self.meta.http_host.as_deref());
+            let host = host.or(self.meta.dns_query.as_deref());
+            label.app = host.and_then(app_for_host);
+        }
+        self.label = label;
+        self.by = by;
+        self.done = true;
+        self.pending = None;
+    }
+
+    fn tcp(&mut self, p: &Packet<'_>) -> Seen {
+        let mut more = false;
+        for detect in [tls::tcp, text::detect, dns::tcp, udp::tcp_binary] {
+            match detect(p, &mut self.meta) {
+                Seen::No => {}
+                Seen::More => more = true,
+                found => return found,
+            }
+        }
+        if more { Seen::More } else { Seen::No }
+    }
+
+    fn udp(&mut self, p: &Packet<'_>) -> Seen {
+        for detect in [dns::udp, tls::dtls, udp::detect, text::udp] {
+            match detect(p, &mut self.meta) {
+                Seen::No | Seen::More => {}
+                found => return found,
+            }
+        }
+        Seen::No
+    }
+}
+
+/// Reads a big-endian u16 at `off`.
+pub(crate) fn be16(b: &[u8], off: usize) -> Option<u16> {
+    let s = b.get(off..off + 2)?;
+    Some(u16::from_be_bytes([s[0], s[1]]))
+}
+
+/// Reads a big-endian u32 at `off`.
+pub(crate) fn be32(b: &[u8], off: usize) -> Option<u32> {
+    let s = b.get(off..off + 4)?;
+    Some(u32::from_be_bytes([s[0], s[1], s[2], s[3]]))
+}
+
+/// Printable text for metadata: at most 255 bytes, control characters dropped.
+pub(crate) fn text_of(b: &[u8]) -> Box<str> {
+    let b = &b[..b.len().min(255)];
+    String::from_utf8_lossy(b).chars().filter(|c| !c.is_control()).collect::<String>().into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_print_as_ndpi_does() {
+        assert_eq!(Label { master: Proto::Tls, app: Some("YouTube") }.to_string(), "TLS.YouTube");
+        assert_eq!(Label::of(Proto::Dns).to_string(), "DNS");
+    }
+
+    #[test]
+    fn budget_ends_inspection() {
+        let cfg = Config::default();
+        let mut f = FlowDpi::new(UDP);
+        for _ in 0..3 {
+            assert!(!f.feed(&cfg, true, [40000, 40001], b"\x00\x01zzzzzzzzzzzzzz"));
+        }
+        assert!(f.feed(&cfg, true, [40000, 40001], b"\x00\x01zzzzzzzzzzzzzz"));
+        assert_eq!((f.label(), f.by()), (Label::UNKNOWN, By::None));
+        // Once done, nothing changes.
+        assert!(f.feed(&cfg, true, [40000, 40001], b"SSH-2.0-x\r\n"));
+        assert_eq!(f.label(), Label::UNKNOWN);
+    }
+}

@@ -1,0 +1,195 @@
+//! Line-based protocols: HTTP/1.x (host, user agent, CONNECT, WebSocket upgrades), the
+//! HTTP/2 preface, SSH banners, mail and FTP dialogues, SIP, SSDP and RTSP.
+
+use crate::{Label, Meta, Packet, Proto, Seen, text_of};
+
+const METHODS: &[&[u8]] = &[
+    b"GET ",
+    b"POST ",
+    b"HEAD ",
+    b"PUT ",
+    b"DELETE ",
+    b"OPTIONS ",
+    b"PATCH ",
+    b"CONNECT ",
+    b"TRACE ",
+    b"PROPFIND ",
+];
+
+/// The value of header `name` (lower case, with the colon) in an HTTP head.
+fn header<'a>(head: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
+    for line in head.split(|&c| c == b'\n').skip(1) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.len() > name.len() && line[..name.len()].eq_ignore_ascii_case(name) {
+            return Some(line[name.len()..].trim_ascii());
+        }
+    }
+    None
+}
+
+fn starts(b: &[u8], prefix: &[u8]) -> bool {
+    b.len() >= prefix.len() && b[..prefix.len()].eq_ignore_ascii_case(prefix)
+}
+
+/// Text protocols over TCP.
+pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
+    let b = p.payload;
+    if starts(b, b"PRI * HTTP/2.0") {
+        return Seen::Is(Label::of(Proto::Http2));
+    }
+    if let Some(m) = METHODS.iter().find(|m| b.starts_with(m)) {
+        let line_end = b.iter().position(|&c| c == b'\n');
+        let head_end = b.windows(4).position(|w| w == b"\r\n\r\n");
+        let Some(line_end) = line_end else {
+            return if b.len() < 4096 { Seen::More } else { Seen::No };
+        };
+        let line = &b[..line_end];
+        if starts(line.rsplit(|&c| c == b' ').next().unwrap_or(b""), b"RTSP/1.0") {
+            return Seen::Is(Label::of(Proto::Rtsp));
+        }
+        if !line.windows(5).any(|w| w == b"HTTP/") {
+            return Seen::No;
+        }
+        if head_end.is_none() && b.len() < 4096 {
+            // The host and user agent may be in the next segment.
+            return Seen::More;
+        }
+        if let Some(h) = header(b, b"host:") {
+            meta.http_host = Some(text_of(h));
+        }
+        if let Some(ua) = header(b, b"user-agent:") {
+            meta.user_agent = Some(text_of(ua));
+        }
+        if *m == b"CONNECT " {
+            return Seen::Is(Label::of(Proto::HttpConnect));
+        }
+        if header(b, b"upgrade:").is_some_and(|v| v.eq_ignore_ascii_case(b"websocket")) {
+            return Seen::Is(Label::of(Proto::WebSocket));
+        }
+        return Seen::Is(Label::of(Proto::Http));
+    }
+    if starts(b, b"HTTP/1.") && b.len() >= 12 && b[8] == b' ' {
+        return Seen::Is(Label::of(Proto::Http));
+    }
+    if b.starts_with(b"RTSP/1.0 ") {
+        return Seen::Is(Label::of(Proto::Rtsp));
+    }
+    if b.starts_with(b"SSH-") {
+        if b.len() > 8 && (b.starts_with(b"SSH-2.0-") || b.starts_with(b"SSH-1.")) {
+            let end = b.iter().position(|&c| c == b'\r' || c == b'\n').unwrap_or(b.len());
+            meta.ssh_banner = Some(text_of(&b[..end]));
+            return Seen::Is(Label::of(Proto::Ssh));
+        }
+        return Seen::No;
+    }
+    mail_and_ftp(p)
+}
+
+/// SMTP, POP3, IMAP and FTP, from either side's first lines.
+fn mail_and_ftp(p: &Packet<'_>) -> Seen {
+    let b = p.payload;
+    if !b.ends_with(b"\n") || b.len() < 4 {
+        return Seen::No;
+    }
+    let mail = |proto| Seen::Is(Label::of(proto));
+    // Clients.
+    if starts(b, b"EHLO ") || starts(b, b"HELO ") {
+        return mail(Proto::Smtp);
+    }
+    if starts(b, b"USER ") || starts(b, b"AUTH ") || starts(b, b"CAPA\r") || starts(b, b"STLS\r") {
+        return if p.port(21) {
+            mail(Proto::FtpControl)
+        } else if p.port(110) || p.port(995) || starts(b, b"CAPA") || starts(b, b"STLS") {
+            mail(Proto::Pop3)
+        } else {
+            mail(Proto::FtpControl)
+        };
+    }
+    // Tagged IMAP commands: `a1 CAPABILITY`, `A001 LOGIN ...`.
+    if let Some(sp) = b.iter().position(|&c| c == b' ')
+        && sp > 0
+        && sp <= 10
+        && b[..sp].iter().all(u8::is_ascii_alphanumeric)
+    {
+        let cmd = &b[sp + 1..];
+        if [&b"CAPABILITY"[..], b"LOGIN ", b"STARTTLS", b"AUTHENTICATE ", b"ID "]
+            .iter()
+            .any(|c| starts(cmd, c))
+        {
+            return mail(Proto::Imap);
+        }
+    }
+    // Servers.
+    if starts(b, b"+OK") {
+        return mail(Proto::Pop3);
+    }
+    if starts(b, b"* OK") || starts(b, b"* PREAUTH") {
+        return mail(Proto::Imap);
+    }
+    if b.starts_with(b"220") && (b[3] == b' ' || b[3] == b'-') {
+        let lower = b.to_ascii_lowercase();
+        let has = |s: &[u8]| lower.windows(s.len()).any(|w| w == s);
+        if has(b"smtp") || has(b"mail") || p.port(25) || p.port(587) {
+            return mail(Proto::Smtp);
+        }
+        if has(b"ftp") || p.port(21) {
+            return mail(Proto::FtpControl);
+        }
+    }
+    Seen::No
+}
+
+/// SIP and SSDP over UDP.
+pub(crate) fn udp(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
+    let b = p.payload;
+    let first = b.split(|&c| c == b'\n').next().unwrap_or(b);
+    if first.windows(7).any(|w| w == b"SIP/2.0") {
+        return Seen::Is(Label::of(Proto::Sip));
+    }
+    if (starts(b, b"M-SEARCH * HTTP/1.1") || starts(b, b"NOTIFY * HTTP/1.1"))
+        || (starts(b, b"HTTP/1.1 200 OK") && p.port(1900))
+    {
+        return Seen::Is(Label::of(Proto::Ssdp));
+    }
+    Seen::No
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(b: &[u8], ports: [u16; 2]) -> (Seen, Meta) {
+        let mut m = Meta::default();
+        let s = detect(&Packet { payload: b, from_initiator: true, ports, index: 0 }, &mut m);
+        (s, m)
+    }
+
+    #[test]
+    fn http_requests_and_their_headers() {
+        let (s, m) = seen(
+            b"GET / HTTP/1.1\r\nHost: www.netflix.com\r\nUser-Agent: curl/8\r\n\r\n",
+            [5000, 80],
+        );
+        assert_eq!(s, Seen::Is(Label::of(Proto::Http)));
+        assert_eq!(m.http_host.as_deref(), Some("www.netflix.com"));
+        assert_eq!(m.user_agent.as_deref(), Some("curl/8"));
+        let (s, _) = seen(b"GET / HTTP/1.1\r\nHost: a", [5000, 80]);
+        assert_eq!(s, Seen::More);
+        let (s, _) = seen(b"CONNECT a:443 HTTP/1.1\r\nHost: a:443\r\n\r\n", [5000, 3128]);
+        assert_eq!(s, Seen::Is(Label::of(Proto::HttpConnect)));
+        let (s, _) = seen(b"GET /c HTTP/1.1\r\nUpgrade: websocket\r\n\r\n", [5000, 80]);
+        assert_eq!(s, Seen::Is(Label::of(Proto::WebSocket)));
+    }
+
+    #[test]
+    fn banners() {
+        let (s, m) = seen(b"SSH-2.0-OpenSSH_9.2\r\n", [22, 5000]);
+        assert_eq!(s, Seen::Is(Label::of(Proto::Ssh)));
+        assert_eq!(m.ssh_banner.as_deref(), Some("SSH-2.0-OpenSSH_9.2"));
+        assert_eq!(seen(b"220 mx ESMTP ready\r\n", [25, 5000]).0, Seen::Is(Label::of(Proto::Smtp)));
+        assert_eq!(seen(b"+OK POP3 ready\r\n", [110, 5000]).0, Seen::Is(Label::of(Proto::Pop3)));
+        assert_eq!(seen(b"* OK IMAP4rev1\r\n", [143, 5000]).0, Seen::Is(Label::of(Proto::Imap)));
+        assert_eq!(seen(b"220 ProFTPD\r\n", [21, 5000]).0, Seen::Is(Label::of(Proto::FtpControl)));
+        assert_eq!(seen(b"hello world\n", [5000, 6000]).0, Seen::No);
+    }
+}

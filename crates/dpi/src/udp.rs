@@ -1,0 +1,309 @@
+//! Binary protocols: over UDP (NTP, DHCP, DHCPv6, SNMP, STUN, WireGuard, NetBIOS, syslog,
+//! QUIC and gQUIC headers, BitTorrent's DHT and uTP, OpenVPN, IKE, Kerberos, RTP) and over
+//! TCP (BitTorrent's handshake, SMB, NetBIOS sessions, RDP, MQTT, Kerberos, LDAP, RTMP,
+//! TeamViewer); and the well-known ports used when nothing recognised a flow.
+
+use crate::{Label, Meta, Packet, Proto, Seen, TCP, UDP, be16, be32};
+
+fn is(p: Proto) -> Seen {
+    Seen::Is(Label::of(p))
+}
+
+/// UDP detectors, most specific first.
+pub(crate) fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
+    let b = p.payload;
+    // Discord voice: IP discovery (type 1 or 2, length 70) and its keep-alive.
+    if (b.len() == 74 && (b[..4] == [0, 1, 0, 0x46] || b[..4] == [0, 2, 0, 0x46]))
+        || b.starts_with(&[0x13, 0x37, 0xca, 0xfe])
+    {
+        return is(Proto::Discord);
+    }
+    // LAN discovery broadcasts.
+    if p.port(17500) && b.starts_with(b"{\"host_int\"") {
+        return is(Proto::Dropbox);
+    }
+    if p.port(57621) && b.starts_with(b"SpotUdp0") {
+        return is(Proto::Spotify);
+    }
+    // QUIC long header: form and fixed bits, a known version.
+    if b.len() >= 20
+        && b[0] & 0xc0 == 0xc0
+        && let Some(v) = be32(b, 1)
+        && (v == 1 || v == 0x6b33_43cf || v & 0xffff_ff00 == 0xff00_0000 || v == 0)
+    {
+        return is(Proto::Quic);
+    }
+    // gQUIC: public flags with the version bit, then "Q0xx".
+    if b.len() > 13
+        && b[0] & 0x01 != 0
+        && b[0] & 0x80 == 0
+        && b.get(9) == Some(&b'Q')
+        && b[10] == b'0'
+    {
+        return is(Proto::Quic);
+    }
+    // STUN: magic cookie.
+    if b.len() >= 20 && be32(b, 4) == Some(0x2112_a442) && b[0] & 0xc0 == 0 {
+        let len = usize::from(be16(b, 2).unwrap_or(0));
+        if len + 20 <= b.len() && len % 4 == 0 {
+            return is(Proto::Stun);
+        }
+    }
+    // WireGuard: message type, three zero bytes, fixed sizes.
+    if b.len() >= 32 && b[1..4] == [0, 0, 0] {
+        match (b[0], b.len()) {
+            (1, 148) | (2, 92) | (3, 64) => return is(Proto::WireGuard),
+            (4, n) if n >= 32 && n % 16 == 0 && p.port(51820) => return is(Proto::WireGuard),
+            _ => {}
+        }
+    }
+    // BitTorrent DHT (bencoded dictionaries) and uTP.
+    if b.starts_with(b"d1:ad2:id20:") || b.starts_with(b"d1:rd2:id20:") || b.starts_with(b"d1:eli")
+    {
+        return is(Proto::BitTorrent);
+    }
+    if b.len() >= 20
+        && b[1] == 0
+        && (b[0] == 0x41 || b[0] == 0x01 || b[0] == 0x21 || b[0] == 0x11 || b[0] == 0x31)
+    {
+        // uTP v1: type/version, extension 0..2, then a connection id and timestamps; a
+        // SYN (0x41) has no payload.
+        if b[0] == 0x41 && b.len() == 20 {
+            return is(Proto::BitTorrent);
+        }
+    }
+    // NTP: version 1-4, a client/server/broadcast mode, 48 bytes or more, port 123.
+    if p.port(123) && b.len() >= 48 {
+        let v = (b[0] >> 3) & 7;
+        let mode = b[0] & 7;
+        if (1..=4).contains(&v) && (1..=5).contains(&mode) {
+            return is(Proto::Ntp);
+        }
+    }
+    // DHCP: BOOTP op, hardware type, and the magic cookie.
+    if (p.port(67) || p.port(68))
+        && b.len() >= 240
+        && (b[0] == 1 || b[0] == 2)
+        && be32(b, 236) == Some(0x6382_5363)
+    {
+        return is(Proto::Dhcp);
+    }
+    // DHCPv6: a client or relay message type on its ports.
+    if (p.port(546) || p.port(547)) && b.len() >= 4 && (1..=13).contains(&b[0]) {
+        return is(Proto::Dhcpv6);
+    }
+    // SNMP: an ASN.1 sequence with an integer version 0-3.
+    if (p.port(161) || p.port(162)) && b.len() > 6 && b[0] == 0x30 {
+        let at = if b[1] & 0x80 != 0 { 2 + usize::from(b[1] & 0x7f) } else { 2 };
+        if b.get(at) == Some(&2)
+            && b.get(at + 1) == Some(&1)
+            && b.get(at + 2).is_some_and(|&v| v <= 3)
+        {
+            return is(Proto::Snmp);
+        }
+    }
+    // NetBIOS name service and datagrams.
+    if p.port(137) && b.len() >= 12 && (b[2] & 0x78) >> 3 <= 8 && be16(b, 4).is_some_and(|q| q <= 1)
+    {
+        return is(Proto::NetBios);
+    }
+    if p.port(138) && b.len() >= 14 && (0x10..=0x16).contains(&b[0]) {
+        return is(Proto::NetBios);
+    }
+    // Syslog: "<PRI>" with PRI 0-191.
+    if b.first() == Some(&b'<') {
+        let end = b.iter().take(5).position(|&c| c == b'>');
+        if let Some(e) = end
+            && e > 1
+            && b[1..e].iter().all(u8::is_ascii_digit)
+            && std::str::from_utf8(&b[1..e])
+                .ok()
+                .and_then(|s| s.parse::<u16>().ok())
+                .is_some_and(|v| v < 192)
+        {
+            return is(Proto::Syslog);
+        }
+    }
+    // Kerberos: an application tag (AS-REQ 10 ... KRB-ERROR 30) on port 88.
+    if p.port(88) && b.len() > 4 && (0x6a..=0x7e).contains(&b[0]) {
+        return is(Proto::Kerberos);
+    }
+    // IKE on 500/4500 (after the non-ESP marker on 4500): version 1 or 2.
+    let ike = if p.port(4500) && b.len() >= 32 && b[..4] == [0, 0, 0, 0] { &b[4..] } else { b };
+    if (p.port(500) || p.port(4500)) && ike.len() >= 28 && (ike[17] == 0x10 || ike[17] == 0x20) {
+        let len = be32(ike, 24).unwrap_or(0) as usize;
+        if len == ike.len() {
+            return is(Proto::IpSec);
+        }
+    }
+    // OpenVPN: a hard reset from the client, opcode 7 (v2) or 1 (v1), key id 0.
+    if b.len() >= 14 && (b[0] == 0x38 || b[0] == 0x08 || b[0] == 0x50) && p.index == 0 {
+        return is(Proto::OpenVpn);
+    }
+    // RTP: version 2, a payload type in the audio/video ranges, on high ports.
+    if b.len() >= 12 && b[0] >> 6 == 2 && p.ports[0] >= 1024 && p.ports[1] >= 1024 {
+        let pt = b[1] & 0x7f;
+        if pt <= 34 || (96..=127).contains(&pt) {
+            return is(Proto::Rtp);
+        }
+    }
+    Seen::No
+}
+
+/// Binary protocols over TCP.
+pub(crate) fn tcp_binary(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
+    let b = p.payload;
+    if b.len() >= 20 && b[0] == 19 && &b[1..20] == b"BitTorrent protocol" {
+        return is(Proto::BitTorrent);
+    }
+    // NetBIOS session service carrying SMB.
+    if b.len() >= 8 && b[0] == 0 && (p.port(445) || p.port(139)) {
+        match &b[4..8] {
+            [0xff, b'S', b'M', b'B'] => return is(Proto::SmbV1),
+            [0xfe, b'S', b'M', b'B'] => return is(Proto::SmbV23),
+            _ => {}
+        }
+    }
+    if p.port(139) && b.len() >= 4 && (b[0] == 0x81 || b[0] == 0x82 || b[0] == 0x85) {
+        return is(Proto::NetBios);
+    }
+    // RDP: TPKT, then an X.224 connection request or confirm.
+    if b.len() >= 11
+        && b[0] == 3
+        && b[1] == 0
+        && usize::from(be16(b, 2).unwrap_or(0)) == b.len()
+        && (b[5] == 0xe0 || b[5] == 0xd0)
+    {
+        return is(Proto::Rdp);
+    }
+    // MQTT: CONNECT with the protocol name.
+    if b.len() >= 10
+        && b[0] == 0x10
+        && (b[4..8] == *b"MQTT" || b[5..9] == *b"MQTT" || b[4..10] == *b"MQIsdp")
+    {
+        return is(Proto::Mqtt);
+    }
+    // Kerberos over TCP: a four-byte length, then an application tag.
+    if p.port(88)
+        && b.len() > 8
+        && be32(b, 0).is_some_and(|l| l as usize + 4 >= b.len())
+        && (0x6a..=0x7e).contains(&b[4])
+    {
+        return is(Proto::Kerberos);
+    }
+    // LDAP: a sequence, a message id, then an application tag (bind, search, ...).
+    if (p.port(389) || p.port(3268)) && b.len() > 7 && b[0] == 0x30 {
+        return is(Proto::Ldap);
+    }
+    // RTMP: the C0 version byte 3 and a 1536-byte C1.
+    if b.len() >= 1537 && b[0] == 3 && p.index == 0 && (p.port(1935) || b[5..9] == [0, 0, 0, 0]) {
+        return is(Proto::Rtmp);
+    }
+    // TeamViewer: its magic.
+    if b.len() >= 4 && b[0] == 0x17 && b[1] == 0x24 && p.port(5938) {
+        return is(Proto::TeamViewer);
+    }
+    // OpenVPN over TCP: a length, then a hard-reset opcode.
+    if b.len() >= 16
+        && usize::from(be16(b, 0).unwrap_or(0)) + 2 == b.len()
+        && (b[2] == 0x38 || b[2] == 0x08)
+        && p.index == 0
+    {
+        return is(Proto::OpenVpn);
+    }
+    Seen::No
+}
+
+/// The protocol a well-known port suggests, for flows no detector recognised.
+pub(crate) fn by_port(l4: u8, ports: [u16; 2]) -> Option<Proto> {
+    let guess = |port: u16| -> Option<Proto> {
+        Some(match (l4, port) {
+            (TCP, 443) => Proto::Tls,
+            (TCP, 80 | 8080) => Proto::Http,
+            (TCP | UDP, 53) => Proto::Dns,
+            (TCP, 22) => Proto::Ssh,
+            (TCP, 25 | 587) => Proto::Smtp,
+            (TCP, 465) => Proto::Smtps,
+            (TCP, 110) => Proto::Pop3,
+            (TCP, 995) => Proto::Pop3s,
+            (TCP, 143) => Proto::Imap,
+            (TCP, 993) => Proto::Imaps,
+            (TCP, 21) => Proto::FtpControl,
+            (TCP, 23) => Proto::Telnet,
+            (TCP | UDP, 88) => Proto::Kerberos,
+            (TCP, 389) => Proto::Ldap,
+            (TCP, 445) => Proto::SmbV23,
+            (TCP, 3389) => Proto::Rdp,
+            (TCP, 1883) => Proto::Mqtt,
+            (TCP, 1935) => Proto::Rtmp,
+            (UDP, 123) => Proto::Ntp,
+            (UDP, 161 | 162) => Proto::Snmp,
+            (UDP, 137 | 138) => Proto::NetBios,
+            (UDP, 514) => Proto::Syslog,
+            (UDP, 1900) => Proto::Ssdp,
+            (UDP, 5353) => Proto::Mdns,
+            (UDP, 3478) => Proto::Stun,
+            (UDP, 500 | 4500) => Proto::IpSec,
+            (UDP, 1194) => Proto::OpenVpn,
+            (UDP, 51820) => Proto::WireGuard,
+            (UDP, 443) => Proto::Quic,
+            (UDP, 67 | 68) => Proto::Dhcp,
+            (UDP, 546 | 547) => Proto::Dhcpv6,
+            (UDP | TCP, 5060) => Proto::Sip,
+            _ => return None,
+        })
+    };
+    guess(ports[1]).or_else(|| guess(ports[0]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn udp(b: &[u8], ports: [u16; 2]) -> Seen {
+        detect(&Packet { payload: b, from_initiator: true, ports, index: 0 }, &mut Meta::default())
+    }
+
+    #[test]
+    fn udp_shapes() {
+        let mut stun = vec![0, 1, 0, 0, 0x21, 0x12, 0xa4, 0x42];
+        stun.extend_from_slice(&[0; 12]);
+        assert_eq!(udp(&stun, [40000, 3478]), is(Proto::Stun));
+        let mut wg = vec![1, 0, 0, 0];
+        wg.resize(148, 7);
+        assert_eq!(udp(&wg, [40000, 40001]), is(Proto::WireGuard));
+        let mut ntp = vec![0x23];
+        ntp.resize(48, 0);
+        assert_eq!(udp(&ntp, [40000, 123]), is(Proto::Ntp));
+        assert_eq!(udp(b"<34>Oct 11 22:14:15 host su: x", [40000, 514]), is(Proto::Syslog));
+        assert_eq!(
+            udp(b"d1:ad2:id20:abcdefghij0123456789e1:q4:ping1:t2:aa1:y1:qe", [40000, 6881]),
+            is(Proto::BitTorrent)
+        );
+        let mut quic = vec![0xc3, 0, 0, 0, 1];
+        quic.resize(1200, 0);
+        assert_eq!(udp(&quic, [40000, 443]), is(Proto::Quic));
+        assert_eq!(udp(b"random bytes of no shape", [40000, 40001]), Seen::No);
+    }
+
+    #[test]
+    fn every_prefix_of_every_shape_is_safe() {
+        let inputs: [&[u8]; 3] = [
+            b"\x13BitTorrent protocol",
+            b"\x03\x00\x00\x0b\x06\xe0\x00\x00\x00\x00\x00",
+            b"\x10\x0c\x00\x04MQTT\x04\x02",
+        ];
+        for b in inputs {
+            for cut in 0..=b.len() {
+                let p = Packet {
+                    payload: &b[..cut],
+                    from_initiator: true,
+                    ports: [40000, 445],
+                    index: 0,
+                };
+                let _ = tcp_binary(&p, &mut Meta::default());
+                let _ = detect(&p, &mut Meta::default());
+            }
+        }
+    }
+}

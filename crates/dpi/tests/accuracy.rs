@@ -1,0 +1,162 @@
+//! Agreement with nDPI's labels on the shared nDPI captures (`../shared/data/pcaps/dpi`):
+//! over the flows nDPI labels by payload inspection (`[Confidence: DPI]`), keyed on the
+//! transport protocol and the unordered endpoint pair, how often rampart's master protocol
+//! and whole label agree. Prints a per-protocol table; the floors asserted are the ones
+//! reached so far (they can only rise).
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::path::{Path, PathBuf};
+
+use rampart_capture::Capture;
+use rampart_dpi::{Config, FlowDpi};
+use rampart_wire::{Family, PacketMeta};
+
+fn data() -> Option<PathBuf> {
+    let dir = std::env::var_os("RAMPART_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data").into())
+        .join("pcaps/dpi/ndpi");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        let _ = writeln!(std::io::stderr(), "skipped: no nDPI captures at {}", dir.display());
+        None
+    }
+}
+
+fn endpoint(family: Family, addr: &[u8; 16], port: u16) -> String {
+    match family {
+        Family::V4 => {
+            let ip = Ipv4Addr::new(addr[0], addr[1], addr[2], addr[3]);
+            format!("{ip}:{port}")
+        }
+        _ => format!("[{}]:{port}", IpAddr::V6(Ipv6Addr::from(*addr))),
+    }
+}
+
+/// (L4, lower endpoint, higher endpoint).
+type Key = (String, String, String);
+
+fn key(l4: &str, a: String, b: String) -> Key {
+    if a <= b { (l4.to_string(), a, b) } else { (l4.to_string(), b, a) }
+}
+
+/// rampart's label for each flow of a capture.
+fn label_capture(path: &Path) -> BTreeMap<Key, String> {
+    let cfg = Config::default();
+    let mut flows: BTreeMap<Key, (String, FlowDpi, [u16; 2])> = BTreeMap::new();
+    let Ok(mut cap) = Capture::open(path) else { return BTreeMap::new() };
+    while let Ok(batch) = cap.next_batch(256)
+        && !batch.is_empty()
+    {
+        for frame in batch.iter() {
+            let m = PacketMeta::parse(frame.link, frame.data);
+            let l4 = match m.proto {
+                6 => "TCP",
+                17 => "UDP",
+                _ => continue,
+            };
+            if !m.has_ports() || m.is_later_fragment() {
+                continue;
+            }
+            let src = endpoint(m.family, &m.src, m.sport);
+            let dst = endpoint(m.family, &m.dst, m.dport);
+            let k = key(l4, src.clone(), dst);
+            let entry = flows
+                .entry(k)
+                .or_insert_with(|| (src.clone(), FlowDpi::new(m.proto), [m.sport, m.dport]));
+            let from_initiator = entry.0 == src;
+            let start = usize::from(m.payload_offset).min(frame.data.len());
+            let payload = &frame.data[start..];
+            entry.1.feed(&cfg, from_initiator, entry.2, payload);
+        }
+    }
+    flows
+        .into_iter()
+        .map(|(k, (_, mut f, ports))| {
+            f.give_up(ports);
+            (k, f.label().to_string())
+        })
+        .collect()
+}
+
+/// nDPI's payload-inspection labels from a `.out` file.
+fn expected(out: &Path) -> BTreeMap<Key, String> {
+    let text = std::fs::read_to_string(out).unwrap();
+    let mut m = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix('\t') else { continue };
+        let Some((num, rest)) = rest.split_once('\t') else { continue };
+        if num.parse::<u32>().is_err() || !rest.contains("[Confidence: DPI") {
+            continue;
+        }
+        let mut parts = rest.split(' ');
+        let (Some(l4), Some(a), Some(_arrow), Some(b)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        if l4 != "TCP" && l4 != "UDP" {
+            continue;
+        }
+        let Some(proto) = rest.split("[proto: ").nth(1).and_then(|s| s.split(']').next()) else {
+            continue;
+        };
+        let label = proto.split_once('/').map_or(proto, |(_, l)| l);
+        m.insert(key(l4, a.to_string(), b.to_string()), label.to_string());
+    }
+    m
+}
+
+fn master(label: &str) -> String {
+    label.split('.').next().unwrap_or(label).to_ascii_lowercase()
+}
+
+#[test]
+fn agreement_with_ndpi() {
+    let Some(dir) = data() else { return };
+    let mut per: BTreeMap<String, (usize, usize, usize)> = BTreeMap::new();
+    let (mut total, mut masters, mut whole) = (0usize, 0usize, 0usize);
+    let mut captures: Vec<PathBuf> =
+        std::fs::read_dir(dir.join("pcap")).unwrap().map(|e| e.unwrap().path()).collect();
+    captures.sort();
+    for cap in captures {
+        let name = cap.file_name().unwrap().to_string_lossy().into_owned();
+        let want = expected(&dir.join("result").join(format!("{name}.out")));
+        if want.is_empty() {
+            continue;
+        }
+        let got = label_capture(&cap);
+        for (k, label) in &want {
+            let Some(ours) = got.get(k) else { continue };
+            total += 1;
+            let e = per.entry(master(label)).or_default();
+            e.0 += 1;
+            if master(ours) == master(label) {
+                masters += 1;
+                e.1 += 1;
+            }
+            if ours.eq_ignore_ascii_case(label) {
+                whole += 1;
+                e.2 += 1;
+            }
+        }
+    }
+    let mut err = std::io::stderr();
+    let _ = writeln!(err, "{:<20} {:>6} {:>7} {:>7}", "nDPI master", "flows", "master", "label");
+    for (m, (n, a, b)) in &per {
+        let _ = writeln!(err, "{m:<20} {n:>6} {a:>7} {b:>7}");
+    }
+    let pct = |x: usize| 100.0 * x as f64 / total.max(1) as f64;
+    let _ =
+        writeln!(err, "flows {total}: master {:.1}%, whole label {:.1}%", pct(masters), pct(whole));
+    assert!(total > 400, "the captures' flows are found ({total})");
+    // Floors reached so far.
+    assert!(pct(masters) >= FLOOR_MASTER, "master agreement {:.1}%", pct(masters));
+    assert!(pct(whole) >= FLOOR_WHOLE, "label agreement {:.1}%", pct(whole));
+}
+
+const FLOOR_MASTER: f64 = 91.9;
+const FLOOR_WHOLE: f64 = 76.5;
