@@ -19,6 +19,7 @@
 
 mod apps;
 mod dns;
+mod quic;
 mod text;
 mod tls;
 mod udp;
@@ -286,7 +287,6 @@ pub(crate) enum Seen {
 pub(crate) struct Packet<'a> {
     pub(crate) payload: &'a [u8],
     /// Whether the initiator sent it.
-    #[allow(dead_code)]
     pub(crate) from_initiator: bool,
     /// The initiator's port and the responder's.
     pub(crate) ports: [u16; 2],
@@ -313,6 +313,8 @@ pub struct FlowDpi {
     meta: Meta,
     /// Bytes of a message split over packets, per direction (initiator first).
     pending: Option<Box<[Vec<u8>; 2]>>,
+    /// A QUIC client's Initial packets so far.
+    quic: Option<Box<quic::State>>,
 }
 
 impl FlowDpi {
@@ -327,6 +329,7 @@ impl FlowDpi {
             by: By::None,
             meta: Meta::default(),
             pending: None,
+            quic: None,
         }
     }
 
@@ -420,6 +423,7 @@ impl FlowDpi {
         self.by = by;
         self.done = true;
         self.pending = None;
+        self.quic = None;
     }
 
     fn tcp(&mut self, p: &Packet<'_>) -> Seen {
@@ -435,6 +439,14 @@ impl FlowDpi {
     }
 
     fn udp(&mut self, p: &Packet<'_>) -> Seen {
+        if p.from_initiator || self.quic.is_some() {
+            match quic::initial(p, &mut self.quic, &mut self.meta) {
+                Seen::No => {}
+                // A hello that continues in the client's next Initial.
+                Seen::More => return Seen::No,
+                found => return found,
+            }
+        }
         for detect in [dns::udp, tls::dtls, udp::detect, text::udp] {
             match detect(p, &mut self.meta) {
                 Seen::No | Seen::More => {}

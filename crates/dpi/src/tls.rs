@@ -85,7 +85,7 @@ fn handshake_body(b: &[u8], need: usize) -> Option<Vec<u8>> {
 }
 
 /// Reads a ClientHello body (after the 4-byte handshake header).
-fn client_hello(h: &[u8], meta: &mut Meta) {
+pub(crate) fn client_hello(h: &[u8], meta: &mut Meta) {
     // version(2) random(32) session_id
     let mut at = 34;
     let Some(&sid) = h.get(at) else { return };

@@ -10,8 +10,12 @@ fn is(p: Proto) -> Seen {
 }
 
 /// UDP detectors, most specific first.
-pub(crate) fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
+pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
     let b = p.payload;
+    // Google QUIC's clear client hello.
+    if p.from_initiator && b.len() > 20 && crate::quic::gquic_hello(b, meta) {
+        return is(Proto::Quic);
+    }
     // Discord voice: IP discovery (type 1 or 2, length 70) and its keep-alive.
     if (b.len() == 74 && (b[..4] == [0, 1, 0, 0x46] || b[..4] == [0, 2, 0, 0x46]))
         || b.starts_with(&[0x13, 0x37, 0xca, 0xfe])
