@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod classify;
+mod dpi;
 mod flows;
 mod input;
 mod nkpl;
@@ -46,6 +47,9 @@ enum Command {
     /// Questions about rule sets: a packet's fate, shadowed rules, differences, search.
     #[command(subcommand)]
     Verify(verify::VerifyCmd),
+    /// Application identification: label each flow of a capture, list what is recognised.
+    #[command(subcommand)]
+    Dpi(dpi::Cmd),
 }
 
 fn main() -> ExitCode {
@@ -58,5 +62,6 @@ fn main() -> ExitCode {
         Command::Classify(args) => classify::classify(args),
         Command::Filter(args) => classify::filter(args),
         Command::Verify(cmd) => verify::run(cmd),
+        Command::Dpi(cmd) => dpi::run(cmd),
     }
 }

@@ -16,6 +16,7 @@ fn dependencies_point_one_way() {
         ("rampart-classify", &[][..]),
         // The verifier reads the classifier's rule model; the classifier never reads it.
         ("rampart-policy", &["rampart-classify"][..]),
+        ("rampart-dpi", &[][..]),
         (
             "rampart-engine",
             &[
@@ -38,6 +39,8 @@ fn dependencies_point_one_way() {
                 "rampart-rss",
                 "rampart-classify",
                 "rampart-policy",
+                "rampart-dpi",
+                "rampart-wire",
             ][..],
         ),
     ]);

@@ -1,0 +1,192 @@
+//! `rampart dpi`: application identification of each flow of a capture, and the list of
+//! what is recognised.
+
+use std::collections::HashMap;
+use std::io::Write as _;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Subcommand;
+use rampart_capture::Capture;
+use rampart_dpi::{Config, FlowDpi, Proto};
+use rampart_flow::{FlowKey, Side};
+use rampart_wire::PacketMeta;
+
+use crate::input::Fail;
+
+/// `rampart dpi` subcommands.
+#[derive(Subcommand, Debug)]
+pub(crate) enum Cmd {
+    /// Label each TCP and UDP flow of a capture: one line per flow in order of its first
+    /// packet (`PROTO A <-> B LABEL BY` and the metadata found), or JSON lines.
+    Label {
+        /// Capture file (pcap or pcapng).
+        #[arg(short = 'r', long = "read", value_name = "FILE")]
+        input: PathBuf,
+        /// One JSON object per flow instead.
+        #[arg(long)]
+        json: bool,
+        /// TCP packets with payload inspected per flow.
+        #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u8).range(1..=32))]
+        tcp_packets: u8,
+        /// UDP packets inspected per flow.
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u8).range(1..=32))]
+        udp_packets: u8,
+    },
+    /// The protocols recognised from payloads (nDPI's names).
+    Protocols,
+}
+
+pub(crate) fn run(cmd: Cmd) -> ExitCode {
+    match cmd {
+        Cmd::Protocols => {
+            for p in Proto::ALL {
+                println!("{}", p.name());
+            }
+            ExitCode::SUCCESS
+        }
+        Cmd::Label { input, json, tcp_packets, udp_packets } => {
+            let cfg = Config { tcp_packets, udp_packets, ..Config::default() };
+            match label(&input, json, &cfg) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => e.exit(),
+            }
+        }
+    }
+}
+
+struct Entry {
+    key: FlowKey,
+    /// The side that sent the first packet, and its port and the other's.
+    first: Side,
+    ports: [u16; 2],
+    dpi: FlowDpi,
+}
+
+fn address(family: u8, a: &[u8; 16]) -> IpAddr {
+    if family == 4 {
+        IpAddr::V4(Ipv4Addr::new(a[0], a[1], a[2], a[3]))
+    } else {
+        IpAddr::V6(Ipv6Addr::from(*a))
+    }
+}
+
+fn endpoint(family: u8, a: &[u8; 16], port: u16) -> String {
+    match address(family, a) {
+        IpAddr::V4(v) => format!("{v}:{port}"),
+        IpAddr::V6(v) => format!("[{v}]:{port}"),
+    }
+}
+
+fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn write_flow(out: &mut impl std::io::Write, e: &mut Entry, json: bool) -> std::io::Result<()> {
+    e.dpi.give_up(e.ports);
+    let k = &e.key;
+    let l4 = if k.proto == 6 { "TCP" } else { "UDP" };
+    // The initiator first.
+    let (a, b) = (endpoint(k.family, &k.addr_a, k.port_a), endpoint(k.family, &k.addr_b, k.port_b));
+    let (a, b) = if e.first == Side::A { (a, b) } else { (b, a) };
+    let label = e.dpi.label().to_string();
+    let by = e.dpi.by().name();
+    let m = e.dpi.meta();
+    let fields = [
+        ("sni", &m.sni),
+        ("alpn", &m.alpn),
+        ("http_host", &m.http_host),
+        ("user_agent", &m.user_agent),
+        ("dns_query", &m.dns_query),
+        ("ssh_banner", &m.ssh_banner),
+    ];
+    if json {
+        write!(
+            out,
+            "{{\"proto\":\"{l4}\",\"src\":{},\"dst\":{},\"app\":{},\"app_by\":\"{by}\"",
+            json_str(&a),
+            json_str(&b),
+            json_str(&label)
+        )?;
+        for (name, v) in fields {
+            if let Some(v) = v {
+                write!(out, ",\"{name}\":{}", json_str(v))?;
+            }
+        }
+        writeln!(out, "}}")
+    } else {
+        write!(out, "{l4} {a} <-> {b} {label} {by}")?;
+        for (name, v) in fields {
+            if let Some(v) = v {
+                write!(out, " {name}={v:?}")?;
+            }
+        }
+        writeln!(out)
+    }
+}
+
+fn label(path: &std::path::Path, json: bool, cfg: &Config) -> Result<(), Fail> {
+    let mut cap = Capture::open(path).map_err(|e| Fail(format!("{}: {e}", path.display()), 2))?;
+    let mut index: HashMap<FlowKey, usize> = HashMap::new();
+    let mut flows: Vec<Entry> = Vec::new();
+    let mut failed = None;
+    loop {
+        let batch = match cap.next_batch(256) {
+            Ok(b) => b,
+            Err(e) => {
+                failed = Some(e.to_string());
+                break;
+            }
+        };
+        if batch.is_empty() {
+            break;
+        }
+        for frame in batch.iter() {
+            let m = PacketMeta::parse(frame.link, frame.data);
+            if (m.proto != 6 && m.proto != 17) || m.is_later_fragment() {
+                continue;
+            }
+            let Some((key, side)) = FlowKey::from_meta(&m) else { continue };
+            let i = *index.entry(key).or_insert_with(|| {
+                flows.push(Entry {
+                    key,
+                    first: side,
+                    ports: [m.sport, m.dport],
+                    dpi: FlowDpi::new(m.proto),
+                });
+                flows.len() - 1
+            });
+            let e = &mut flows[i];
+            if e.dpi.is_done() {
+                continue;
+            }
+            // The payload as captured, without link-layer padding.
+            let start = usize::from(m.payload_offset).min(frame.data.len());
+            let end = start.saturating_add(m.payload_wire_len as usize).min(frame.data.len());
+            e.dpi.feed(cfg, side == e.first, e.ports, &frame.data[start..end]);
+        }
+    }
+    // Every flow found so far is written, even when the capture ends in an error.
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    for e in &mut flows {
+        write_flow(&mut out, e, json).map_err(|e| Fail(format!("cannot write: {e}"), 2))?;
+    }
+    out.flush().map_err(|e| Fail(format!("cannot write: {e}"), 2))?;
+    match failed {
+        Some(e) => Err(Fail(format!("{}: {e}", path.display()), 1)),
+        None => Ok(()),
+    }
+}
