@@ -114,11 +114,11 @@ pub(crate) fn client_hello(h: &[u8], meta: &mut Meta) {
                 let mut i = 2;
                 while let Some(&n) = data.get(i) {
                     let Some(name) = data.get(i + 1..i + 1 + usize::from(n)) else { break };
-                    names.push(String::from_utf8_lossy(name).into_owned());
+                    names.push(text_of(name).into_string());
                     i += 1 + usize::from(n);
                 }
                 if !names.is_empty() {
-                    meta.alpn = Some(names.join(",").into());
+                    meta.alpn = Some(text_of(names.join(",").as_bytes()));
                 }
             }
             _ => {}
@@ -144,7 +144,7 @@ pub(crate) fn dtls(p: &Packet<'_>, meta: &mut Meta) -> Seen {
     // A DTLS ClientHello: handshake header (12 bytes), then version, random, session id and a
     // cookie before the cipher suites.
     if b[0] == 22 && b.get(13) == Some(&CLIENT_HELLO) {
-        let h = &b[25..(13 + len).min(b.len())];
+        let h = b.get(25..(13 + len).min(b.len())).unwrap_or(&[]);
         if let Some(&sid) = h.get(34) {
             let at = 35 + usize::from(sid);
             if let Some(&cookie) = h.get(at) {
@@ -199,6 +199,21 @@ mod tests {
         assert_eq!(tcp(&pkt(&h), &mut m), Seen::Is(Label::of(Proto::Tls)));
         assert_eq!(m.sni.as_deref(), Some("www.youtube.com"));
         assert_eq!(m.alpn.as_deref(), Some("h2"));
+    }
+
+    #[test]
+    fn short_dtls_hellos_and_odd_alpn_names() {
+        // A DTLS handshake record shorter than its own handshake header (found by fuzzing).
+        let b = [22, 0xfe, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 1, 0];
+        let p = Packet { payload: &b, from_initiator: true, ports: [1, 2], index: 0 };
+        assert_eq!(dtls(&p, &mut Meta::default()), Seen::Is(Label::of(Proto::Dtls)));
+        // ALPN names are kept as printable text.
+        let mut h = hello("a.example");
+        let at = h.windows(3).position(|w| w == [2, b'h', b'2']).unwrap();
+        h[at + 1] = 0x07;
+        let mut m = Meta::default();
+        let _ = tcp(&pkt(&h), &mut m);
+        assert_eq!(m.alpn.as_deref(), Some("2"));
     }
 
     #[test]

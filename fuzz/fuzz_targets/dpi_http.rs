@@ -1,0 +1,14 @@
+//! DPI detectors on a flow to port 80 over IP protocol 6 (see `dpi/common.rs`).
+#![no_main]
+
+#[path = "dpi/common.rs"]
+mod common;
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    common::run(data, 6, [40000, 80]);
+    // The same bytes with the ports the other way round, and on unrelated ports.
+    common::run(data, 6, [80, 40000]);
+    common::run(data, 6, [40000, 40001]);
+});
