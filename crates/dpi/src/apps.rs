@@ -116,3 +116,63 @@ mod tests {
         assert_eq!(app_for_host(""), None);
     }
 }
+
+/// Address blocks of applications: `data/addresses.txt`, parsed once.
+fn blocks() -> &'static [(u8, [u8; 16], u8, &'static str)] {
+    static BLOCKS: std::sync::OnceLock<Vec<(u8, [u8; 16], u8, &'static str)>> =
+        std::sync::OnceLock::new();
+    BLOCKS.get_or_init(|| {
+        let mut out = Vec::new();
+        for line in include_str!("../data/addresses.txt").lines() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            let Some((prefix, app)) = line.split_once(' ') else { continue };
+            let Some((addr, len)) = prefix.split_once('/') else { continue };
+            let (Ok(addr), Ok(len)) = (addr.parse::<std::net::IpAddr>(), len.parse::<u8>()) else {
+                continue;
+            };
+            let (family, bytes) = match addr {
+                std::net::IpAddr::V4(v) => {
+                    let mut b = [0u8; 16];
+                    b[..4].copy_from_slice(&v.octets());
+                    (4, b)
+                }
+                std::net::IpAddr::V6(v) => (6, v.octets()),
+            };
+            out.push((family, bytes, len, app.trim()));
+        }
+        out
+    })
+}
+
+/// The application an address belongs to, by `data/addresses.txt` (`family` 4 or 6;
+/// IPv4 in the first four bytes).
+pub fn app_for_address(family: u8, addr: &[u8; 16]) -> Option<&'static str> {
+    blocks().iter().find_map(|&(f, ref net, len, app)| {
+        let bits = usize::from(len);
+        let whole = bits / 8;
+        let rest = bits % 8;
+        let same = f == family
+            && addr[..whole] == net[..whole]
+            && (rest == 0 || (addr[whole] ^ net[whole]) >> (8 - rest) == 0);
+        same.then_some(app)
+    })
+}
+
+#[cfg(test)]
+mod address_tests {
+    use super::*;
+
+    #[test]
+    fn blocks_from_the_data_file() {
+        let v4 = |a: [u8; 4]| {
+            let mut b = [0u8; 16];
+            b[..4].copy_from_slice(&a);
+            b
+        };
+        assert_eq!(app_for_address(4, &v4([91, 108, 12, 5])), Some("Telegram"));
+        assert_eq!(app_for_address(4, &v4([149, 154, 175, 255])), Some("Telegram"));
+        assert_eq!(app_for_address(4, &v4([149, 154, 176, 0])), None);
+        assert_eq!(app_for_address(6, &v4([91, 108, 12, 5])), None);
+        assert!(blocks().len() >= 10);
+    }
+}

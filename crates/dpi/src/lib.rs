@@ -26,7 +26,7 @@ mod udp;
 
 use std::fmt;
 
-pub use apps::app_for_host;
+pub use apps::{app_for_address, app_for_host};
 
 /// A protocol rampart recognises (nDPI's names, see [`Proto::name`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -78,6 +78,8 @@ pub enum Proto {
     Discord,
     Dropbox,
     Spotify,
+    WhatsApp,
+    Zoom,
 }
 
 impl Proto {
@@ -131,6 +133,8 @@ impl Proto {
             Discord => "Discord",
             Dropbox => "Dropbox",
             Spotify => "Spotify",
+            WhatsApp => "WhatsApp",
+            Zoom => "Zoom",
         }
     }
 
@@ -180,6 +184,8 @@ impl Proto {
         Proto::Discord,
         Proto::Dropbox,
         Proto::Spotify,
+        Proto::WhatsApp,
+        Proto::Zoom,
     ];
 }
 
@@ -205,6 +211,7 @@ impl fmt::Display for Label {
     /// `MASTER` or `MASTER.APP`, as nDPI prints them.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.app {
+            Some(app) if self.master == Proto::Unknown => f.write_str(app),
             Some(app) if app != self.master.name() => write!(f, "{}.{app}", self.master.name()),
             _ => f.write_str(self.master.name()),
         }
@@ -218,6 +225,9 @@ pub enum By {
     Dpi,
     /// From a well-known port, when no detector recognised the payload.
     Port,
+    /// From the responder's address (`data/addresses.txt`), when no detector recognised
+    /// the payload.
+    Address,
     /// Not found.
     None,
 }
@@ -228,6 +238,7 @@ impl By {
         match self {
             By::Dpi => "dpi",
             By::Port => "port",
+            By::Address => "address",
             By::None => "none",
         }
     }
@@ -315,6 +326,8 @@ pub struct FlowDpi {
     pending: Option<Box<[Vec<u8>; 2]>>,
     /// A QUIC client's Initial packets so far.
     quic: Option<Box<quic::State>>,
+    /// The application the responder's address belongs to, if known.
+    address_app: Option<&'static str>,
 }
 
 impl FlowDpi {
@@ -330,7 +343,15 @@ impl FlowDpi {
             meta: Meta::default(),
             pending: None,
             quic: None,
+            address_app: None,
         }
+    }
+
+    /// Tells the flow its responder's address (`family` 4 or 6; IPv4 in the first four
+    /// bytes): a flow no detector recognises is labelled by the application that address
+    /// belongs to, if any ([`By::Address`]).
+    pub fn set_responder(&mut self, family: u8, addr: &[u8; 16]) {
+        self.address_app = app_for_address(family, addr);
     }
 
     /// Whether inspection is over (decided, or out of budget).
@@ -402,6 +423,10 @@ impl FlowDpi {
     /// Ends inspection: labels the flow by its port if nothing recognised it.
     pub fn give_up(&mut self, ports: [u16; 2]) {
         if self.done {
+            return;
+        }
+        if let Some(app) = self.address_app {
+            self.decide(Label { master: Proto::Unknown, app: Some(app) }, By::Address);
             return;
         }
         match udp::by_port(self.l4, ports) {

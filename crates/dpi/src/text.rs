@@ -146,6 +146,10 @@ pub(crate) fn udp(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if first.windows(7).any(|w| w == b"SIP/2.0") {
         return Seen::Is(Label::of(Proto::Sip));
     }
+    if starts(b, b"BT-SEARCH * HTTP/1.1") {
+        // BitTorrent's local peer discovery.
+        return Seen::Is(Label::of(Proto::BitTorrent));
+    }
     if (starts(b, b"M-SEARCH * HTTP/1.1") || starts(b, b"NOTIFY * HTTP/1.1"))
         || (starts(b, b"HTTP/1.1 200 OK") && p.port(1900))
     {

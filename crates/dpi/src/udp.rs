@@ -23,11 +23,18 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
         return is(Proto::Discord);
     }
     // LAN discovery broadcasts.
-    if p.port(17500) && b.starts_with(b"{\"host_int\"") {
+    if p.port(17500) && b.starts_with(b"{\"") && b.windows(10).any(|w| w == b"\"host_int\"") {
         return is(Proto::Dropbox);
     }
     if p.port(57621) && b.starts_with(b"SpotUdp0") {
         return is(Proto::Spotify);
+    }
+    // Zoom's media servers: port 8801-8810 and their packet types.
+    if (8801..=8810).any(|port| p.port(port))
+        && b.len() >= 20
+        && matches!(b[0], 1..=5 | 0x0f | 0x10 | 0x1f | 0x20 | 0x21)
+    {
+        return is(Proto::Zoom);
     }
     // QUIC long header: form and fixed bits, a known version.
     if b.len() >= 20
@@ -112,6 +119,10 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
         return is(Proto::NetBios);
     }
     if p.port(138) && b.len() >= 14 && (0x10..=0x16).contains(&b[0]) {
+        // A datagram carrying SMB (browser announcements): nDPI's `NetBIOS.SMBv1`.
+        if b.windows(4).any(|w| w == b"\xffSMB") {
+            return Seen::Is(Label { master: Proto::NetBios, app: Some("SMBv1") });
+        }
         return is(Proto::NetBios);
     }
     // Syslog: "<PRI>" with PRI 0-191.
@@ -160,11 +171,23 @@ pub(crate) fn tcp_binary(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if b.len() >= 20 && b[0] == 19 && &b[1..20] == b"BitTorrent protocol" {
         return is(Proto::BitTorrent);
     }
+    // WhatsApp's chat connection: its "WA" or "ED" header with a version.
+    if b.len() >= 4
+        && p.index == 0
+        && (b[..2] == *b"WA" && (1..=6).contains(&b[2]) || b[..4] == [b'E', b'D', 0, 1])
+    {
+        return is(Proto::WhatsApp);
+    }
     // NetBIOS session service carrying SMB.
     if b.len() >= 8 && b[0] == 0 && (p.port(445) || p.port(139)) {
+        // SMB in a NetBIOS session: nDPI's `NetBIOS.SMBv1` and `NetBIOS.SMBv23`.
         match &b[4..8] {
-            [0xff, b'S', b'M', b'B'] => return is(Proto::SmbV1),
-            [0xfe, b'S', b'M', b'B'] => return is(Proto::SmbV23),
+            [0xff, b'S', b'M', b'B'] => {
+                return Seen::Is(Label { master: Proto::NetBios, app: Some("SMBv1") });
+            }
+            [0xfe, b'S', b'M', b'B'] => {
+                return Seen::Is(Label { master: Proto::NetBios, app: Some("SMBv23") });
+            }
             _ => {}
         }
     }
