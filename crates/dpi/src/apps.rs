@@ -117,10 +117,12 @@ mod tests {
     }
 }
 
+/// A block: family, network, prefix length, application.
+type Block = (u8, [u8; 16], u8, &'static str);
+
 /// Address blocks of applications: `data/addresses.txt`, parsed once.
-fn blocks() -> &'static [(u8, [u8; 16], u8, &'static str)] {
-    static BLOCKS: std::sync::OnceLock<Vec<(u8, [u8; 16], u8, &'static str)>> =
-        std::sync::OnceLock::new();
+fn blocks() -> &'static [Block] {
+    static BLOCKS: std::sync::OnceLock<Vec<Block>> = std::sync::OnceLock::new();
     BLOCKS.get_or_init(|| {
         let mut out = Vec::new();
         for line in include_str!("../data/addresses.txt").lines() {
