@@ -1,0 +1,122 @@
+//! What identification costs: every TCP and UDP flow of the shared nDPI captures
+//! (`../shared/data/pcaps/dpi/ndpi/pcap`, packets held in memory) labelled from a fresh
+//! state, as when every flow is new (`new_flows`: time per flow), and one more packet fed to
+//! flows already decided (`decided`: time per packet). nDPI's own figures on this machine
+//! class are in `../shared/notes/dpi.md` §4. `cargo bench -p rampart-dpi --bench dpi`
+//! (prints one line and measures nothing without the data).
+
+use std::collections::HashMap;
+use std::hint::black_box;
+use std::path::PathBuf;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use rampart_capture::Capture;
+use rampart_dpi::{Config, FlowDpi};
+use rampart_wire::{Family, PacketMeta};
+
+/// A flow's packets: (from the initiator, payload), its ports and responder address.
+struct Flow {
+    l4: u8,
+    ports: [u16; 2],
+    family: u8,
+    responder: [u8; 16],
+    packets: Vec<(bool, Vec<u8>)>,
+}
+
+fn flows() -> Option<Vec<Flow>> {
+    let dir = std::env::var_os("RAMPART_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data").into())
+        .join("pcaps/dpi/ndpi/pcap");
+    if !dir.is_dir() {
+        println!("skipped: no nDPI captures at {}", dir.display());
+        return None;
+    }
+    let mut out = Vec::new();
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(&dir).ok()?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    files.sort();
+    for f in files {
+        let Ok(mut cap) = Capture::open(&f) else { continue };
+        let mut index: HashMap<(u8, [u8; 16], [u8; 16], u16, u16), usize> = HashMap::new();
+        let first = out.len();
+        while let Ok(batch) = cap.next_batch(256)
+            && !batch.is_empty()
+        {
+            for frame in batch.iter() {
+                let m = PacketMeta::parse(frame.link, frame.data);
+                if (m.proto != 6 && m.proto != 17) || !m.has_ports() || m.is_later_fragment() {
+                    continue;
+                }
+                let fwd = (m.proto, m.src, m.dst, m.sport, m.dport);
+                let rev = (m.proto, m.dst, m.src, m.dport, m.sport);
+                let (i, from_initiator) = match (index.get(&fwd), index.get(&rev)) {
+                    (Some(&i), _) => (i, true),
+                    (_, Some(&i)) => (i, false),
+                    _ => {
+                        out.push(Flow {
+                            l4: m.proto,
+                            ports: [m.sport, m.dport],
+                            family: if m.family == Family::V4 { 4 } else { 6 },
+                            responder: m.dst,
+                            packets: Vec::new(),
+                        });
+                        index.insert(fwd, out.len() - 1 - first);
+                        (out.len() - 1 - first, true)
+                    }
+                };
+                let start = usize::from(m.payload_offset).min(frame.data.len());
+                let end = start.saturating_add(m.payload_wire_len as usize).min(frame.data.len());
+                let fl = &mut out[first + i];
+                if fl.packets.len() < 32 {
+                    fl.packets.push((from_initiator, frame.data[start..end].to_vec()));
+                }
+            }
+        }
+    }
+    Some(out)
+}
+
+fn label(f: &Flow, cfg: &Config) -> FlowDpi {
+    let mut d = FlowDpi::new(f.l4);
+    d.set_responder(f.family, &f.responder);
+    for (dir, p) in &f.packets {
+        if d.feed(cfg, *dir, f.ports, p) {
+            break;
+        }
+    }
+    d.give_up(f.ports);
+    d
+}
+
+fn bench(c: &mut Criterion) {
+    let Some(flows) = flows() else { return };
+    let cfg = Config::default();
+    println!(
+        "{} flows; {} bytes of state per flow (FlowDpi)",
+        flows.len(),
+        std::mem::size_of::<FlowDpi>()
+    );
+    let mut g = c.benchmark_group("dpi");
+    g.sample_size(20);
+    g.bench_function("new_flows", |b| {
+        b.iter(|| {
+            for f in &flows {
+                black_box(label(f, &cfg).label());
+            }
+        })
+    });
+    let mut decided: Vec<FlowDpi> = flows.iter().map(|f| label(f, &cfg)).collect();
+    g.bench_function("decided", |b| {
+        b.iter(|| {
+            for (d, f) in decided.iter_mut().zip(&flows) {
+                let p = f.packets.first().map_or(&[][..], |p| &p.1);
+                black_box(d.feed(&cfg, true, f.ports, p));
+            }
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
