@@ -23,6 +23,9 @@ struct Flow {
     packets: Vec<(bool, Vec<u8>)>,
 }
 
+/// Protocol, source, destination, source port, destination port.
+type Tuple = (u8, [u8; 16], [u8; 16], u16, u16);
+
 fn flows() -> Option<Vec<Flow>> {
     let dir = std::env::var_os("RAMPART_DATA")
         .map(PathBuf::from)
@@ -38,7 +41,7 @@ fn flows() -> Option<Vec<Flow>> {
     files.sort();
     for f in files {
         let Ok(mut cap) = Capture::open(&f) else { continue };
-        let mut index: HashMap<(u8, [u8; 16], [u8; 16], u16, u16), usize> = HashMap::new();
+        let mut index: HashMap<Tuple, usize> = HashMap::new();
         let first = out.len();
         while let Ok(batch) = cap.next_batch(256)
             && !batch.is_empty()
