@@ -80,6 +80,17 @@ pub enum Proto {
     Spotify,
     WhatsApp,
     Zoom,
+    Irc,
+    Nntp,
+    MySql,
+    PostgreSql,
+    Nfs,
+    Tftp,
+    Ipp,
+    MpegTs,
+    TeamSpeak,
+    Rtcp,
+    H323,
 }
 
 impl Proto {
@@ -135,6 +146,17 @@ impl Proto {
             Spotify => "Spotify",
             WhatsApp => "WhatsApp",
             Zoom => "Zoom",
+            Irc => "IRC",
+            Nntp => "Usenet",
+            MySql => "MySQL",
+            PostgreSql => "PostgreSQL",
+            Nfs => "NFS",
+            Tftp => "TFTP",
+            Ipp => "IPP",
+            MpegTs => "MPEG_TS",
+            TeamSpeak => "TeamSpeak",
+            Rtcp => "RTCP",
+            H323 => "H323",
         }
     }
 
@@ -186,6 +208,18 @@ impl Proto {
         Proto::Spotify,
         Proto::WhatsApp,
         Proto::Zoom,
+        Proto::Telnet,
+        Proto::Irc,
+        Proto::Nntp,
+        Proto::MySql,
+        Proto::PostgreSql,
+        Proto::Nfs,
+        Proto::Tftp,
+        Proto::Ipp,
+        Proto::MpegTs,
+        Proto::TeamSpeak,
+        Proto::Rtcp,
+        Proto::H323,
     ];
 }
 

@@ -60,6 +60,9 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
         if let Some(ua) = header(b, b"user-agent:") {
             meta.user_agent = Some(text_of(ua));
         }
+        if header(b, b"content-type:").is_some_and(|v| starts(v, b"application/ipp")) {
+            return Seen::Is(Label::of(Proto::Ipp));
+        }
         if *m == b"CONNECT " {
             return Seen::Is(Label::of(Proto::HttpConnect));
         }
@@ -82,7 +85,38 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
         }
         return Seen::No;
     }
+    if let found @ Seen::Is(_) = chat_and_news(p) {
+        return found;
+    }
     mail_and_ftp(p)
+}
+
+/// IRC, NNTP and Telnet.
+fn chat_and_news(p: &Packet<'_>) -> Seen {
+    let b = p.payload;
+    // Telnet option negotiation: IAC, then WILL/WONT/DO/DONT or a subnegotiation.
+    if b.len() >= 3 && b[0] == 0xff && (0xfa..=0xfe).contains(&b[1]) {
+        return Seen::Is(Label::of(Proto::Telnet));
+    }
+    if !b.ends_with(b"\n") {
+        return Seen::No;
+    }
+    if starts(b, b"NICK ")
+        || starts(b, b"PASS ") && p.port(6667)
+        || (b[0] == b':' && b.windows(5).any(|w| w == b" 001 " || w == b" 020 " || w == b"NOTIC"))
+    {
+        return Seen::Is(Label::of(Proto::Irc));
+    }
+    if p.port(119)
+        && (starts(b, b"200 ")
+            || starts(b, b"201 ")
+            || starts(b, b"MODE READER")
+            || starts(b, b"GROUP ")
+            || starts(b, b"ARTICLE"))
+    {
+        return Seen::Is(Label::of(Proto::Nntp));
+    }
+    Seen::No
 }
 
 /// SMTP, POP3, IMAP and FTP, from either side's first lines.

@@ -83,6 +83,37 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
             return is(Proto::BitTorrent);
         }
     }
+    // ONC RPC calls and replies for NFS and its helpers (portmap, mount, bootparams).
+    if let Some(found) = rpc(b) {
+        return found;
+    }
+    // TFTP: a read or write request: opcode, file name, mode.
+    if p.port(69) && b.len() >= 4 && b[0] == 0 && (b[1] == 1 || b[1] == 2) {
+        let lower = b.to_ascii_lowercase();
+        if lower.windows(6).any(|w| w == b"octet\0") || lower.windows(9).any(|w| w == b"netascii\0")
+        {
+            return is(Proto::Tftp);
+        }
+    }
+    // MPEG transport stream: 188-byte packets, each starting with 0x47.
+    if b.len() >= 188 && b.len().is_multiple_of(188) && b.chunks(188).all(|c| c[0] == 0x47) {
+        return is(Proto::MpegTs);
+    }
+    // TeamSpeak 2 and 3.
+    if b.starts_with(&[0xf4, 0xbe, 0x03, 0x00])
+        || b.starts_with(&[0xf4, 0xbe, 0x01, 0x00])
+        || b.starts_with(b"TS3INIT1")
+    {
+        return is(Proto::TeamSpeak);
+    }
+    // RTCP: version 2, a report type (200-204).
+    if b.len() >= 8
+        && b[0] >> 6 == 2
+        && (200..=204).contains(&b[1])
+        && usize::from(be16(b, 2).unwrap_or(0)) * 4 + 4 <= b.len()
+    {
+        return is(Proto::Rtcp);
+    }
     // NTP: version 1-4, a client/server/broadcast mode, 48 bytes or more, port 123.
     if p.port(123) && b.len() >= 48 {
         let v = (b[0] >> 3) & 7;
@@ -203,6 +234,33 @@ pub(crate) fn tcp_binary(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     {
         return is(Proto::Rdp);
     }
+    // ONC RPC over TCP: a record mark, then the message.
+    if b.len() > 28
+        && b[0] & 0x80 != 0
+        && let Some(found) = rpc(&b[4..])
+    {
+        return found;
+    }
+    // MySQL: the server's greeting (length, sequence 0, protocol 10, a version string).
+    if b.len() > 10
+        && b[3] == 0
+        && b[4] == 10
+        && usize::from(b[0]) | usize::from(b[1]) << 8 == b.len() - 4
+        && b[5].is_ascii_digit()
+    {
+        return is(Proto::MySql);
+    }
+    // PostgreSQL: a startup message (protocol 3.0) or an SSL request.
+    if b.len() >= 8
+        && be32(b, 0).is_some_and(|l| l as usize == b.len())
+        && (be32(b, 4) == Some(0x0003_0000) || be32(b, 4) == Some(0x04d2_162f))
+    {
+        return is(Proto::PostgreSql);
+    }
+    // H.323 call signalling: TPKT on its port.
+    if p.port(1720) && b.len() >= 4 && b[0] == 3 && b[1] == 0 {
+        return is(Proto::H323);
+    }
     // MQTT: CONNECT with the protocol name.
     if b.len() >= 10
         && b[0] == 0x10
@@ -241,6 +299,21 @@ pub(crate) fn tcp_binary(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     Seen::No
 }
 
+/// An ONC RPC call (to portmap, NFS, mount or bootparams) or a reply.
+fn rpc(b: &[u8]) -> Option<Seen> {
+    if b.len() < 24 {
+        return None;
+    }
+    let kind = be32(b, 4)?;
+    if kind == 0 && be32(b, 8)? == 2 {
+        let program = be32(b, 12)?;
+        if matches!(program, 100_000 | 100_003 | 100_005 | 100_026 | 100_021 | 100_024) {
+            return Some(is(Proto::Nfs));
+        }
+    }
+    None
+}
+
 /// The protocol a well-known port suggests, for flows no detector recognised.
 pub(crate) fn by_port(l4: u8, ports: [u16; 2]) -> Option<Proto> {
     let guess = |port: u16| -> Option<Proto> {
@@ -257,6 +330,14 @@ pub(crate) fn by_port(l4: u8, ports: [u16; 2]) -> Option<Proto> {
             (TCP, 993) => Proto::Imaps,
             (TCP, 21) => Proto::FtpControl,
             (TCP, 23) => Proto::Telnet,
+            (TCP, 6667) => Proto::Irc,
+            (TCP, 119) => Proto::Nntp,
+            (TCP, 3306) => Proto::MySql,
+            (TCP, 5432) => Proto::PostgreSql,
+            (TCP | UDP, 2049) => Proto::Nfs,
+            (UDP, 69) => Proto::Tftp,
+            (TCP, 631) => Proto::Ipp,
+            (TCP, 1720) => Proto::H323,
             (TCP | UDP, 88) => Proto::Kerberos,
             (TCP, 389) => Proto::Ldap,
             (TCP, 445) => Proto::SmbV23,

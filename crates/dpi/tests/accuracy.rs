@@ -13,6 +13,19 @@ use rampart_capture::Capture;
 use rampart_dpi::{Config, FlowDpi};
 use rampart_wire::{Family, PacketMeta};
 
+fn data_dir(sub: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("RAMPART_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data").into())
+        .join(sub);
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        let _ = writeln!(std::io::stderr(), "skipped: no captures at {}", dir.display());
+        None
+    }
+}
+
 fn data() -> Option<PathBuf> {
     let dir = std::env::var_os("RAMPART_DATA")
         .map(PathBuf::from)
@@ -177,3 +190,55 @@ fn agreement_with_ndpi() {
 
 const FLOOR_MASTER: f64 = 96.8;
 const FLOOR_WHOLE: f64 = 89.1;
+
+/// Snabbwall's protocol names (nDPI 1.x) as rampart (and today's nDPI) writes them.
+fn today(name: &str) -> String {
+    match name {
+        "MAIL_IMAP" => "IMAP",
+        "MAIL_SMTP" => "SMTP",
+        "MAIL_POP" => "POP3",
+        "POSTGRES" => "POSTGRESQL",
+        "MPEGTS" => "MPEG_TS",
+        other => other,
+    }
+    .to_string()
+}
+
+#[test]
+fn snabbwall_expected_protocols() {
+    let Some(dir) = data_dir("pcaps/dpi/snabbwall") else { return };
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "cap"))
+        .collect();
+    files.sort();
+    let (mut found, mut expected) = (0, 0);
+    let mut err = std::io::stderr();
+    for f in files {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        let Ok(want) = std::fs::read_to_string(dir.join(format!("{name}.spy.expect"))) else {
+            continue;
+        };
+        let ours: std::collections::BTreeSet<String> = label_capture(&f)
+            .into_values()
+            .flat_map(|(label, _)| {
+                label.split('.').map(str::to_ascii_uppercase).collect::<Vec<_>>()
+            })
+            .collect();
+        for w in want.split_whitespace() {
+            expected += 1;
+            if ours.contains(&today(w)) {
+                found += 1;
+            } else {
+                let _ = writeln!(err, "snabbwall {name}: {w} not reported (rampart: {ours:?})");
+            }
+        }
+    }
+    let _ = writeln!(err, "snabbwall: {found} of {expected} expected protocols reported");
+    assert!(expected >= 30, "the expected sets are read");
+    // The floor reached so far.
+    assert!(found >= SNABBWALL_FLOOR, "{found} of {expected}");
+}
+
+const SNABBWALL_FLOOR: usize = 35;
