@@ -13,7 +13,7 @@ use rampart_dpi::{Config, FlowDpi, Proto};
 use rampart_flow::{FlowKey, Side};
 use rampart_wire::PacketMeta;
 
-use crate::input::Fail;
+use crate::input::{Fail, stop_flag};
 
 /// `rampart dpi` subcommands.
 #[derive(Subcommand, Debug)]
@@ -142,7 +142,9 @@ fn label(path: &std::path::Path, json: bool, cfg: &Config) -> Result<(), Fail> {
     let mut index: HashMap<FlowKey, usize> = HashMap::new();
     let mut flows: Vec<Entry> = Vec::new();
     let mut failed = None;
-    loop {
+    // Ctrl-C ends reading; the flows seen so far are still written.
+    let stop = stop_flag();
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
         let batch = match cap.next_batch(256) {
             Ok(b) => b,
             Err(e) => {

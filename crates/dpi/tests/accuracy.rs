@@ -27,16 +27,7 @@ fn data_dir(sub: &str) -> Option<PathBuf> {
 }
 
 fn data() -> Option<PathBuf> {
-    let dir = std::env::var_os("RAMPART_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data").into())
-        .join("pcaps/dpi/ndpi");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        let _ = writeln!(std::io::stderr(), "skipped: no nDPI captures at {}", dir.display());
-        None
-    }
+    data_dir("pcaps/dpi/ndpi")
 }
 
 fn endpoint(family: Family, addr: &[u8; 16], port: u16) -> String {

@@ -28,7 +28,7 @@ use rustc_hash::FxHashMap;
 
 use crate::dd::{FALSE, Id, Manager, TRUE};
 use crate::rules::{self, Layout};
-use crate::validate::{ProofError, prove};
+use crate::validate::{ProofError, interval, join, prove, restrict};
 
 /// A packet where the snapshot and the rule list give different answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -359,7 +359,7 @@ fn region(
                 cubes.push(cube(&mut m, b, rank[p]));
             }
         }
-        let policy = first_of(&mut m, &cubes);
+        let policy = join(&mut m, &cubes);
         if m.exceeded() {
             return Err(LiveError::TooLarge);
         }
@@ -409,19 +409,6 @@ fn bsearch_base(snap: &Snapshot, prio: u64) -> Option<usize> {
         }
     }
     None
-}
-
-/// The first match over diagrams in priority order, as a balanced merge.
-fn first_of(m: &mut Manager, ds: &[Id]) -> Id {
-    match ds.len() {
-        0 => FALSE,
-        1 => ds[0],
-        k => {
-            let a = first_of(m, &ds[..k / 2]);
-            let b = first_of(m, &ds[k / 2..]);
-            m.first(a, b)
-        }
-    }
 }
 
 /// The delta inside the box: each bucket's first match where it is probed, lowest wins.
@@ -494,18 +481,6 @@ fn slot_of(v: u32, shift: u32) -> usize {
     if shift >= 32 { 0 } else { (v >> shift) as usize }
 }
 
-/// The values child `k` of a test takes: `cuts[k-1] ..= cuts[k] - 1` (padding cuts are
-/// `u32::MAX`; empty intervals are `None`).
-fn interval(cuts: &[u32], k: usize) -> Option<(u32, u32)> {
-    let lo = if k == 0 { 0 } else { cuts[k - 1] };
-    let hi = match cuts.get(k) {
-        Some(0) => return None,
-        Some(&c) => c - 1,
-        None => u32::MAX,
-    };
-    (lo <= hi).then_some((lo, hi))
-}
-
 /// What lifting a snapshot's base inside one box needs.
 struct Lift<'a> {
     snap: &'a Snapshot,
@@ -539,7 +514,7 @@ impl Lift<'_> {
                         pieces.push(piece);
                     }
                 }
-                first_of(m, &pieces)
+                join(m, &pieces)
             }
         }
     }
@@ -606,15 +581,4 @@ impl Lift<'_> {
         let rule = self.snap.base().rule(i).expect("a leaf names base rules");
         cube(m, &rule, 1)
     }
-}
-
-/// `d` joined with `sub` on field values `lo..=hi` (nothing of `d` is there yet).
-fn restrict(m: &mut Manager, field: usize, lo: u32, hi: u32, sub: Id, d: Id) -> Id {
-    let max = m.max(field);
-    if lo > hi || lo > max || sub == FALSE {
-        return d;
-    }
-    let set = m.range(field, lo, hi.min(max), TRUE, FALSE);
-    let part = m.mask(set, sub);
-    m.first(part, d)
 }

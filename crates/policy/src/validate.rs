@@ -111,8 +111,9 @@ fn lift_partition<const N: usize>(
     }
 }
 
-/// The union of diagrams over disjoint packet sets, as a balanced merge.
-fn join(m: &mut Manager, parts: &[Id]) -> Id {
+/// The first match over diagrams in order (for disjoint ones, their union), as a balanced
+/// merge.
+pub(crate) fn join(m: &mut Manager, parts: &[Id]) -> Id {
     match parts.len() {
         0 => FALSE,
         1 => parts[0],
@@ -126,7 +127,7 @@ fn join(m: &mut Manager, parts: &[Id]) -> Id {
 
 /// `d` joined with `sub` on field values `lo..=hi` (clamped to the field's domain; `d` holds
 /// nothing there yet).
-fn restrict(m: &mut Manager, field: usize, lo: u32, hi: u32, sub: Id, d: Id) -> Id {
+pub(crate) fn restrict(m: &mut Manager, field: usize, lo: u32, hi: u32, sub: Id, d: Id) -> Id {
     let max = m.max(field);
     if lo > hi || lo > max || sub == FALSE {
         return d;
@@ -157,17 +158,9 @@ fn lift_step<const N: usize>(
             d
         }
         Step::Test { field, cuts, kids } => {
-            // Values with k cuts at or below them: `cuts[k-1] ..= cuts[k] - 1`. Padding cuts
-            // are u32::MAX, so only u32::MAX itself reaches the padding children (which repeat
-            // the last real one); empty intervals are skipped.
             let mut d = FALSE;
             for (k, &kid) in kids.iter().enumerate() {
-                let lo = if k == 0 { 0 } else { cuts[k - 1] };
-                let hi = match cuts.get(k) {
-                    Some(0) => continue,
-                    Some(&c) => c - 1,
-                    None => u32::MAX,
-                };
+                let Some((lo, hi)) = interval(cuts, k) else { continue };
                 let sub = lift_step(m, c, rules, p, kid, memo);
                 d = restrict(m, field, lo, hi, sub, d);
             }
@@ -254,4 +247,17 @@ fn first_of<const N: usize>(m: &mut Manager, rules: &[Rule<N>], which: &[usize])
             m.first(x, y)
         }
     }
+}
+
+/// The values child `k` of a test takes: `cuts[k-1] ..= cuts[k] - 1`. Padding cuts are
+/// `u32::MAX`, so only `u32::MAX` itself reaches the padding children (which repeat the last
+/// real one); empty intervals are `None`.
+pub(crate) fn interval(cuts: &[u32], k: usize) -> Option<(u32, u32)> {
+    let lo = if k == 0 { 0 } else { cuts[k - 1] };
+    let hi = match cuts.get(k) {
+        Some(0) => return None,
+        Some(&c) => c - 1,
+        None => u32::MAX,
+    };
+    (lo <= hi).then_some((lo, hi))
 }
