@@ -33,6 +33,10 @@ pub(crate) enum Cmd {
         /// UDP packets inspected per flow.
         #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u8).range(1..=32))]
         udp_packets: u8,
+        /// Which labeller: rampart's own, or nDPI (builds with the `ndpi` feature only;
+        /// labels come with `app_by` "ndpi" and no metadata).
+        #[arg(long, value_parser = ["rampart", "ndpi"], default_value = "rampart")]
+        dpi: String,
     },
     /// The protocols recognised from payloads (nDPI's names).
     Protocols,
@@ -46,9 +50,17 @@ pub(crate) fn run(cmd: Cmd) -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Cmd::Label { input, json, tcp_packets, udp_packets } => {
+        Cmd::Label { input, json, tcp_packets, udp_packets, dpi } => {
             let cfg = Config { tcp_packets, udp_packets, ..Config::default() };
-            match label(&input, json, &cfg) {
+            let ndpi = dpi == "ndpi";
+            if ndpi && !cfg!(feature = "ndpi") {
+                return Fail(
+                    "this rampart was built without nDPI (cargo feature `ndpi`)".into(),
+                    2,
+                )
+                .exit();
+            }
+            match label(&input, json, &cfg, ndpi) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => e.exit(),
             }
@@ -62,6 +74,19 @@ struct Entry {
     first: Side,
     ports: [u16; 2],
     dpi: FlowDpi,
+    /// nDPI's state and its packets so far, when it labels instead.
+    #[cfg(feature = "ndpi")]
+    ndpi: Option<(rampart_dpi::ndpi::NdpiFlow<'static>, u32)>,
+}
+
+/// One nDPI module for the process (it lives until exit).
+#[cfg(feature = "ndpi")]
+fn ndpi_module() -> Option<&'static rampart_dpi::ndpi::Ndpi> {
+    thread_local! {
+        static MODULE: Option<&'static rampart_dpi::ndpi::Ndpi> =
+            rampart_dpi::ndpi::Ndpi::new().map(|m| &*Box::leak(Box::new(m)));
+    }
+    MODULE.with(|m| *m)
 }
 
 fn address(family: u8, a: &[u8; 16]) -> IpAddr {
@@ -101,8 +126,13 @@ fn write_flow(out: &mut impl std::io::Write, e: &mut Entry, json: bool) -> std::
     // The initiator first.
     let (a, b) = (endpoint(k.family, &k.addr_a, k.port_a), endpoint(k.family, &k.addr_b, k.port_b));
     let (a, b) = if e.first == Side::A { (a, b) } else { (b, a) };
-    let label = e.dpi.label().to_string();
-    let by = e.dpi.by().name();
+    #[allow(unused_mut)]
+    let (mut label, mut by) = (e.dpi.label().to_string(), e.dpi.by().name());
+    #[cfg(feature = "ndpi")]
+    if let Some((flow, _)) = &mut e.ndpi {
+        label = flow.label();
+        by = "ndpi";
+    }
     let m = e.dpi.meta();
     let fields = [
         ("sni", &m.sni),
@@ -137,7 +167,9 @@ fn write_flow(out: &mut impl std::io::Write, e: &mut Entry, json: bool) -> std::
     }
 }
 
-fn label(path: &std::path::Path, json: bool, cfg: &Config) -> Result<(), Fail> {
+fn label(path: &std::path::Path, json: bool, cfg: &Config, ndpi: bool) -> Result<(), Fail> {
+    #[cfg(not(feature = "ndpi"))]
+    let _ = ndpi;
     let mut cap = Capture::open(path).map_err(|e| Fail(format!("{}: {e}", path.display()), 2))?;
     let mut index: HashMap<FlowKey, usize> = HashMap::new();
     let mut flows: Vec<Entry> = Vec::new();
@@ -162,15 +194,34 @@ fn label(path: &std::path::Path, json: bool, cfg: &Config) -> Result<(), Fail> {
             }
             let Some((key, side)) = FlowKey::from_meta(&m) else { continue };
             let i = *index.entry(key).or_insert_with(|| {
+                let mut dpi = FlowDpi::new(m.proto);
+                dpi.set_responder(key.family, &m.dst);
                 flows.push(Entry {
                     key,
                     first: side,
                     ports: [m.sport, m.dport],
-                    dpi: FlowDpi::new(m.proto),
+                    dpi,
+                    #[cfg(feature = "ndpi")]
+                    ndpi: if ndpi {
+                        ndpi_module().and_then(|m| m.flow()).map(|f| (f, 0))
+                    } else {
+                        None
+                    },
                 });
                 flows.len() - 1
             });
             let e = &mut flows[i];
+            #[cfg(feature = "ndpi")]
+            if let Some((flow, packets)) = &mut e.ndpi {
+                // As ndpiReader: whole IP packets, at most 80 TCP or 24 UDP.
+                *packets += 1;
+                if *packets <= if m.proto == 6 { 80 } else { 24 } {
+                    let l3 = usize::from(m.l3_offset).min(frame.data.len());
+                    let end = l3.saturating_add(m.ip_wire_len as usize).min(frame.data.len());
+                    flow.feed(&frame.data[l3..end], frame.ts.0 / 1_000_000);
+                }
+                continue;
+            }
             if e.dpi.is_done() {
                 continue;
             }

@@ -66,3 +66,16 @@ fn reads_quic_server_names() {
     assert!(out.contains("QUIC.YouTube dpi sni=\"www.youtube.com\""), "{out}");
     assert!(out.contains("QUIC.GMail dpi sni=\"mail.google.com\""), "{out}");
 }
+
+#[test]
+fn ndpi_needs_its_feature() {
+    let sample = repo().join("samples/mixed.pcap").display().to_string();
+    let (code, out, err) = run(&["dpi", "label", "-r", &sample, "--dpi", "ndpi"]);
+    if cfg!(feature = "ndpi") {
+        assert_eq!(code, Some(0), "{err}");
+        assert!(out.lines().all(|l| l.contains(" ndpi")), "{out}");
+    } else {
+        assert_eq!(code, Some(2));
+        assert!(err.contains("built without nDPI"), "{err}");
+    }
+}

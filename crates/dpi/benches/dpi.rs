@@ -2,8 +2,9 @@
 //! (`../shared/data/pcaps/dpi/ndpi/pcap`, packets held in memory) labelled from a fresh
 //! state, as when every flow is new (`new_flows`: time per flow), and one more packet fed to
 //! flows already decided (`decided`: time per packet). nDPI's own figures on this machine
-//! class are in `../shared/notes/dpi.md` §4. `cargo bench -p rampart-dpi --bench dpi`
-//! (prints one line and measures nothing without the data).
+//! class are in `../shared/notes/dpi.md` §4; with `--features ndpi` the same flows also go
+//! through nDPI 4.2 in the same run (`ndpi_new_flows`). `cargo bench -p rampart-dpi --bench
+//! dpi [--features ndpi]` (prints one line and measures nothing without the data).
 
 use std::collections::HashMap;
 use std::hint::black_box;
@@ -14,13 +15,16 @@ use rampart_capture::Capture;
 use rampart_dpi::{Config, FlowDpi};
 use rampart_wire::{Family, PacketMeta};
 
-/// A flow's packets: (from the initiator, payload), its ports and responder address.
+/// A flow's packets: (from the initiator, payload), its ports and responder address, and
+/// (for nDPI) each packet from its IP header, with its time in milliseconds.
 struct Flow {
     l4: u8,
     ports: [u16; 2],
     family: u8,
     responder: [u8; 16],
     packets: Vec<(bool, Vec<u8>)>,
+    #[cfg_attr(not(feature = "ndpi"), allow(dead_code))]
+    ip: Vec<(Vec<u8>, u64)>,
 }
 
 /// Protocol, source, destination, source port, destination port.
@@ -63,6 +67,7 @@ fn flows() -> Option<Vec<Flow>> {
                             family: if m.family == Family::V4 { 4 } else { 6 },
                             responder: m.dst,
                             packets: Vec::new(),
+                            ip: Vec::new(),
                         });
                         index.insert(fwd, out.len() - 1 - first);
                         (out.len() - 1 - first, true)
@@ -73,6 +78,9 @@ fn flows() -> Option<Vec<Flow>> {
                 let fl = &mut out[first + i];
                 if fl.packets.len() < 32 {
                     fl.packets.push((from_initiator, frame.data[start..end].to_vec()));
+                    let l3 = usize::from(m.l3_offset).min(frame.data.len());
+                    let ip_end = l3.saturating_add(m.ip_wire_len as usize).min(frame.data.len());
+                    fl.ip.push((frame.data[l3..ip_end].to_vec(), frame.ts.0 / 1_000_000));
                 }
             }
         }
@@ -109,6 +117,25 @@ fn bench(c: &mut Criterion) {
             }
         })
     });
+    #[cfg(feature = "ndpi")]
+    {
+        // The same flows through nDPI 4.2 (the `ndpi` feature), in the same run: each flow
+        // new, packets until nDPI's detection is over.
+        let nd = rampart_dpi::ndpi::Ndpi::new().expect("an nDPI module");
+        g.bench_function("ndpi_new_flows", |b| {
+            b.iter(|| {
+                for f in &flows {
+                    let mut fl = nd.flow().expect("an nDPI flow");
+                    for (p, ms) in &f.ip {
+                        if fl.feed(p, *ms) {
+                            break;
+                        }
+                    }
+                    black_box(fl.label());
+                }
+            })
+        });
+    }
     let mut decided: Vec<FlowDpi> = flows.iter().map(|f| label(f, &cfg)).collect();
     g.bench_function("decided", |b| {
         b.iter(|| {

@@ -19,6 +19,8 @@
 
 mod apps;
 mod dns;
+#[cfg(feature = "ndpi")]
+pub mod ndpi;
 mod quic;
 mod text;
 mod tls;
