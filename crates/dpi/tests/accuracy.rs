@@ -6,45 +6,17 @@
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::{Path, PathBuf};
 
+mod common;
+
+use common::{Key, data_dir, endpoint, expected, key, master};
 use rampart_capture::Capture;
 use rampart_dpi::{Config, FlowDpi};
 use rampart_wire::{Family, PacketMeta};
 
-fn data_dir(sub: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("RAMPART_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data").into())
-        .join(sub);
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        let _ = writeln!(std::io::stderr(), "skipped: no captures at {}", dir.display());
-        None
-    }
-}
-
 fn data() -> Option<PathBuf> {
     data_dir("pcaps/dpi/ndpi")
-}
-
-fn endpoint(family: Family, addr: &[u8; 16], port: u16) -> String {
-    match family {
-        Family::V4 => {
-            let ip = Ipv4Addr::new(addr[0], addr[1], addr[2], addr[3]);
-            format!("{ip}:{port}")
-        }
-        _ => format!("[{}]:{port}", IpAddr::V6(Ipv6Addr::from(*addr))),
-    }
-}
-
-/// (L4, lower endpoint, higher endpoint).
-type Key = (String, String, String);
-
-fn key(l4: &str, a: String, b: String) -> Key {
-    if a <= b { (l4.to_string(), a, b) } else { (l4.to_string(), b, a) }
 }
 
 /// rampart's label for each flow of a capture.
@@ -98,38 +70,6 @@ fn label_capture(path: &Path) -> BTreeMap<Key, (String, String)> {
         .collect()
 }
 
-/// nDPI's payload-inspection labels from a `.out` file.
-fn expected(out: &Path) -> BTreeMap<Key, String> {
-    let text = std::fs::read_to_string(out).unwrap();
-    let mut m = BTreeMap::new();
-    for line in text.lines() {
-        let Some(rest) = line.strip_prefix('\t') else { continue };
-        let Some((num, rest)) = rest.split_once('\t') else { continue };
-        if num.parse::<u32>().is_err() || !rest.contains("[Confidence: DPI") {
-            continue;
-        }
-        let mut parts = rest.split(' ');
-        let (Some(l4), Some(a), Some(_arrow), Some(b)) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            continue;
-        };
-        if l4 != "TCP" && l4 != "UDP" {
-            continue;
-        }
-        let Some(proto) = rest.split("[proto: ").nth(1).and_then(|s| s.split(']').next()) else {
-            continue;
-        };
-        let label = proto.split_once('/').map_or(proto, |(_, l)| l);
-        m.insert(key(l4, a.to_string(), b.to_string()), label.to_string());
-    }
-    m
-}
-
-fn master(label: &str) -> String {
-    label.split('.').next().unwrap_or(label).to_ascii_lowercase()
-}
-
 #[test]
 fn agreement_with_ndpi() {
     let Some(dir) = data() else { return };
@@ -140,7 +80,7 @@ fn agreement_with_ndpi() {
     captures.sort();
     for cap in captures {
         let name = cap.file_name().unwrap().to_string_lossy().into_owned();
-        let want = expected(&dir.join("result").join(format!("{name}.out")));
+        let want = expected(&dir.join("result").join(format!("{name}.out")), true);
         if want.is_empty() {
             continue;
         }

@@ -8,36 +8,13 @@ use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
+mod common;
+
+use common::{Key, data_dir, endpoint, expected, key, master};
 use rampart_capture::Capture;
 use rampart_dpi::ndpi::Ndpi;
 use rampart_dpi::{Config, FlowDpi};
-use rampart_wire::{Family, PacketMeta};
-
-fn data() -> Option<PathBuf> {
-    let dir = std::env::var_os("RAMPART_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data").into())
-        .join("pcaps/dpi/ndpi");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        let _ = writeln!(std::io::stderr(), "skipped: no nDPI captures at {}", dir.display());
-        None
-    }
-}
-
-fn endpoint(family: Family, a: &[u8; 16], port: u16) -> String {
-    match family {
-        Family::V4 => format!("{}.{}.{}.{}:{port}", a[0], a[1], a[2], a[3]),
-        _ => format!("[{}]:{port}", std::net::Ipv6Addr::from(*a)),
-    }
-}
-
-type Key = (String, String, String);
-
-fn key(l4: &str, a: String, b: String) -> Key {
-    if a <= b { (l4.into(), a, b) } else { (l4.into(), b, a) }
-}
+use rampart_wire::PacketMeta;
 
 /// Both labellers over a capture: (nDPI's label, rampart's label) per flow.
 fn label(nd: &Ndpi, path: &Path) -> BTreeMap<Key, (String, String)> {
@@ -98,36 +75,9 @@ fn label(nd: &Ndpi, path: &Path) -> BTreeMap<Key, (String, String)> {
         .collect()
 }
 
-fn expected(out: &Path) -> BTreeMap<Key, String> {
-    let text = std::fs::read_to_string(out).unwrap();
-    let mut m = BTreeMap::new();
-    for line in text.lines() {
-        let Some(rest) = line.strip_prefix('\t') else { continue };
-        let Some((num, rest)) = rest.split_once('\t') else { continue };
-        if num.parse::<u32>().is_err() {
-            continue;
-        }
-        let mut parts = rest.split(' ');
-        let (Some(l4), Some(a), Some(_), Some(b)) =
-            (parts.next(), parts.next(), parts.next(), parts.next())
-        else {
-            continue;
-        };
-        if l4 != "TCP" && l4 != "UDP" {
-            continue;
-        }
-        let Some(proto) = rest.split("[proto: ").nth(1).and_then(|s| s.split(']').next()) else {
-            continue;
-        };
-        let label = proto.split_once('/').map_or(proto, |(_, l)| l);
-        m.insert(key(l4, a.into(), b.into()), label.to_string());
-    }
-    m
-}
-
 #[test]
 fn ndpi_backend_reproduces_ndpi_4_2() {
-    let Some(dir) = data() else { return };
+    let Some(dir) = data_dir("pcaps/dpi/ndpi") else { return };
     let nd = Ndpi::new().expect("an nDPI module");
     let mut captures: Vec<PathBuf> =
         std::fs::read_dir(dir.join("result-4.2")).unwrap().map(|e| e.unwrap().path()).collect();
@@ -136,7 +86,7 @@ fn ndpi_backend_reproduces_ndpi_4_2() {
     let mut err = std::io::stderr();
     for out in captures {
         let name = out.file_name().unwrap().to_string_lossy().trim_end_matches(".out").to_string();
-        let want = expected(&out);
+        let want = expected(&out, false);
         let got = label(&nd, &dir.join("pcap").join(&name));
         for (k, label) in &want {
             let Some((ndpi, ours)) = got.get(k) else { continue };
@@ -146,8 +96,7 @@ fn ndpi_backend_reproduces_ndpi_4_2() {
             } else {
                 let _ = writeln!(err, "ndpi {name} {k:?}: expected {label}, backend {ndpi}");
             }
-            let m = |l: &str| l.split('.').next().unwrap_or(l).to_ascii_lowercase();
-            if m(ours) == m(label) {
+            if master(ours) == master(label) {
                 ours_master += 1;
             }
         }

@@ -6,37 +6,22 @@
 //! `cargo bench -p rampart-policy --bench live` (needs `../shared/data/classbench` or
 //! `RAMPART_DATA`; prints one line and measures nothing without it).
 
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
+
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use rampart_classify::Classifier;
 use rampart_classify::classbench::parse_rules;
 use rampart_policy::live::{LiveProver, prove_snapshot};
 
-fn read(dir: &std::path::Path, name: &str) -> Option<String> {
-    let plain = dir.join(name);
-    if plain.exists() {
-        return std::fs::read_to_string(plain).ok();
-    }
-    let out = Command::new("gzip").arg("-dc").arg(dir.join(format!("{name}.gz"))).output().ok()?;
-    String::from_utf8(out.stdout).ok()
-}
-
 fn bench(c: &mut Criterion) {
-    let dir = std::env::var_os("RAMPART_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data").into())
-        .join("classbench");
-    if !dir.is_dir() {
-        println!("skipped: no ClassBench data at {}", dir.display());
-        return;
-    }
+    let Some(dir) = common::data() else { return };
     let mut g = c.benchmark_group("live");
     g.sample_size(10);
     for set in ["acl1_10k", "fw1_10k", "ipc1_10k"] {
-        let Some(text) = read(&dir, set) else { continue };
+        let Some(text) = common::read_if_there(&dir, set) else { continue };
         let rules = parse_rules(set, &text).expect("rules");
         let mut cl = Classifier::new(&rules);
         cl.set_compile_after(usize::MAX);

@@ -5,8 +5,9 @@
 //! same run: the proof against the whole list at once rather than partition by partition.
 
 use std::hint::black_box;
-use std::path::PathBuf;
-use std::process::Command;
+
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use rampart_classify::classbench::parse_rules;
@@ -15,28 +16,12 @@ use rampart_policy::questions;
 use rampart_policy::rules::{self, Layout};
 use rampart_policy::validate::{first_match_dd, lift, prove};
 
-fn read(dir: &std::path::Path, name: &str) -> Option<String> {
-    let plain = dir.join(name);
-    if plain.exists() {
-        return std::fs::read_to_string(plain).ok();
-    }
-    let out = Command::new("gzip").arg("-dc").arg(dir.join(format!("{name}.gz"))).output().ok()?;
-    String::from_utf8(out.stdout).ok()
-}
-
 fn bench(c: &mut Criterion) {
-    let dir = std::env::var_os("RAMPART_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data").into())
-        .join("classbench");
-    if !dir.is_dir() {
-        println!("skipped: no ClassBench data at {}", dir.display());
-        return;
-    }
+    let Some(dir) = common::data() else { return };
     let mut g = c.benchmark_group("verify");
     g.sample_size(10);
     for set in ["acl1_1k", "fw1_1k", "ipc1_1k", "acl1_10k", "fw1_10k", "ipc1_10k"] {
-        let Some(text) = read(&dir, set) else { continue };
+        let Some(text) = common::read_if_there(&dir, set) else { continue };
         let list: Vec<Rule> = parse_rules(set, &text).expect("rules");
         let compiled = Compiled::new(&list);
         g.bench_function(format!("{set}/shadowed"), |b| {

@@ -1,0 +1,75 @@
+//! What the DPI tests share: where the captures are, how flows are keyed (as nDPI's output
+//! writes them), and nDPI's expected labels from its `.out` files.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::Write as _;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::path::{Path, PathBuf};
+
+use rampart_wire::Family;
+
+/// `RAMPART_DATA/SUB` or `../shared/data/SUB`; `None` (after saying so) when absent.
+pub(crate) fn data_dir(sub: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("RAMPART_DATA")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data").into())
+        .join(sub);
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        // Straight to the stream: libtest captures eprintln!, and a skip must show.
+        let _ = writeln!(std::io::stderr(), "skipped: no captures at {}", dir.display());
+        None
+    }
+}
+
+/// An endpoint as nDPI writes it: `a.b.c.d:port` or `[v6]:port`.
+pub(crate) fn endpoint(family: Family, addr: &[u8; 16], port: u16) -> String {
+    match family {
+        Family::V4 => format!("{}:{port}", Ipv4Addr::new(addr[0], addr[1], addr[2], addr[3])),
+        _ => format!("[{}]:{port}", Ipv6Addr::from(*addr)),
+    }
+}
+
+/// (L4, lower endpoint, higher endpoint).
+pub(crate) type Key = (String, String, String);
+
+/// A flow's key, the same for both directions.
+pub(crate) fn key(l4: &str, a: String, b: String) -> Key {
+    if a <= b { (l4.to_string(), a, b) } else { (l4.to_string(), b, a) }
+}
+
+/// nDPI's labels for the TCP and UDP flows of a `.out` file (with `dpi_only`, only those
+/// it found by payload inspection).
+pub(crate) fn expected(out: &Path, dpi_only: bool) -> BTreeMap<Key, String> {
+    let text = std::fs::read_to_string(out).unwrap();
+    let mut m = BTreeMap::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix('\t') else { continue };
+        let Some((num, rest)) = rest.split_once('\t') else { continue };
+        if num.parse::<u32>().is_err() || (dpi_only && !rest.contains("[Confidence: DPI")) {
+            continue;
+        }
+        let mut parts = rest.split(' ');
+        let (Some(l4), Some(a), Some(_arrow), Some(b)) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        if l4 != "TCP" && l4 != "UDP" {
+            continue;
+        }
+        let Some(proto) = rest.split("[proto: ").nth(1).and_then(|s| s.split(']').next()) else {
+            continue;
+        };
+        let label = proto.split_once('/').map_or(proto, |(_, l)| l);
+        m.insert(key(l4, a.to_string(), b.to_string()), label.to_string());
+    }
+    m
+}
+
+/// A label's master protocol, lower case.
+pub(crate) fn master(label: &str) -> String {
+    label.split('.').next().unwrap_or(label).to_ascii_lowercase()
+}
