@@ -105,18 +105,9 @@ fn endpoint(family: u8, a: &[u8; 16], port: u16) -> String {
 }
 
 fn json_str(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    let mut out = Vec::with_capacity(s.len() + 2);
+    rampart_export::text::json_string(&mut out, s);
+    String::from_utf8(out).expect("escaping keeps UTF-8")
 }
 
 fn write_flow(out: &mut impl std::io::Write, e: &mut Entry, json: bool) -> std::io::Result<()> {

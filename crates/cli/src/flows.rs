@@ -59,6 +59,22 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = 1,
           value_parser = clap::value_parser!(u16).range(1..=256))]
     workers: u16,
+    /// Application identification: `rampart` (the `app`, `app_by` and metadata fields) or
+    /// `off`.
+    #[arg(long, value_name = "WHICH", value_parser = ["rampart", "off"], default_value = "rampart")]
+    dpi: String,
+    /// TCP packets with payload inspected per flow before giving up.
+    #[arg(long, value_name = "N", default_value_t = 8,
+          value_parser = clap::value_parser!(u8).range(1..=64))]
+    dpi_tcp_packets: u8,
+    /// UDP packets with payload inspected per flow before giving up.
+    #[arg(long, value_name = "N", default_value_t = 4,
+          value_parser = clap::value_parser!(u8).range(1..=64))]
+    dpi_udp_packets: u8,
+    /// Payload bytes buffered per flow and direction to join a message split over packets.
+    #[arg(long, value_name = "BYTES", default_value_t = 16384,
+          value_parser = clap::value_parser!(u32).range(256..=1 << 20))]
+    dpi_bytes: u32,
     #[command(flatten)]
     live: LiveArgs,
 }
@@ -104,11 +120,16 @@ pub(crate) fn run(args: Args) -> ExitCode {
         seconds: args.seconds,
         rtt: if args.no_rtt { None } else { FlowsConfig::default().rtt },
         workers: usize::from(args.workers),
+        dpi: (args.dpi != "off").then_some(rampart_dpi::Config {
+            tcp_packets: args.dpi_tcp_packets,
+            udp_packets: args.dpi_udp_packets,
+            max_bytes: args.dpi_bytes as usize,
+        }),
         ..FlowsConfig::default()
     };
     let bar = progress_bar(&capture, args.quiet);
     let result = writer.header().and_then(|()| {
-        let mut sink = FlowFn(|e: &_, r: &_| writer.write(e, r));
+        let mut sink = FlowFn(|e: &_, r: &_, a: Option<&_>| writer.write(e, r, a));
         rampart_engine::run(&mut capture, &cfg, filter, &stop, &mut sink, &mut |pos| {
             if let Some(b) = &bar {
                 b.set_position(pos);
@@ -185,6 +206,22 @@ fn print_summary(name: &str, s: &Summary) {
     }
     if let Some((got, dropped)) = s.kernel {
         let _ = writeln!(err, "  kernel: {got} packets received, {dropped} dropped");
+    }
+    let d = &s.dpi;
+    if d.inspected + d.by_dpi + d.by_port + d.by_address + d.unknown > 0 {
+        let _ = writeln!(
+            err,
+            "  applications: {} by their packets, {} by port, {} by address, {} unknown; \
+             {} flows inspected ({} payloads), peak {} at once, {:.1} MiB",
+            d.by_dpi,
+            d.by_port,
+            d.by_address,
+            d.unknown,
+            d.inspected,
+            d.packets,
+            d.peak_inspecting,
+            s.dpi_bytes as f64 / (1 << 20) as f64
+        );
     }
     if s.non_ip > 0 {
         let _ = writeln!(err, "  not IP: {} frames", s.non_ip);

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::ValueEnum;
+use rampart_dpi::App;
 use rampart_engine::{CompatEvent, FlowsConfig, Outcome, Sink, run, run_pping};
 use rampart_export::rtt::{RttFormat, RttWriter};
 use rampart_flow::{EndedFlow, TableConfig};
@@ -134,7 +135,7 @@ struct Samples<'a, W: Write> {
 }
 
 impl<W: Write> Sink for Samples<'_, W> {
-    fn flow(&mut self, e: &EndedFlow, rtt: &RttSummary) -> io::Result<()> {
+    fn flow(&mut self, e: &EndedFlow, rtt: &RttSummary, _: Option<&App>) -> io::Result<()> {
         if self.summary && rtt.sides.iter().any(|d| d.count > 0) {
             self.out.w.write_summary(e, rtt)?;
         }
@@ -239,6 +240,8 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
                 samples: !args.summary,
                 local: locals,
                 workers: usize::from(args.workers),
+                // RTT output carries no application labels.
+                dpi: None,
                 ..FlowsConfig::default()
             };
             let mut sink = Samples { out: &mut out, summary: args.summary };

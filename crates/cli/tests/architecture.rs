@@ -11,7 +11,7 @@ fn dependencies_point_one_way() {
         ("rampart-capture", &["rampart-wire"][..]),
         ("rampart-flow", &["rampart-wire"][..]),
         ("rampart-rtt", &["rampart-wire", "rampart-flow"][..]),
-        ("rampart-export", &["rampart-wire", "rampart-flow", "rampart-rtt"][..]),
+        ("rampart-export", &["rampart-wire", "rampart-flow", "rampart-rtt", "rampart-dpi"][..]),
         ("rampart-rss", &[][..]),
         ("rampart-classify", &[][..]),
         // The verifier reads the classifier's rule model; the classifier never reads it.
@@ -26,6 +26,7 @@ fn dependencies_point_one_way() {
                 "rampart-rtt",
                 "rampart-rss",
                 "rampart-classify",
+                "rampart-dpi",
             ][..],
         ),
         (

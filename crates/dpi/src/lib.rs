@@ -22,6 +22,7 @@ mod dns;
 #[cfg(feature = "ndpi")]
 pub mod ndpi;
 mod quic;
+mod table;
 mod text;
 mod tls;
 mod udp;
@@ -29,6 +30,7 @@ mod udp;
 use std::fmt;
 
 pub use apps::{app_for_address, app_for_host};
+pub use table::{App, DpiStats, DpiTable, FlowInfo};
 
 /// A protocol rampart recognises (nDPI's names, see [`Proto::name`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -93,6 +95,14 @@ pub enum Proto {
     TeamSpeak,
     Rtcp,
     H323,
+    Icmp,
+    Icmpv6,
+    Igmp,
+    Gre,
+    Ospf,
+    Sctp,
+    Vrrp,
+    IpInIp,
 }
 
 impl Proto {
@@ -159,6 +169,14 @@ impl Proto {
             TeamSpeak => "TeamSpeak",
             Rtcp => "RTCP",
             H323 => "H323",
+            Icmp => "ICMP",
+            Icmpv6 => "ICMPV6",
+            Igmp => "IGMP",
+            Gre => "GRE",
+            Ospf => "OSPF",
+            Sctp => "SCTP",
+            Vrrp => "VRRP",
+            IpInIp => "IP_in_IP",
         }
     }
 
@@ -222,7 +240,32 @@ impl Proto {
         Proto::TeamSpeak,
         Proto::Rtcp,
         Proto::H323,
+        Proto::Icmp,
+        Proto::Icmpv6,
+        Proto::Igmp,
+        Proto::Gre,
+        Proto::Ospf,
+        Proto::Sctp,
+        Proto::Vrrp,
+        Proto::IpInIp,
     ];
+
+    /// The protocol an IP protocol number other than TCP and UDP names on its own (as nDPI
+    /// labels ICMP, ESP or GRE flows from the IP header).
+    pub fn of_ip_proto(l4: u8) -> Option<Proto> {
+        Some(match l4 {
+            1 => Proto::Icmp,
+            2 => Proto::Igmp,
+            4 => Proto::IpInIp,
+            47 => Proto::Gre,
+            50 | 51 => Proto::IpSec,
+            58 => Proto::Icmpv6,
+            89 => Proto::Ospf,
+            112 => Proto::Vrrp,
+            132 => Proto::Sctp,
+            _ => return None,
+        })
+    }
 }
 
 /// What a flow carries: a master protocol and, when the server name says so, an application.
@@ -257,7 +300,8 @@ impl fmt::Display for Label {
 /// How a label was found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum By {
-    /// From the payload.
+    /// From the packets' contents: the payload, or for protocols other than TCP and UDP the
+    /// IP header's protocol number.
     Dpi,
     /// From a well-known port, when no detector recognised the payload.
     Port,
@@ -269,7 +313,7 @@ pub enum By {
 }
 
 impl By {
-    /// `"dpi"`, `"port"` or `"none"`.
+    /// `"dpi"`, `"port"`, `"address"` or `"none"`.
     pub fn name(self) -> &'static str {
         match self {
             By::Dpi => "dpi",
@@ -295,6 +339,23 @@ pub struct Meta {
     pub dns_query: Option<Box<str>>,
     /// SSH banner (the first side's).
     pub ssh_banner: Option<Box<str>>,
+}
+
+impl Meta {
+    /// Heap bytes held by the strings.
+    pub fn heap_bytes(&self) -> usize {
+        [
+            &self.sni,
+            &self.alpn,
+            &self.http_host,
+            &self.user_agent,
+            &self.dns_query,
+            &self.ssh_banner,
+        ]
+        .iter()
+        .map(|s| s.as_ref().map_or(0, |s| s.len()))
+        .sum()
+    }
 }
 
 /// Inspection budget per flow.
@@ -367,15 +428,18 @@ pub struct FlowDpi {
 }
 
 impl FlowDpi {
-    /// A flow over transport protocol `l4` (6 TCP, 17 UDP; others are labelled by nothing).
+    /// A flow over IP protocol `l4`. TCP (6) and UDP (17) flows are inspected; a flow of
+    /// another protocol is decided at once, by [`Proto::of_ip_proto`] (ICMP, ESP, GRE, ...) or
+    /// as unknown.
     pub fn new(l4: u8) -> Self {
+        let by_header = Proto::of_ip_proto(l4);
         FlowDpi {
             l4,
             packets: 0,
             bytes: 0,
             done: !(l4 == TCP || l4 == UDP),
-            label: Label::UNKNOWN,
-            by: By::None,
+            label: by_header.map_or(Label::UNKNOWN, Label::of),
+            by: if by_header.is_some() { By::Dpi } else { By::None },
             meta: Meta::default(),
             pending: None,
             quic: None,
@@ -408,6 +472,16 @@ impl FlowDpi {
     /// The metadata found.
     pub fn meta(&self) -> &Meta {
         &self.meta
+    }
+
+    /// Heap bytes held: buffered message pieces, QUIC state and metadata strings.
+    pub fn heap_bytes(&self) -> usize {
+        let pending = self
+            .pending
+            .as_ref()
+            .map_or(0, |p| std::mem::size_of::<[Vec<u8>; 2]>() + p[0].capacity() + p[1].capacity());
+        let quic = self.quic.as_ref().map_or(0, |q| q.heap_bytes());
+        pending + quic + self.meta.heap_bytes()
     }
 
     /// Feeds one packet's transport payload: `from_initiator` says its direction, `ports`

@@ -28,6 +28,18 @@ pub(crate) struct State {
     ahead: Vec<(u64, Vec<u8>)>,
 }
 
+impl State {
+    /// Heap bytes held, the state itself included.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        let ahead: usize = self.ahead.iter().map(|(_, b)| b.capacity()).sum();
+        std::mem::size_of::<Self>()
+            + self.dcid.capacity()
+            + self.stream.capacity()
+            + self.ahead.capacity() * std::mem::size_of::<(u64, Vec<u8>)>()
+            + ahead
+    }
+}
+
 struct Version {
     salt: [u8; 20],
     /// Label prefix for the key, IV and header-protection secrets.

@@ -95,7 +95,8 @@ fn pipeline(c: &mut Criterion) {
         let mut stage = FlowStage::new(cfg);
         let mut s = Summary::default();
         for chunk in (0..flows as usize).collect::<Vec<_>>().chunks(BATCH) {
-            stage.process(chunk.iter().map(|&i| frame_at(&warm, i, 0)), &mut s);
+            let frames: Vec<_> = chunk.iter().map(|&i| frame_at(&warm, i, 0)).collect();
+            stage.process(&frames, &mut s);
         }
         assert_eq!(stage.table().len(), flows as usize);
         eprintln!(
@@ -105,9 +106,12 @@ fn pipeline(c: &mut Criterion) {
             stage.table().memory_bytes() / flows as usize
         );
         let mut at = 0;
+        let mut frames = Vec::with_capacity(BATCH);
         g.bench_function(BenchmarkId::new("rampart", w.flows), |b| {
             b.iter(|| {
-                stage.process((at..at + BATCH).map(|n| w.frame(n)), &mut s);
+                frames.clear();
+                frames.extend((at..at + BATCH).map(|n| w.frame(n)));
+                stage.process(&frames, &mut s);
                 at = (at + BATCH) % SEQUENCE;
                 black_box(stage.take_ended().count());
             })

@@ -32,6 +32,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rampart_capture::{Capture, CaptureError, Filter, FilterError, Frame};
+use rampart_dpi::{App, DpiStats, DpiTable, FlowInfo};
 use rampart_flow::{EndedFlow, FlowKey, FlowTable, PacketInfo, TableConfig, TableStats};
 use rampart_rtt::compat::{CompatCounters, CompatSample};
 use rampart_rtt::{
@@ -64,6 +65,8 @@ pub struct FlowsConfig {
     pub local: Vec<IpAddr>,
     /// Threads the flow stage is sharded over (see [`Shard`]); the output does not depend on it.
     pub workers: usize,
+    /// Application identification and its budget per flow; `None` turns it off.
+    pub dpi: Option<rampart_dpi::Config>,
 }
 
 impl Default for FlowsConfig {
@@ -77,14 +80,16 @@ impl Default for FlowsConfig {
             samples: false,
             local: Vec::new(),
             workers: 1,
+            dpi: Some(rampart_dpi::Config::default()),
         }
     }
 }
 
 /// Where a run's results go.
 pub trait Sink {
-    /// A flow ended, with its RTT summary (empty when RTT is off or the flow is not TCP).
-    fn flow(&mut self, e: &EndedFlow, rtt: &RttSummary) -> io::Result<()>;
+    /// A flow ended, with its RTT summary (empty when RTT is off or the flow is not TCP) and
+    /// its application (`None` when identification is off).
+    fn flow(&mut self, e: &EndedFlow, rtt: &RttSummary, app: Option<&App>) -> io::Result<()>;
     /// An RTT sample (only with [`FlowsConfig::samples`]).
     fn sample(&mut self, _s: &Sample) -> io::Result<()> {
         Ok(())
@@ -99,9 +104,9 @@ pub trait Sink {
 /// A [`Sink`] from a closure over ended flows.
 pub struct FlowFn<F>(pub F);
 
-impl<F: FnMut(&EndedFlow, &RttSummary) -> io::Result<()>> Sink for FlowFn<F> {
-    fn flow(&mut self, e: &EndedFlow, rtt: &RttSummary) -> io::Result<()> {
-        (self.0)(e, rtt)
+impl<F: FnMut(&EndedFlow, &RttSummary, Option<&App>) -> io::Result<()>> Sink for FlowFn<F> {
+    fn flow(&mut self, e: &EndedFlow, rtt: &RttSummary, app: Option<&App>) -> io::Result<()> {
+        (self.0)(e, rtt, app)
     }
 }
 
@@ -130,6 +135,10 @@ pub struct Summary {
     pub table: TableStats,
     /// The RTT stage's counters.
     pub rtt: RttStats,
+    /// Application identification's counters.
+    pub dpi: DpiStats,
+    /// Memory held by application identification at the end (its high-water mark).
+    pub dpi_bytes: usize,
     /// Memory held by the flow table at the end (its high-water mark: it does not shrink).
     pub table_bytes: usize,
     /// Live capture: packets the kernel passed to the ring, and packets it dropped.
@@ -216,8 +225,8 @@ pub struct Outcome {
     pub error: Option<RunError>,
 }
 
-/// One packet as the flow stage needs it: an owned summary of its headers (no packet bytes),
-/// and its position in the batch it came in.
+/// One packet as the flow stage needs it: an owned summary of its headers, where its payload
+/// lies (not the bytes), and its position in the batch it came in.
 #[derive(Clone, Copy, Debug)]
 pub struct Work {
     /// Key, direction, time, length and flags (the hash is filled in by the flow stage).
@@ -226,12 +235,48 @@ pub struct Work {
     pub tcp: Option<RttInput>,
     /// Position in the batch (after the filter), which orders the outputs.
     pub pos: u32,
+    /// Where the transport payload starts: the parser gives its offset in the frame; a stage
+    /// that moves packets elsewhere rebases it (see [`Payloads`]).
+    pub payload_at: u64,
+    /// Captured payload bytes (0 when application identification is off, and for later
+    /// fragments, which carry no transport header).
+    pub payload_len: u32,
+}
+
+/// Where the payloads of [`Work`] items are, for application identification.
+pub trait Payloads {
+    /// The captured payload of `w` (empty if it does not lie where `w` says).
+    fn payload(&self, w: &Work) -> &[u8];
+}
+
+/// The frames of the batch the items were parsed from: `pos` indexes the frame, `payload_at`
+/// is the offset within it.
+impl Payloads for [Frame<'_>] {
+    #[inline]
+    fn payload(&self, w: &Work) -> &[u8] {
+        let Some(f) = self.get(w.pos as usize) else { return &[] };
+        span(f.data, w.payload_at, w.payload_len)
+    }
+}
+
+/// Bytes that hold every payload: `payload_at` is the offset in them.
+impl Payloads for [u8] {
+    #[inline]
+    fn payload(&self, w: &Work) -> &[u8] {
+        span(self, w.payload_at, w.payload_len)
+    }
+}
+
+/// `len` bytes of `b` from `at`, or nothing if they are not all there.
+#[inline]
+pub(crate) fn span(b: &[u8], at: u64, len: u32) -> &[u8] {
+    usize::try_from(at).ok().and_then(|at| b.get(at..at.checked_add(len as usize)?)).unwrap_or(&[])
 }
 
 /// A flow record ready for the sink, with its RTT summary and the position that orders it: the
 /// position of the packet that ended it, or for flows ended by capture time (or the end of
 /// input) the position given for the end of their batch.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Ended {
     /// Position of the packet that ended the flow, or of its batch's end.
     pub pos: u32,
@@ -241,6 +286,8 @@ pub struct Ended {
     pub flow: EndedFlow,
     /// Its RTT summary.
     pub rtt: RttSummary,
+    /// Its application, when identification is on.
+    pub app: Option<App>,
 }
 
 impl Ended {
@@ -260,6 +307,7 @@ impl Ended {
 #[derive(Clone, Debug)]
 pub struct Parser {
     rtt: bool,
+    payloads: bool,
     local: Vec<(u8, [u8; 16])>,
     now: u64,
 }
@@ -279,7 +327,14 @@ impl Parser {
                 IpAddr::V6(v) => (6, v.octets()),
             })
             .collect();
-        Self { rtt, local, now: 0 }
+        Self { rtt, payloads: false, local, now: 0 }
+    }
+
+    /// Also notes where each packet's payload lies ([`Work::payload_at`]), for application
+    /// identification.
+    pub fn with_payloads(mut self, on: bool) -> Self {
+        self.payloads = on;
+        self
     }
 
     /// Parses one frame, counting it into `s`; `None` when it has no flow (not IP).
@@ -334,8 +389,15 @@ impl Parser {
                 i.to_local = self.local.iter().any(|(f, a)| *f == fam && *a == meta.dst);
             }
         }
+        let (mut payload_at, mut payload_len) = (0, 0);
+        if self.payloads && !meta.is_later_fragment() {
+            let start = usize::from(meta.payload_offset);
+            let captured = frame.data.len().saturating_sub(start);
+            payload_len = (meta.payload_wire_len as usize).min(captured) as u32;
+            payload_at = start as u64;
+        }
         s.tracked += 1;
-        Some(Work { info, tcp, pos })
+        Some(Work { info, tcp, pos, payload_at, payload_len })
     }
 
     /// The latest capture time of any frame so far.
@@ -352,6 +414,7 @@ pub struct FlowStage {
     parser: Parser,
     work: Vec<Work>,
     rtt: Option<RttStage>,
+    dpi: Option<DpiTable>,
     emit: bool,
     samples: Vec<(u32, Sample)>,
     summaries: Vec<RttSummary>,
@@ -377,6 +440,7 @@ impl FlowStage {
             parser: Parser::new(rtt.is_some(), local),
             work: Vec::with_capacity(256),
             rtt: rtt.map(RttStage::new),
+            dpi: None,
             emit: samples,
             samples: Vec::new(),
             summaries: Vec::new(),
@@ -384,27 +448,41 @@ impl FlowStage {
         }
     }
 
+    /// Identifies each flow's application within `cfg`'s budget (`None`: not at all).
+    pub fn with_dpi(mut self, cfg: Option<rampart_dpi::Config>) -> Self {
+        self.dpi = cfg.map(DpiTable::new);
+        self.parser = self.parser.with_payloads(cfg.is_some());
+        self
+    }
+
     /// Parses and accounts one batch of frames, counting into `s`. Flows that end wait for
     /// [`FlowStage::take_ended`], samples for [`FlowStage::take_samples`].
     #[inline]
-    pub fn process<'a>(&mut self, frames: impl Iterator<Item = Frame<'a>>, s: &mut Summary) {
+    pub fn process(&mut self, frames: &[Frame<'_>], s: &mut Summary) {
         let mut work = std::mem::take(&mut self.work);
         work.clear();
-        for (i, frame) in frames.enumerate() {
-            if let Some(w) = self.parser.prepare(&frame, i as u32, s) {
+        for (i, frame) in frames.iter().enumerate() {
+            if let Some(w) = self.parser.prepare(frame, i as u32, s) {
                 work.push(w);
             }
         }
         let now = self.parser.now();
-        self.account(&mut work, now, u32::MAX);
+        self.account(&mut work, frames, now, u32::MAX);
         self.work = work;
     }
 
     /// Accounts parsed packets (hashing their keys for this table), then lets capture time run
-    /// to `now`, ending the flows idle past the timeout at position `tick`.
+    /// to `now`, ending the flows idle past the timeout at position `tick`. Payloads are read
+    /// from `payloads` when application identification is on.
     #[inline]
-    pub fn account(&mut self, work: &mut [Work], now: u64, tick: u32) {
-        self.packets(work);
+    pub fn account<P: Payloads + ?Sized>(
+        &mut self,
+        work: &mut [Work],
+        payloads: &P,
+        now: u64,
+        tick: u32,
+    ) {
+        self.packets(work, payloads);
         self.advance(now, tick);
     }
 
@@ -417,9 +495,10 @@ impl FlowStage {
         self.out[start..].sort_unstable_by_key(Ended::order);
     }
 
-    /// Accounts parsed packets (hashing their keys for this table).
+    /// Accounts parsed packets (hashing their keys for this table), reading payloads from
+    /// `payloads` when application identification is on.
     #[inline]
-    pub fn packets(&mut self, work: &mut [Work]) {
+    pub fn packets<P: Payloads + ?Sized>(&mut self, work: &mut [Work], payloads: &P) {
         for w in work.iter_mut() {
             w.info.hash = self.table.hash(&w.info.key);
         }
@@ -449,6 +528,14 @@ impl FlowStage {
                 {
                     self.samples.push((w.pos, sample));
                 }
+                // A decided flow costs one 4-byte test per payload packet.
+                if let Some(dpi) = &mut self.dpi
+                    && w.payload_len > 0
+                    && dpi.wants(t.id.0)
+                    && let Some(flow) = self.table.get(t.id)
+                {
+                    dpi.feed(t.id.0, &flow_info(flow), t.forward, payloads.payload(w));
+                }
             }
         }
     }
@@ -461,7 +548,11 @@ impl FlowStage {
             None => self.summaries.resize(self.table.ended().len(), RttSummary::default()),
         }
         let ended = self.table.take_ended().zip(self.summaries.drain(..));
-        self.out.extend(ended.map(|(flow, rtt)| Ended { pos, tick, flow, rtt }));
+        let dpi = &mut self.dpi;
+        self.out.extend(ended.map(|(flow, rtt)| {
+            let app = dpi.as_mut().map(|d| d.retire(flow.id.0, &flow_info(&flow.flow)));
+            Ended { pos, tick, flow, rtt, app }
+        }));
     }
 
     /// Flows that ended since the last call, in output order: those a packet ended in packet
@@ -485,12 +576,27 @@ impl FlowStage {
         }
         self.table.finish();
         self.collect(u32::MAX, true);
+        if let Some(dpi) = &self.dpi {
+            s.dpi = dpi.stats();
+            s.dpi_bytes = dpi.memory_bytes();
+        }
     }
 
     /// The flow table.
     pub fn table(&self) -> &FlowTable {
         &self.table
     }
+}
+
+/// What application identification needs of a flow's record.
+#[inline]
+fn flow_info(f: &rampart_flow::Flow) -> FlowInfo<'_> {
+    let k = &f.key;
+    let (ports, responder) = match f.initiator {
+        rampart_flow::Side::A => ([k.port_a, k.port_b], &k.addr_b),
+        rampart_flow::Side::B => ([k.port_b, k.port_a], &k.addr_a),
+    };
+    FlowInfo { l4: k.proto, ports, family: k.family, responder }
 }
 
 /// Takes the RTT summaries of flows that ended since the summaries list was last in step.
@@ -652,14 +758,14 @@ struct One<'a> {
 
 impl Batches for One<'_> {
     fn batch(&mut self, frames: &[Frame<'_>], s: &mut Summary) -> io::Result<()> {
-        self.stage.process(frames.iter().copied(), s);
+        self.stage.process(frames, s);
         for (_, x) in self.stage.take_samples() {
             s.samples += 1;
             self.sink.sample(&x)?;
         }
         for e in self.stage.take_ended() {
             s.flows += 1;
-            self.sink.flow(&e.flow, &e.rtt)?;
+            self.sink.flow(&e.flow, &e.rtt, e.app.as_ref())?;
         }
         Ok(())
     }
@@ -686,25 +792,28 @@ pub fn run(
         return workers::run(capture, cfg, filter, stop, sink, progress);
     }
     let started = Instant::now();
-    let stage = FlowStage::with_rtt(cfg.table, cfg.rtt, cfg.samples, &cfg.local);
+    let stage = FlowStage::with_rtt(cfg.table, cfg.rtt, cfg.samples, &cfg.local).with_dpi(cfg.dpi);
     let mut one = One { stage, sink };
     let mut s = Summary::default();
     let error = read_batches(capture, cfg, filter, stop, &mut s, &mut one, progress)?;
     one.stage.finish(&mut s);
     for e in one.stage.take_ended() {
         s.flows += 1;
-        one.sink.flow(&e.flow, &e.rtt)?;
+        one.sink.flow(&e.flow, &e.rtt, e.app.as_ref())?;
     }
     s.elapsed = started.elapsed();
     Ok(Outcome { summary: s, error })
 }
+
+/// A closure over flow records: the flow, its RTT summary and its application.
+pub type RecordFn<'a> = dyn FnMut(&EndedFlow, &RttSummary, Option<&App>) -> io::Result<()> + 'a;
 
 /// [`run`] without RTT samples or a filter: flow records only.
 pub fn run_flows(
     capture: &mut Capture,
     cfg: &FlowsConfig,
     stop: &AtomicBool,
-    sink: &mut dyn FnMut(&EndedFlow, &RttSummary) -> io::Result<()>,
+    sink: &mut RecordFn<'_>,
     progress: &mut dyn FnMut(u64),
 ) -> io::Result<Outcome> {
     let cfg = FlowsConfig { samples: false, ..cfg.clone() };

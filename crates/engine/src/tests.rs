@@ -13,7 +13,7 @@ fn run(bytes: Vec<u8>, cfg: FlowsConfig) -> (Vec<EndedFlow>, Outcome) {
         &mut cap,
         &cfg,
         &stop,
-        &mut |e, _| {
+        &mut |e, _, _| {
             flows.push(*e);
             Ok(())
         },
@@ -59,7 +59,7 @@ fn stop_flag_ends_the_run_with_flows_flushed() {
         &mut cap,
         &FlowsConfig { batch: 100, ..FlowsConfig::default() },
         &stop,
-        &mut |e, _| {
+        &mut |e, _, _| {
             n += e.flow.packets[0] + e.flow.packets[1];
             Ok(())
         },

@@ -32,6 +32,7 @@ use std::thread::{self, Thread};
 use std::time::Instant;
 
 use rampart_capture::{Capture, Frame, LinkType, SharedBytes, Timestamp};
+use rampart_dpi::DpiStats;
 use rampart_flow::{FlowKey, TableConfig, TableStats};
 use rampart_rss::{Key, Reta, Toeplitz};
 use rampart_rtt::{RttStats, Sample};
@@ -144,9 +145,11 @@ impl FrameRef {
 }
 
 enum Job {
-    /// Parsed packets of this worker's flows.
+    /// Parsed packets of this worker's flows, with their payloads copied out of the reader's
+    /// buffer when application identification is on.
     Batch {
         work: Vec<Work>,
+        bytes: Vec<u8>,
         cuts: Vec<Cut>,
         samples: Vec<(u32, Sample)>,
         ended: Vec<Ended>,
@@ -162,8 +165,17 @@ enum Job {
 }
 
 enum Done {
-    Batch { work: Vec<Work>, cuts: Vec<Cut>, samples: Vec<(u32, Sample)>, ended: Vec<Ended> },
-    Finished { ended: Vec<Ended>, s: Box<Summary> },
+    Batch {
+        work: Vec<Work>,
+        bytes: Vec<u8>,
+        cuts: Vec<Cut>,
+        samples: Vec<(u32, Sample)>,
+        ended: Vec<Ended>,
+    },
+    Finished {
+        ended: Vec<Ended>,
+        s: Box<Summary>,
+    },
 }
 
 /// Waits for the ring to yield, parking between tries (the other side unparks after each
@@ -268,10 +280,11 @@ impl Worker {
             self.got.push(list);
         }
         let mut next = vec![0; self.got.len()];
+        let bytes: &[u8] = self.bytes.as_deref().unwrap_or_default();
         for c in &cuts {
             for (list, i) in self.got.iter_mut().zip(&mut next) {
                 let end = *i + list[*i..].partition_point(|w| w.pos < c.tick);
-                self.stage.packets(&mut list[*i..end]);
+                self.stage.packets(&mut list[*i..end], bytes);
                 *i = end;
             }
             self.stage.advance(c.now, c.tick);
@@ -282,20 +295,20 @@ impl Worker {
         }
         samples.extend(self.stage.take_samples());
         ended.extend(self.stage.take_ended());
-        Done::Batch { work: Vec::new(), cuts, samples, ended }
+        Done::Batch { work: Vec::new(), bytes: Vec::new(), cuts, samples, ended }
     }
 
     fn job(&mut self, job: Job) -> Done {
         match job {
-            Job::Batch { mut work, cuts, mut samples, mut ended } => {
+            Job::Batch { mut work, bytes, cuts, mut samples, mut ended } => {
                 let mut start = 0;
                 for c in &cuts {
-                    self.stage.account(&mut work[start..c.end], c.now, c.tick);
+                    self.stage.account(&mut work[start..c.end], &bytes[..], c.now, c.tick);
                     start = c.end;
                 }
                 samples.extend(self.stage.take_samples());
                 ended.extend(self.stage.take_ended());
-                Done::Batch { work, cuts, samples, ended }
+                Done::Batch { work, bytes, cuts, samples, ended }
             }
             Job::Frames { .. } => unreachable!("run handles frames jobs"),
             Job::Finish => {
@@ -319,7 +332,10 @@ impl Worker {
         }
         for f in &frames[lo..hi] {
             let frame = f.frame(bytes);
-            if let Some(w) = self.parser.prepare_if(&frame, f.pos, &mut self.s, |_| true, true) {
+            if let Some(mut w) = self.parser.prepare_if(&frame, f.pos, &mut self.s, |_| true, true)
+            {
+                // The payload's place in the shared input, where its owner will read it.
+                w.payload_at += f.start as u64;
                 self.out[self.shard.of(&w.info.key)].push(w);
             }
         }
@@ -366,6 +382,8 @@ struct Lane {
     done: rtrb::Consumer<Done>,
     thread: Thread,
     work: Vec<Work>,
+    /// Payloads of `work`, copied when the reader parses (its buffer is reused).
+    bytes: Vec<u8>,
     cuts: Vec<Cut>,
 }
 
@@ -374,6 +392,7 @@ struct Lane {
 struct Spares {
     frames: Vec<Vec<FrameRef>>,
     work: Vec<Vec<Work>>,
+    bytes: Vec<Vec<u8>>,
     cuts: Vec<Vec<Cut>>,
     samples: Vec<Vec<(u32, Sample)>>,
     ended: Vec<Vec<Ended>>,
@@ -393,7 +412,7 @@ pub(crate) fn run(
     let shard = Shard::new(n);
     let table = TableConfig { max_flows: cfg.table.max_flows.div_ceil(n), ..cfg.table };
     let rtt = cfg.rtt.map(|r| rampart_rtt::RttConfig { max_tsvals: r.max_tsvals.div_ceil(n), ..r });
-    let mut parser = Parser::new(cfg.rtt.is_some(), &cfg.local);
+    let mut parser = Parser::new(cfg.rtt.is_some(), &cfg.local).with_payloads(cfg.dpi.is_some());
     let bytes = capture.shared();
     // Worker-to-worker rings: pairs[j][k] carries packets parsed by j for k.
     let mut to: Vec<Vec<Option<rtrb::Producer<Vec<Work>>>>> = (0..n).map(|_| Vec::new()).collect();
@@ -421,10 +440,11 @@ pub(crate) fn run(
                 let (jobs, jobs_rx) = rtrb::RingBuffer::new(IN_FLIGHT + 1);
                 let (done_tx, done) = rtrb::RingBuffer::new(IN_FLIGHT + 2);
                 let w = Worker {
-                    stage: FlowStage::with_rtt(table, rtt, cfg.samples, &[]),
+                    stage: FlowStage::with_rtt(table, rtt, cfg.samples, &[]).with_dpi(cfg.dpi),
                     me,
                     shard: shard.clone(),
-                    parser: Parser::new(cfg.rtt.is_some(), &cfg.local),
+                    parser: Parser::new(cfg.rtt.is_some(), &cfg.local)
+                        .with_payloads(cfg.dpi.is_some()),
                     bytes: bytes.clone(),
                     s: Summary::default(),
                     to,
@@ -441,7 +461,7 @@ pub(crate) fn run(
                     .spawn_scoped(scope, move || w.run(jobs_rx, done_tx, main))
                     .expect("spawning a worker thread");
                 let thread = handle.thread().clone();
-                Lane { jobs, done, thread, work: Vec::new(), cuts: Vec::new() }
+                Lane { jobs, done, thread, work: Vec::new(), bytes: Vec::new(), cuts: Vec::new() }
             })
             .collect();
         let _ = threads.set(lanes.iter().map(|l| l.thread.clone()).collect());
@@ -532,8 +552,15 @@ impl Batches for Reader<'_> {
             }
         } else {
             for (i, frame) in frames.iter().enumerate() {
-                if let Some(w) = self.parser.prepare(frame, base + i as u32, s) {
-                    self.lanes[self.shard.of(&w.info.key)].work.push(w);
+                if let Some(mut w) = self.parser.prepare(frame, base + i as u32, s) {
+                    let lane = &mut self.lanes[self.shard.of(&w.info.key)];
+                    if w.payload_len > 0 {
+                        let payload = crate::span(frame.data, w.payload_at, w.payload_len);
+                        w.payload_at = lane.bytes.len() as u64;
+                        w.payload_len = payload.len() as u32;
+                        lane.bytes.extend_from_slice(payload);
+                    }
+                    lane.work.push(w);
                 }
             }
             let now = self.parser.now();
@@ -583,10 +610,14 @@ impl Merger {
                 Some(f) => Job::Frames { frames: Arc::clone(f), cuts, samples, ended },
                 None => {
                     let next = self.spares.work.pop().unwrap_or_default();
-                    Job::Batch { work: std::mem::replace(&mut l.work, next), cuts, samples, ended }
+                    let work = std::mem::replace(&mut l.work, next);
+                    let next = self.spares.bytes.pop().unwrap_or_default();
+                    let bytes = std::mem::replace(&mut l.bytes, next);
+                    Job::Batch { work, bytes, cuts, samples, ended }
                 }
             };
             l.work.clear();
+            l.bytes.clear();
             l.cuts.clear();
             if l.jobs.push(job).is_err() {
                 unreachable!("at most IN_FLIGHT jobs are queued");
@@ -620,13 +651,17 @@ impl Merger {
         let mut ended = self.spares.ended.pop().unwrap_or_default();
         let mut ticks = Vec::new();
         for lane in lanes.iter_mut() {
-            let Done::Batch { work, cuts, samples: mut sm, ended: mut en } = Self::pop(lane) else {
+            let Done::Batch { work, mut bytes, cuts, samples: mut sm, ended: mut en } =
+                Self::pop(lane)
+            else {
                 unreachable!("a batch answers a batch")
             };
             if ticks.is_empty() {
                 ticks.extend(cuts.iter().map(|c| c.tick));
             }
             self.spares.work.push(work);
+            bytes.clear();
+            self.spares.bytes.push(bytes);
             self.spares.cuts.push(cuts);
             samples.append(&mut sm);
             ended.append(&mut en);
@@ -671,6 +706,8 @@ impl Merger {
             add_table(&mut s.table, &w.table);
             s.table_bytes += w.table_bytes;
             add_rtt(&mut s.rtt, &w.rtt);
+            add_dpi(&mut s.dpi, &w.dpi);
+            s.dpi_bytes += w.dpi_bytes;
             s.add_frames(&w);
         }
         ended.sort_unstable_by_key(|e| (e.flow.flow.first, e.flow.flow.key));
@@ -700,7 +737,7 @@ fn emit(
             && e.pos <= t
         {
             s.flows += 1;
-            sink.flow(&e.flow, &e.rtt)?;
+            sink.flow(&e.flow, &e.rtt, e.app.as_ref())?;
             j += 1;
         }
     }
@@ -713,6 +750,17 @@ fn add_table(a: &mut TableStats, b: &TableStats) {
     a.evicted += b.evicted;
     // Peaks of different workers need not coincide: their sum bounds the true peak from above.
     a.peak += b.peak;
+}
+
+fn add_dpi(a: &mut DpiStats, b: &DpiStats) {
+    a.inspected += b.inspected;
+    a.by_dpi += b.by_dpi;
+    a.by_port += b.by_port;
+    a.by_address += b.by_address;
+    a.unknown += b.unknown;
+    a.packets += b.packets;
+    // As for the table's peak: the sum bounds the true peak from above.
+    a.peak_inspecting += b.peak_inspecting;
 }
 
 fn add_rtt(a: &mut RttStats, b: &RttStats) {

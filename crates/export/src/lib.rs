@@ -16,9 +16,18 @@
 //! | `end_reason` | `idle`, `evicted` or `end` |
 //! | `rtt_src_count`, `_min`, `_median`, `_max` | TCP: passive RTT samples from the capture point to the initiator and back (seconds; median within ~3 %) |
 //! | `rtt_dst_count`, `_min`, `_median`, `_max` | the same towards the responder |
+//! | `app` | the application, in nDPI's naming: `MASTER` or `MASTER.APP` (`DNS`, `TLS.YouTube`, `Unknown`) |
+//! | `app_by` | how it was found: `dpi` (the packets), `port`, `address` (the responder's address block), `none` |
+//! | `sni`, `alpn` | TLS or QUIC server name, and the ALPN protocols offered (comma-separated) |
+//! | `http_host`, `user_agent` | HTTP request headers |
+//! | `dns_query` | the DNS query name |
+//! | `ssh_banner` | the first SSH banner seen |
 //!
 //! JSON omits `tcp_flags_*` and `rtt_*` for non-TCP flows, `rtt_*_min/median/max` when there
-//! are no samples, and `icmp_id` for non-echo flows; CSV leaves those cells empty.
+//! are no samples, `icmp_id` for non-echo flows, `app` and the fields after it when
+//! application identification is off, and each metadata field when it was not found; CSV
+//! leaves those cells empty. Text fields are escaped as JSON strings, and quoted in CSV when
+//! they hold a comma, quote or line break.
 //!
 //! The [`rtt`] module writes RTT samples (pping's two formats and JSON) and per-flow RTT
 //! summaries; [`num`] holds the hand-written number and address formatting both use. Numbers are JSON numbers, addresses strings (IPv6 in RFC 5952 form).
@@ -27,12 +36,14 @@
 use std::io::{self, Write};
 use std::net::IpAddr;
 
+use rampart_dpi::App;
 use rampart_flow::{EndedFlow, KeyKind};
 use rampart_rtt::RttSummary;
 use rampart_wire::proto;
 
 pub mod num;
 pub mod rtt;
+pub mod text;
 
 use num::int;
 
@@ -47,7 +58,8 @@ pub enum FlowFormat {
 
 const COLUMNS: &str = "proto,src,sport,dst,dport,first,last,duration,packets_fwd,bytes_fwd,\
 packets_rev,bytes_rev,tcp_flags_fwd,tcp_flags_rev,icmp_id,end_reason,rtt_src_count,rtt_src_min,\
-rtt_src_median,rtt_src_max,rtt_dst_count,rtt_dst_min,rtt_dst_median,rtt_dst_max";
+rtt_src_median,rtt_src_max,rtt_dst_count,rtt_dst_min,rtt_dst_median,rtt_dst_max,app,app_by,sni,\
+alpn,http_host,user_agent,dns_query,ssh_banner";
 
 /// Writes flow records to `W`. Output is buffered by `W`; call [`FlowWriter::flush`] before exit.
 pub struct FlowWriter<W: Write> {
@@ -74,8 +86,9 @@ impl<W: Write> FlowWriter<W> {
         Ok(())
     }
 
-    /// Writes one flow record with its RTT summary.
-    pub fn write(&mut self, e: &EndedFlow, rtt: &RttSummary) -> io::Result<()> {
+    /// Writes one flow record with its RTT summary and its application (`None` when
+    /// identification is off).
+    pub fn write(&mut self, e: &EndedFlow, rtt: &RttSummary, app: Option<&App>) -> io::Result<()> {
         self.header()?;
         self.line.clear();
         let f = &e.flow;
@@ -129,6 +142,9 @@ impl<W: Write> FlowWriter<W> {
                 l.extend_from_slice(b",\"end_reason\":\"");
                 l.extend_from_slice(e.reason.name().as_bytes());
                 l.push(b'"');
+                if let Some(app) = app {
+                    app_json(l, app);
+                }
                 if tcp {
                     rtt::summary_json(l, rtt_src, rtt_dst);
                 }
@@ -171,6 +187,10 @@ impl<W: Write> FlowWriter<W> {
                 } else {
                     l.extend_from_slice(b",,,,,,,,");
                 }
+                match app {
+                    Some(app) => app_csv(l, app),
+                    None => l.extend_from_slice(b",,,,,,,,"),
+                }
                 l.push(b'\n');
             }
         }
@@ -186,6 +206,57 @@ impl<W: Write> FlowWriter<W> {
     pub fn into_inner(mut self) -> io::Result<W> {
         self.out.flush()?;
         Ok(self.out)
+    }
+}
+
+/// The metadata fields after `app` and `app_by`, in column order.
+fn meta_fields(app: &App) -> [(&'static [u8], Option<&str>); 6] {
+    let m = app.meta();
+    [
+        (b"sni", m.sni.as_deref()),
+        (b"alpn", m.alpn.as_deref()),
+        (b"http_host", m.http_host.as_deref()),
+        (b"user_agent", m.user_agent.as_deref()),
+        (b"dns_query", m.dns_query.as_deref()),
+        (b"ssh_banner", m.ssh_banner.as_deref()),
+    ]
+}
+
+/// Writes a `Display` value into the line (writing into a Vec cannot fail).
+fn display(l: &mut Vec<u8>, v: impl std::fmt::Display) {
+    let _ = write!(l, "{v}");
+}
+
+fn app_json(l: &mut Vec<u8>, app: &App) {
+    l.extend_from_slice(b",\"app\":\"");
+    let start = l.len();
+    display(l, app.label);
+    // Labels are names from a fixed list, but escape them like any text.
+    let label = l.split_off(start);
+    text::json_escaped(l, &String::from_utf8_lossy(&label));
+    l.extend_from_slice(b"\",\"app_by\":\"");
+    l.extend_from_slice(app.by.name().as_bytes());
+    l.push(b'"');
+    for (name, v) in meta_fields(app) {
+        if let Some(v) = v {
+            l.extend_from_slice(b",\"");
+            l.extend_from_slice(name);
+            l.extend_from_slice(b"\":");
+            text::json_string(l, v);
+        }
+    }
+}
+
+fn app_csv(l: &mut Vec<u8>, app: &App) {
+    l.push(b',');
+    display(l, app.label);
+    l.push(b',');
+    l.extend_from_slice(app.by.name().as_bytes());
+    for (_, v) in meta_fields(app) {
+        l.push(b',');
+        if let Some(v) = v {
+            text::csv_field(l, v);
+        }
     }
 }
 
@@ -278,7 +349,7 @@ mod tests {
 
     fn render(format: FlowFormat, e: &EndedFlow) -> String {
         let mut w = FlowWriter::new(Vec::new(), format);
-        w.write(e, &RttSummary::default()).unwrap();
+        w.write(e, &RttSummary::default(), None).unwrap();
         String::from_utf8(w.into_inner().unwrap()).unwrap()
     }
 
@@ -298,7 +369,7 @@ mod tests {
         let mut r = RttSummary::default();
         r.sides[1] = rampart_rtt::DirSummary { count: 2, min: 1_000, median: 1_500, max: 2_000 };
         let mut w = FlowWriter::new(Vec::new(), FlowFormat::Json);
-        w.write(&ended(6, KeyKind::Ports, 4), &r).unwrap();
+        w.write(&ended(6, KeyKind::Ports, 4), &r, None).unwrap();
         let s = String::from_utf8(w.into_inner().unwrap()).unwrap();
         assert!(
             s.ends_with(
@@ -321,8 +392,8 @@ mod tests {
     #[test]
     fn csv_has_a_header_and_fixed_columns() {
         let mut w = FlowWriter::new(Vec::new(), FlowFormat::Csv);
-        w.write(&ended(17, KeyKind::Ports, 4), &RttSummary::default()).unwrap();
-        w.write(&ended(6, KeyKind::Ports, 6), &RttSummary::default()).unwrap();
+        w.write(&ended(17, KeyKind::Ports, 4), &RttSummary::default(), None).unwrap();
+        w.write(&ended(6, KeyKind::Ports, 6), &RttSummary::default(), None).unwrap();
         let s = String::from_utf8(w.into_inner().unwrap()).unwrap();
         let lines: Vec<_> = s.lines().collect();
         assert_eq!(lines[0], COLUMNS);
@@ -331,10 +402,58 @@ mod tests {
         assert_eq!(
             lines[1],
             "udp,10.0.0.2,80,10.0.0.1,40000,1700000000.000001,1700000001.500000,1.499999,\
-             3,180,2,1500,,,,end,,,,,,,,"
+             3,180,2,1500,,,,end,,,,,,,,,,,,,,,,"
         );
         let mut w = FlowWriter::new(Vec::new(), FlowFormat::Csv);
         w.header().unwrap();
         assert_eq!(w.into_inner().unwrap(), format!("{COLUMNS}\n").into_bytes());
+    }
+
+    fn tls_app() -> App {
+        let meta = rampart_dpi::Meta {
+            sni: Some("www.youtube.com".into()),
+            alpn: Some("h2,http/1.1".into()),
+            user_agent: Some("a \"quoted\", \\ agent".into()),
+            ..Default::default()
+        };
+        App {
+            label: rampart_dpi::Label { master: rampart_dpi::Proto::Tls, app: Some("YouTube") },
+            by: rampart_dpi::By::Dpi,
+            meta: Some(Box::new(meta)),
+        }
+    }
+
+    #[test]
+    fn application_fields_in_json() {
+        let mut w = FlowWriter::new(Vec::new(), FlowFormat::Json);
+        w.write(&ended(6, KeyKind::Ports, 4), &RttSummary::default(), Some(&tls_app())).unwrap();
+        w.write(&ended(17, KeyKind::Ports, 4), &RttSummary::default(), Some(&App::default()))
+            .unwrap();
+        let s = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        let lines: Vec<&str> = s.lines().collect();
+        assert!(
+            lines[0].contains(
+                "\"end_reason\":\"end\",\"app\":\"TLS.YouTube\",\"app_by\":\"dpi\",\
+                 \"sni\":\"www.youtube.com\",\"alpn\":\"h2,http/1.1\",\
+                 \"user_agent\":\"a \\\"quoted\\\", \\\\ agent\",\"rtt_src_count\":0"
+            ),
+            "{}",
+            lines[0]
+        );
+        assert!(lines[1].ends_with("\"app\":\"Unknown\",\"app_by\":\"none\"}"), "{}", lines[1]);
+    }
+
+    #[test]
+    fn application_fields_in_csv() {
+        let mut w = FlowWriter::new(Vec::new(), FlowFormat::Csv);
+        w.write(&ended(6, KeyKind::Ports, 4), &RttSummary::default(), Some(&tls_app())).unwrap();
+        let s = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        let row = s.lines().nth(1).unwrap();
+        assert!(
+            row.ends_with(
+                ",TLS.YouTube,dpi,www.youtube.com,\"h2,http/1.1\",,\"a \"\"quoted\"\", \\ agent\",,"
+            ),
+            "{row}"
+        );
     }
 }

@@ -73,3 +73,18 @@ pub(crate) fn expected(out: &Path, dpi_only: bool) -> BTreeMap<Key, String> {
 pub(crate) fn master(label: &str) -> String {
     label.split('.').next().unwrap_or(label).to_ascii_lowercase()
 }
+
+/// Snabbwall's protocol names (nDPI 1.x) as rampart (and today's nDPI) writes them.
+pub(crate) fn today(name: &str) -> String {
+    match name {
+        "MAIL_IMAP" => "IMAP",
+        "MAIL_SMTP" => "SMTP",
+        "MAIL_POP" => "POP3",
+        "POSTGRES" => "POSTGRESQL",
+        "MPEGTS" => "MPEG_TS",
+        // nDPI's protocol 125, renamed when Skype and Teams merged.
+        "SKYPE" => "SKYPE_TEAMS",
+        other => other,
+    }
+    .to_string()
+}

@@ -1,0 +1,341 @@
+//! Detection state for a whole flow table: [`DpiTable`], indexed by the table's slot numbers.
+//!
+//! A flow table reuses a slot as soon as its flow ends, so state is kept per slot and handed
+//! back ([`DpiTable::retire`]) when the flow ends. Each slot costs 4 bytes; a [`FlowDpi`] is
+//! taken from a pool at the flow's first payload and returned the moment the flow is decided,
+//! so only undecided flows hold detection state. What a decided flow keeps until it ends is
+//! its [`App`]: the label, how it was found and the metadata (boxed, and only when some was
+//! found).
+
+use crate::{By, Config, FlowDpi, Label, Meta};
+
+/// What a flow record says about the application: the label, how it was found, and the
+/// metadata read on the way (`None` when there was none).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct App {
+    /// The label (`Unknown` when nothing was found).
+    pub label: Label,
+    /// How the label was found.
+    pub by: By,
+    /// Server names, hosts, query names and banners found.
+    pub meta: Option<Box<Meta>>,
+}
+
+impl Default for App {
+    fn default() -> Self {
+        App { label: Label::UNKNOWN, by: By::None, meta: None }
+    }
+}
+
+impl App {
+    /// The metadata, or an empty set.
+    pub fn meta(&self) -> &Meta {
+        static EMPTY: Meta = Meta {
+            sni: None,
+            alpn: None,
+            http_host: None,
+            user_agent: None,
+            dns_query: None,
+            ssh_banner: None,
+        };
+        self.meta.as_deref().unwrap_or(&EMPTY)
+    }
+
+    fn of(f: &mut FlowDpi) -> App {
+        let meta = std::mem::take(&mut f.meta);
+        let meta = (meta != Meta::default()).then(|| Box::new(meta));
+        App { label: f.label, by: f.by, meta }
+    }
+}
+
+/// The flow a packet belongs to, as [`DpiTable::feed`] needs it.
+#[derive(Clone, Copy, Debug)]
+pub struct FlowInfo<'a> {
+    /// IP protocol number.
+    pub l4: u8,
+    /// The initiator's port, then the responder's.
+    pub ports: [u16; 2],
+    /// Address family, 4 or 6.
+    pub family: u8,
+    /// The responder's address (IPv4 in the first four bytes).
+    pub responder: &'a [u8; 16],
+}
+
+/// Counters of a [`DpiTable`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DpiStats {
+    /// Flows whose payload was inspected.
+    pub inspected: u64,
+    /// Flows labelled from their packets.
+    pub by_dpi: u64,
+    /// Flows labelled by a well-known port.
+    pub by_port: u64,
+    /// Flows labelled by the responder's address.
+    pub by_address: u64,
+    /// Flows left unknown.
+    pub unknown: u64,
+    /// Payload packets handed to detectors.
+    pub packets: u64,
+    /// Most flows under inspection at once.
+    pub peak_inspecting: u64,
+}
+
+/// Slot states, in 32 bits: no payload seen yet, under inspection (index into the pool), or
+/// decided (index into the decided list, or nothing worth keeping).
+const FRESH: u32 = 0;
+const DECIDED: u32 = 1 << 31;
+const DECIDED_NOTHING: u32 = u32::MAX;
+
+/// Per-flow detection state beside a flow table, indexed by the table's slot numbers.
+#[derive(Debug)]
+pub struct DpiTable {
+    cfg: Config,
+    slots: Vec<u32>,
+    pool: Vec<FlowDpi>,
+    free_pool: Vec<u32>,
+    decided: Vec<App>,
+    free_decided: Vec<u32>,
+    inspecting: u64,
+    stats: DpiStats,
+}
+
+impl DpiTable {
+    /// An empty table inspecting flows within `cfg`'s budget.
+    pub fn new(cfg: Config) -> Self {
+        DpiTable {
+            cfg,
+            slots: Vec::new(),
+            pool: Vec::new(),
+            free_pool: Vec::new(),
+            decided: Vec::new(),
+            free_decided: Vec::new(),
+            inspecting: 0,
+            stats: DpiStats::default(),
+        }
+    }
+
+    /// The inspection budget.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// Whether the flow in `slot` is still to be inspected: a test of 4 bytes, done for every
+    /// packet with payload before [`DpiTable::feed`].
+    #[inline]
+    pub fn wants(&self, slot: u32) -> bool {
+        self.slots.get(slot as usize).is_none_or(|&s| s & DECIDED == 0)
+    }
+
+    /// Feeds one payload of the flow in `slot` (`forward`: sent by the initiator). The first
+    /// payload starts the flow's inspection; the packet that decides it ends it.
+    pub fn feed(&mut self, slot: u32, flow: &FlowInfo<'_>, forward: bool, payload: &[u8]) {
+        if payload.is_empty() {
+            return;
+        }
+        let i = slot as usize;
+        if i >= self.slots.len() {
+            self.slots.resize(i + 1, FRESH);
+        }
+        let at = match self.slots[i] {
+            FRESH => {
+                let mut f = FlowDpi::new(flow.l4);
+                if f.is_done() {
+                    // Not TCP or UDP: decided by the header alone.
+                    self.slots[i] = self.keep(&mut f);
+                    return;
+                }
+                f.set_responder(flow.family, flow.responder);
+                self.stats.inspected += 1;
+                self.inspecting += 1;
+                self.stats.peak_inspecting = self.stats.peak_inspecting.max(self.inspecting);
+                let at = match self.free_pool.pop() {
+                    Some(at) => {
+                        self.pool[at as usize] = f;
+                        at
+                    }
+                    None => {
+                        self.pool.push(f);
+                        (self.pool.len() - 1) as u32
+                    }
+                };
+                self.slots[i] = at + 1;
+                at
+            }
+            s if s & DECIDED != 0 => return,
+            s => s - 1,
+        };
+        self.stats.packets += 1;
+        let f = &mut self.pool[at as usize];
+        if f.feed(&self.cfg, forward, flow.ports, payload) {
+            let mut f = std::mem::replace(f, FlowDpi::new(0));
+            self.free_pool.push(at);
+            self.inspecting -= 1;
+            self.slots[i] = self.keep(&mut f);
+        }
+    }
+
+    /// Ends the flow in `slot` and returns what was found; a flow still under inspection is
+    /// labelled by its port or responder address (as when its budget runs out). The slot is
+    /// fresh again afterwards.
+    pub fn retire(&mut self, slot: u32, flow: &FlowInfo<'_>) -> App {
+        let s = self.slots.get_mut(slot as usize).map_or(FRESH, |s| std::mem::replace(s, FRESH));
+        let app = match s {
+            DECIDED_NOTHING => App::default(),
+            s if s & DECIDED != 0 => {
+                let at = s & !DECIDED;
+                self.free_decided.push(at);
+                std::mem::take(&mut self.decided[at as usize])
+            }
+            FRESH => {
+                let mut f = FlowDpi::new(flow.l4);
+                f.set_responder(flow.family, flow.responder);
+                f.give_up(flow.ports);
+                App::of(&mut f)
+            }
+            s => {
+                let at = s - 1;
+                let f = &mut self.pool[at as usize];
+                f.give_up(flow.ports);
+                let app = App::of(f);
+                *f = FlowDpi::new(0);
+                self.free_pool.push(at);
+                self.inspecting -= 1;
+                app
+            }
+        };
+        match app.by {
+            By::Dpi => self.stats.by_dpi += 1,
+            By::Port => self.stats.by_port += 1,
+            By::Address => self.stats.by_address += 1,
+            By::None => self.stats.unknown += 1,
+        }
+        app
+    }
+
+    /// The counters so far.
+    pub fn stats(&self) -> DpiStats {
+        self.stats
+    }
+
+    /// Flows under inspection now.
+    pub fn inspecting(&self) -> usize {
+        self.inspecting as usize
+    }
+
+    /// Bytes held: the slot array, the pool of detection states (with what they buffer) and
+    /// the decided flows' records.
+    pub fn memory_bytes(&self) -> usize {
+        let pool: usize = self.pool.iter().map(FlowDpi::heap_bytes).sum();
+        self.slots.capacity() * 4
+            + self.pool.capacity() * std::mem::size_of::<FlowDpi>()
+            + pool
+            + self.decided.capacity() * std::mem::size_of::<App>()
+            + self.free_pool.capacity() * 4
+            + self.free_decided.capacity() * 4
+    }
+
+    /// Stores a decided flow's record; returns the slot state that points to it.
+    fn keep(&mut self, f: &mut FlowDpi) -> u32 {
+        let app = App::of(f);
+        if app == App::default() {
+            return DECIDED_NOTHING;
+        }
+        match self.free_decided.pop() {
+            Some(at) => {
+                self.decided[at as usize] = app;
+                at | DECIDED
+            }
+            None => {
+                self.decided.push(app);
+                (self.decided.len() - 1) as u32 | DECIDED
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Proto;
+
+    const SERVER: [u8; 16] = [10, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+
+    fn udp(ports: [u16; 2]) -> FlowInfo<'static> {
+        FlowInfo { l4: 17, ports, family: 4, responder: &SERVER }
+    }
+
+    fn tcp(ports: [u16; 2]) -> FlowInfo<'static> {
+        FlowInfo { l4: 6, ports, family: 4, responder: &SERVER }
+    }
+
+    /// A DNS query for `www.example.com`.
+    const QUERY: &[u8] = b"\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\
+        \x03www\x07example\x03com\x00\x00\x01\x00\x01";
+
+    #[test]
+    fn decided_flows_keep_their_label_and_free_their_state() {
+        let mut t = DpiTable::new(Config::default());
+        let f = udp([40000, 53]);
+        assert!(t.wants(7));
+        t.feed(7, &f, true, QUERY);
+        assert!(!t.wants(7), "a DNS query decides the flow");
+        assert_eq!(t.inspecting(), 0);
+        // Later packets change nothing.
+        t.feed(7, &f, false, b"garbage");
+        let app = t.retire(7, &f);
+        assert_eq!(app.label.to_string(), "DNS");
+        assert_eq!(app.by, By::Dpi);
+        assert_eq!(app.meta().dns_query.as_deref(), Some("www.example.com"));
+        assert!(t.wants(7), "the slot is fresh again");
+        assert_eq!(t.stats().by_dpi, 1);
+    }
+
+    #[test]
+    fn slots_are_reused_without_leaking_state() {
+        let mut t = DpiTable::new(Config::default());
+        let f = tcp([40000, 22]);
+        for round in 0..100 {
+            t.feed(3, &f, true, b"SSH-2.0-OpenSSH_9.6\r\n");
+            t.feed(4, &f, true, b"\x00\x01 not yet anything");
+            assert_eq!(t.inspecting(), 1, "round {round}");
+            let ssh = t.retire(3, &f);
+            assert_eq!(ssh.label.master, Proto::Ssh);
+            assert_eq!(ssh.meta().ssh_banner.as_deref(), Some("SSH-2.0-OpenSSH_9.6"));
+            // Still undecided at its end: labelled by its port.
+            let other = t.retire(4, &f);
+            assert_eq!((other.label.master, other.by), (Proto::Ssh, By::Port));
+            assert_eq!(t.inspecting(), 0);
+        }
+        assert_eq!(t.pool.len(), 1, "one state reused");
+        assert_eq!(t.decided.len(), 1, "one record reused");
+    }
+
+    #[test]
+    fn flows_without_payload_are_labelled_at_their_end() {
+        let mut t = DpiTable::new(Config::default());
+        let tls = t.retire(9, &tcp([50000, 443]));
+        assert_eq!((tls.label.master, tls.by), (Proto::Tls, By::Port));
+        let none = t.retire(9, &tcp([50000, 50001]));
+        assert_eq!((none.label, none.by), (Label::UNKNOWN, By::None));
+        let icmp = FlowInfo { l4: 1, ports: [0, 0], family: 4, responder: &SERVER };
+        t.feed(1, &icmp, true, b"ping");
+        assert!(!t.wants(1));
+        assert_eq!(t.retire(1, &icmp).label.master, Proto::Icmp);
+        assert_eq!(t.retire(2, &icmp).label.master, Proto::Icmp);
+        assert_eq!(t.stats().inspected, 0, "only TCP and UDP payloads are inspected");
+    }
+
+    #[test]
+    fn the_budget_ends_inspection() {
+        let cfg = Config { udp_packets: 2, ..Config::default() };
+        let mut t = DpiTable::new(cfg);
+        let f = udp([40000, 40001]);
+        t.feed(0, &f, true, b"\x00\x01zzzzzz");
+        assert!(t.wants(0));
+        t.feed(0, &f, false, b"\x00\x01zzzzzz");
+        assert!(!t.wants(0), "two packets are the budget");
+        assert_eq!(t.inspecting(), 0);
+        assert_eq!(t.retire(0, &f), App::default());
+        assert_eq!(t.stats().unknown, 1);
+    }
+}
