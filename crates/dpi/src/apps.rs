@@ -81,6 +81,22 @@ const HOSTS: &[(&str, &str)] = &[
     ("dns.google", "DoH_DoT"),
 ];
 
+/// Whether a TLS server name has the shape of the names Tor's link connections send:
+/// `www.` and a random base32 label (letters and the digits 2-7, at least one digit, no
+/// other digit) of 6 to 24 characters, then `.com` or `.net`. Real sites rarely look like
+/// that: they have other digits, dots, dashes, or no digit at all.
+pub(crate) fn is_tor_name(sni: &str) -> bool {
+    let Some(rest) = sni.strip_prefix("www.") else { return false };
+    let Some(label) = rest.strip_suffix(".com").or_else(|| rest.strip_suffix(".net")) else {
+        return false;
+    };
+    let b = label.as_bytes();
+    (6..=24).contains(&b.len())
+        && b.iter().all(|c| c.is_ascii_lowercase() || (b'2'..=b'7').contains(c))
+        && b.iter().any(|c| (b'2'..=b'7').contains(c))
+        && b.iter().filter(|c| c.is_ascii_lowercase()).count() >= 4
+}
+
 /// The application a server name belongs to, if it is on the list (the longest matching
 /// entry wins).
 pub fn app_for_host(host: &str) -> Option<&'static str> {
@@ -100,6 +116,29 @@ pub fn app_for_host(host: &str) -> Option<&'static str> {
         }
     }
     best.map(|(_, app)| app)
+}
+
+#[cfg(test)]
+mod tor_tests {
+    use super::is_tor_name;
+
+    #[test]
+    fn tor_link_names() {
+        for n in ["www.q4cyamnc6mtokjurvdclt.com", "www.gfu7hbxpfp.com", "www.t3i3ru.net"] {
+            assert!(is_tor_name(n), "{n}");
+        }
+        for n in [
+            "www.google.com",
+            "www.web1forum.com",
+            "www.mp3.com",
+            "mail.q4cyamnc6mtokjurvdclt.com",
+            "www.gfu7hbxpfp.org",
+            "www.abc-7def.com",
+            "www.77777777.com",
+        ] {
+            assert!(!is_tor_name(n), "{n}");
+        }
+    }
 }
 
 #[cfg(test)]

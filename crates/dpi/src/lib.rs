@@ -103,6 +103,8 @@ pub enum Proto {
     Sctp,
     Vrrp,
     IpInIp,
+    Tailscale,
+    FtpData,
 }
 
 impl Proto {
@@ -177,6 +179,8 @@ impl Proto {
             Sctp => "SCTP",
             Vrrp => "VRRP",
             IpInIp => "IP_in_IP",
+            Tailscale => "Tailscale",
+            FtpData => "FTP_DATA",
         }
     }
 
@@ -240,6 +244,8 @@ impl Proto {
         Proto::TeamSpeak,
         Proto::Rtcp,
         Proto::H323,
+        Proto::Tailscale,
+        Proto::FtpData,
         Proto::Icmp,
         Proto::Icmpv6,
         Proto::Igmp,
@@ -553,6 +559,12 @@ impl FlowDpi {
             let host = self.meta.sni.as_deref().or(self.meta.http_host.as_deref());
             let host = host.or(self.meta.dns_query.as_deref());
             label.app = host.and_then(app_for_host);
+        }
+        if label.app.is_none()
+            && label.master == Proto::Tls
+            && self.meta.sni.as_deref().is_some_and(apps::is_tor_name)
+        {
+            label.app = Some("Tor");
         }
         self.label = label;
         self.by = by;

@@ -91,6 +91,21 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
     mail_and_ftp(p)
 }
 
+/// A directory listing as FTP servers send it over a data connection (`LIST`): lines like
+/// `ls -l`'s, starting with the file type and nine permission letters and ending in CRLF.
+fn is_listing(b: &[u8]) -> bool {
+    let Some(end) = b.windows(2).position(|w| w == b"\r\n") else { return false };
+    let line = &b[..end];
+    line.len() > 20
+        && matches!(line[0], b'-' | b'd' | b'l')
+        && line[1..10].chunks(3).all(|t| {
+            matches!(t[0], b'r' | b'-')
+                && matches!(t[1], b'w' | b'-')
+                && matches!(t[2], b'x' | b'-' | b's' | b'S' | b't' | b'T')
+        })
+        && line[10] == b' '
+}
+
 /// IRC, NNTP and Telnet.
 fn chat_and_news(p: &Packet<'_>) -> Seen {
     let b = p.payload;
@@ -122,6 +137,9 @@ fn chat_and_news(p: &Packet<'_>) -> Seen {
 /// SMTP, POP3, IMAP and FTP, from either side's first lines.
 fn mail_and_ftp(p: &Packet<'_>) -> Seen {
     let b = p.payload;
+    if is_listing(b) {
+        return Seen::Is(Label::of(Proto::FtpData));
+    }
     if !b.ends_with(b"\n") || b.len() < 4 {
         return Seen::No;
     }
@@ -217,6 +235,17 @@ mod tests {
         assert_eq!(s, Seen::Is(Label::of(Proto::HttpConnect)));
         let (s, _) = seen(b"GET /c HTTP/1.1\r\nUpgrade: websocket\r\n\r\n", [5000, 80]);
         assert_eq!(s, Seen::Is(Label::of(Proto::WebSocket)));
+    }
+
+    #[test]
+    fn ftp_directory_listings() {
+        let listing =
+            b"-rw-r--r--    1 0        0        1073741824000 Feb 19  2016 1000GB.zip\r\n\
+                        drwxr-xr-x    2 0        0        4096 Feb 19  2016 upload\r\n";
+        assert_eq!(seen(listing, [25685, 50695]).0, Seen::Is(Label::of(Proto::FtpData)));
+        // Not a listing: the permission letters are wrong, or there is no line end.
+        assert_eq!(seen(b"-rw-r--r-x-q 1 0 0 1 Feb 19 2016 a\r\n", [1, 2]).0, Seen::No);
+        assert_eq!(seen(b"-rw-r--r--    1 0        0        10 Feb", [1, 2]).0, Seen::No);
     }
 
     #[test]

@@ -60,6 +60,10 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
             return is(Proto::Stun);
         }
     }
+    // Tailscale's discovery messages: the magic `TS` and a speech balloon (U+1F4AC).
+    if b.starts_with(b"TS\xf0\x9f\x92\xac") {
+        return is(Proto::Tailscale);
+    }
     // WireGuard: message type, three zero bytes, fixed sizes.
     if b.len() >= 32 && b[1..4] == [0, 0, 0] {
         match (b[0], b.len()) {
@@ -354,6 +358,7 @@ pub(crate) fn by_port(l4: u8, ports: [u16; 2]) -> Option<Proto> {
             (UDP, 500 | 4500) => Proto::IpSec,
             (UDP, 1194) => Proto::OpenVpn,
             (UDP, 51820) => Proto::WireGuard,
+            (UDP, 41641) => Proto::Tailscale,
             (UDP, 443) => Proto::Quic,
             (UDP, 67 | 68) => Proto::Dhcp,
             (UDP, 546 | 547) => Proto::Dhcpv6,
@@ -380,6 +385,9 @@ mod tests {
         let mut wg = vec![1, 0, 0, 0];
         wg.resize(148, 7);
         assert_eq!(udp(&wg, [40000, 40001]), is(Proto::WireGuard));
+        let mut disco = b"TS\xf0\x9f\x92\xac".to_vec();
+        disco.extend_from_slice(&[0xb6; 56]);
+        assert_eq!(udp(&disco, [41641, 41641]), is(Proto::Tailscale));
         let mut ntp = vec![0x23];
         ntp.resize(48, 0);
         assert_eq!(udp(&ntp, [40000, 123]), is(Proto::Ntp));
