@@ -1,6 +1,8 @@
 //! The pipeline: capture batches in, parsed once into [`rampart_wire::PacketMeta`], tracked in
-//! the [`rampart_flow::FlowTable`], RTT matched beside it ([`rampart_rtt::RttStage`]), ended
-//! flows and RTT samples out to a caller-supplied [`Sink`]. [`run_pping`] is the separate loop
+//! the [`rampart_flow::FlowTable`], RTT matched beside it ([`rampart_rtt::RttStage`]), each
+//! flow's application identified beside it ([`rampart_dpi::DpiTable`], fed payloads the
+//! [`Work`] items point at, never copied on one thread), ended flows and RTT samples out to a
+//! caller-supplied [`Sink`]. [`run_pping`] is the separate loop
 //! of `--compat pping`, which keeps pping's own flow state.
 //!
 //! Work happens in batches: each batch is parsed and hashed first, then accounted in a software
@@ -12,10 +14,10 @@
 //! ended flows and samples go to the sink the caller passes, so output formats live in
 //! `rampart-export`.
 //!
-//! A stage that keeps per-flow state beside the table (RTT here) indexes it by
-//! [`rampart_flow::FlowId`]. The table reuses a slot as soon as a flow ends, so the engine
-//! collects the ending flow's RTT summary right after the `track` call that ended it, before any
-//! later packet can take the slot.
+//! A stage that keeps per-flow state beside the table (RTT and identification here) indexes it
+//! by [`rampart_flow::FlowId`]. The table reuses a slot as soon as a flow ends, so the engine
+//! collects the ending flow's RTT summary and application right after the `track` call that
+//! ended it, before any later packet can take the slot.
 #![forbid(unsafe_code)]
 
 mod balance;

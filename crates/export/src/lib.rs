@@ -231,9 +231,12 @@ fn app_json(l: &mut Vec<u8>, app: &App) {
     l.extend_from_slice(b",\"app\":\"");
     let start = l.len();
     display(l, app.label);
-    // Labels are names from a fixed list, but escape them like any text.
-    let label = l.split_off(start);
-    text::json_escaped(l, &String::from_utf8_lossy(&label));
+    // Labels are names from fixed lists and need no escaping; should one ever need it, it
+    // gets it.
+    if l[start..].iter().any(|&b| b == b'"' || b == b'\\' || b < 0x20) {
+        let label = l.split_off(start);
+        text::json_escaped(l, &String::from_utf8_lossy(&label));
+    }
     l.extend_from_slice(b"\",\"app_by\":\"");
     l.extend_from_slice(app.by.name().as_bytes());
     l.push(b'"');
@@ -249,7 +252,12 @@ fn app_json(l: &mut Vec<u8>, app: &App) {
 
 fn app_csv(l: &mut Vec<u8>, app: &App) {
     l.push(b',');
+    let start = l.len();
     display(l, app.label);
+    if l[start..].iter().any(|&b| matches!(b, b',' | b'"' | b'\n' | b'\r')) {
+        let label = l.split_off(start);
+        text::csv_field(l, &String::from_utf8_lossy(&label));
+    }
     l.push(b',');
     l.extend_from_slice(app.by.name().as_bytes());
     for (_, v) in meta_fields(app) {
