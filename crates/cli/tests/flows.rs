@@ -83,6 +83,49 @@ fn csv_has_the_json_columns() {
     assert_eq!(lines.count(), json.split(|b| *b == b'\n').filter(|l| !l.is_empty()).count());
 }
 
+/// Every record names its application; `--dpi off` leaves the fields out of JSON and the
+/// cells empty in CSV; a summary line counts the labels.
+#[test]
+fn records_carry_applications_unless_turned_off() {
+    let on = String::from_utf8(stdout_of(&["flows", "-q", "-r", &sample()])).unwrap();
+    let lines: Vec<&str> = on.lines().collect();
+    assert!(lines.iter().all(|l| l.contains("\"app\":\"") && l.contains("\"app_by\":\"")));
+    // The sample's curl requests (cut at 144 bytes, so the host is not always captured), its
+    // pings, and iperf3, which nothing names.
+    assert!(lines.iter().any(|l| l.contains("\"app\":\"HTTP\",\"app_by\":\"dpi\"")), "{on}");
+    assert!(
+        lines.iter().any(|l| l.contains("\"proto\":\"icmp6\"") && l.contains("\"app\":\"ICMPV6\""))
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("\"dport\":5201,")
+            && l.contains("\"app\":\"Unknown\",\"app_by\":\"none\""))
+    );
+    let off =
+        String::from_utf8(stdout_of(&["flows", "-q", "--dpi", "off", "-r", &sample()])).unwrap();
+    assert_eq!(off.lines().count(), lines.len());
+    assert!(!off.contains("\"app"));
+    let csv = String::from_utf8(stdout_of(&[
+        "flows",
+        "-q",
+        "--dpi",
+        "off",
+        "--format",
+        "csv",
+        "-r",
+        &sample(),
+    ]))
+    .unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let app = header.iter().position(|c| *c == "app").unwrap();
+    assert!(csv.lines().skip(1).all(|l| l.split(',').nth(app) == Some("")));
+    let out = rampart(&["flows", "-o", "/dev/null", "-r", &sample()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("applications: 15 by their packets"), "{err}");
+    // A budget outside the allowed range is refused.
+    let bad = rampart(&["flows", "--dpi-tcp-packets", "0", "-r", &sample()]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
 #[test]
 fn count_limits_the_packets_read() {
     let out = stdout_of(&["flows", "-q", "-c", "100", "-r", &sample()]);

@@ -12,7 +12,9 @@
 //!   a worker-to-worker ring; each worker then accounts what it was handed, share by share, so
 //!   in capture order. The reading thread does almost nothing per packet;
 //! - for a stream or a live ring, whose buffers are reused, it parses each frame itself and
-//!   sends each packet's owned summary ([`Work`]) to the worker that owns its flow.
+//!   sends each packet's owned summary ([`Work`]) to the worker that owns its flow, with its
+//!   payload copied beside it when application identification is on (a mapped input needs no
+//!   copy: the owner reads the payload from the shared bytes).
 //!
 //! Every batch reaches every worker, possibly empty, with the batch's capture time, so each
 //! worker's table ends idle flows at the same batches one table would (the table's idle
