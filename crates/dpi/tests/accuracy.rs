@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 mod common;
 
-use common::{Key, data_dir, endpoint, expected, key, master, today};
+use common::{Key, data_dir, endpoint, expected, key, master, snabbwall};
 use rampart_capture::Capture;
 use rampart_dpi::{Config, FlowDpi};
 use rampart_wire::{Family, PacketMeta};
@@ -124,36 +124,8 @@ const FLOOR_WHOLE: f64 = 89.3;
 
 #[test]
 fn snabbwall_expected_protocols() {
-    let Some(dir) = data_dir("pcaps/dpi/snabbwall") else { return };
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "cap"))
-        .collect();
-    files.sort();
-    let (mut found, mut expected) = (0, 0);
-    let mut err = std::io::stderr();
-    for f in files {
-        let name = f.file_name().unwrap().to_string_lossy().into_owned();
-        let Ok(want) = std::fs::read_to_string(dir.join(format!("{name}.spy.expect"))) else {
-            continue;
-        };
-        let ours: std::collections::BTreeSet<String> = label_capture(&f)
-            .into_values()
-            .flat_map(|(label, _)| {
-                label.split('.').map(str::to_ascii_uppercase).collect::<Vec<_>>()
-            })
-            .collect();
-        for w in want.split_whitespace() {
-            expected += 1;
-            if ours.contains(&today(w)) {
-                found += 1;
-            } else {
-                let _ = writeln!(err, "snabbwall {name}: {w} not reported (rampart: {ours:?})");
-            }
-        }
-    }
-    let _ = writeln!(err, "snabbwall: {found} of {expected} expected protocols reported");
+    let labels = |f: &Path| label_capture(f).into_values().map(|(label, _)| label).collect();
+    let Some((found, expected)) = snabbwall(labels) else { return };
     assert!(expected >= 30, "the expected sets are read");
     // The floor reached so far.
     assert!(found >= SNABBWALL_FLOOR, "{found} of {expected}");

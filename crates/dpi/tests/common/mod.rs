@@ -88,3 +88,39 @@ pub(crate) fn today(name: &str) -> String {
     }
     .to_string()
 }
+
+/// Snabbwall's captures (`pcaps/dpi/snabbwall`) against their expected protocol sets:
+/// `labels` gives the labels found in a capture; returns how many expected protocols are
+/// among them (as `MASTER.APP` parts, upper case) and how many are expected, saying which
+/// are missing. `None` when the captures are absent.
+pub(crate) fn snabbwall(mut labels: impl FnMut(&Path) -> Vec<String>) -> Option<(usize, usize)> {
+    let dir = data_dir("pcaps/dpi/snabbwall")?;
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "cap"))
+        .collect();
+    files.sort();
+    let (mut found, mut expected) = (0, 0);
+    let mut err = std::io::stderr();
+    for f in files {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        let Ok(want) = std::fs::read_to_string(dir.join(format!("{name}.spy.expect"))) else {
+            continue;
+        };
+        let ours: std::collections::BTreeSet<String> = labels(&f)
+            .iter()
+            .flat_map(|label| label.split('.').map(str::to_ascii_uppercase).collect::<Vec<_>>())
+            .collect();
+        for w in want.split_whitespace() {
+            expected += 1;
+            if ours.contains(&today(w)) {
+                found += 1;
+            } else {
+                let _ = writeln!(err, "snabbwall {name}: {w} not reported (rampart: {ours:?})");
+            }
+        }
+    }
+    let _ = writeln!(err, "snabbwall: {found} of {expected} expected protocols reported");
+    Some((found, expected))
+}
