@@ -358,7 +358,7 @@ impl Parser {
         keep: impl FnOnce(&FlowKey) -> bool,
         unkeyed: bool,
     ) -> Option<Work> {
-        self.now = self.now.max(frame.ts.0);
+        self.now = frame.ts.0;
         let meta = PacketMeta::parse(frame.link, frame.data);
         let Some((key, side)) = FlowKey::from_meta(&meta) else {
             if unkeyed {
@@ -402,7 +402,8 @@ impl Parser {
         Some(Work { info, tcp, pos, payload_at, payload_len })
     }
 
-    /// The latest capture time of any frame so far.
+    /// Capture time: the timestamp of the last frame parsed (it follows the capture when its
+    /// time steps back, see [`rampart_flow::FlowTable::advance`]).
     pub fn now(&self) -> u64 {
         self.now
     }

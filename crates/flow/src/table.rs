@@ -9,7 +9,7 @@ const EVICT_SAMPLE: usize = 8;
 /// Index slots per allowed flow at full size (load factor at most 1/2).
 const SLOTS_PER_FLOW: usize = 2;
 const MIN_SLOTS: usize = 1024;
-/// Idle timers count capture time in ticks of 2^26 ns (67 ms): a `u32` covers 9 years.
+/// Idle timers count capture time in ticks of 2^26 ns (67 ms) since the epoch.
 const TICK_SHIFT: u32 = 26;
 /// Slots of the timer wheel: 4096 ticks, 4.6 minutes; later deadlines go round again.
 const WHEEL: usize = 4096;
@@ -161,6 +161,8 @@ pub struct TableStats {
     pub evicted: u64,
     /// Most flows live at once.
     pub peak: u64,
+    /// Records the idle timers looked at (ended or put back on a later list).
+    pub timer_checks: u64,
 }
 
 /// A bounded flow table: open addressing with linear probing over 8-byte index entries,
@@ -183,16 +185,19 @@ pub struct FlowTable {
     cfg: TableConfig,
     hasher: foldhash::fast::FixedState,
     hand: usize,
-    /// Capture time of the last [`FlowTable::advance`].
-    clock: u64,
-    /// Timer wheel: per slot, the head of a list of records (record + 1, 0 when empty) whose
-    /// deadline tick falls on the slot. A deadline is rounded down to its tick, so an entry
-    /// never comes due after its flow's deadline.
+    /// Timer wheels, the main one then the back one: per slot, the head of a list of records
+    /// (record + 1, 0 when empty) whose deadline tick falls on the slot. A deadline is rounded
+    /// down to its tick, so an entry never comes due after its flow's deadline; an entry whose
+    /// deadline had passed when it was linked waits on the cursor's slot. After capture time
+    /// steps back, the main wheel waits for time to come back to `high`, and flows met in
+    /// between are filed on the back wheel.
     wheel: Vec<u32>,
     /// The tick [`FlowTable::advance`] got to (its slot is looked at again next time).
-    cursor: u32,
-    /// Capture time of tick 0.
-    base: Option<u64>,
+    cursor: u64,
+    /// Where the main wheel stopped when time stepped back (meaningful while `cursor < high`).
+    high: u64,
+    /// Entries on the back wheel.
+    back_len: usize,
     ended: Vec<EndedFlow>,
     stats: TableStats,
 }
@@ -219,10 +224,10 @@ impl FlowTable {
             cfg: TableConfig { max_flows, ..cfg },
             hasher: foldhash::fast::FixedState::with_seed(cfg.seed),
             hand: 0,
-            clock: 0,
-            wheel: vec![0; WHEEL],
+            wheel: vec![0; 2 * WHEEL],
             cursor: 0,
-            base: None,
+            high: 0,
+            back_len: 0,
             ended: Vec::new(),
             stats: TableStats::default(),
         }
@@ -304,69 +309,123 @@ impl FlowTable {
         }
     }
 
-    /// Lets capture time run to `now`, ending every flow idle for longer than the timeout (a
-    /// flow is also ended on its next packet after the timeout). Time going backwards is
-    /// ignored.
+    /// Sets capture time to `now`, ending every flow whose last packet is more than the
+    /// timeout before it (a flow is also ended on its next packet after the timeout).
+    ///
+    /// Capture time may jump either way (a packet dated 1970, captures merged out of order, a
+    /// clock step on a live link). The clock follows it: after a step back, flows whose last
+    /// packet lies after `now` are not idle, and flows from before the step end when time
+    /// passes their deadline again. The work stays in proportion to the flows that end, plus
+    /// the usual look at each live flow once per turn of the wheel (4.6 minutes of capture
+    /// time): a jump forward looks at each slot at most once; a step back looks at one slot
+    /// and sets the main wheel aside, untouched, until time comes back to where it was, while
+    /// the flows met in between keep their timers on a wheel of their own.
     pub fn advance(&mut self, now: u64) {
-        if now < self.clock {
+        let due = Self::tick(now);
+        if due < self.cursor {
+            // A step back. Entries that were already due when linked wait on the cursor's
+            // slot; look at them now so that each is filed under its own deadline again.
+            let back = self.cursor < self.high;
+            if !back {
+                self.high = self.cursor;
+            }
+            let slot = self.slot(self.cursor, back);
+            self.cursor = due;
+            self.expire_slot(slot, now, due);
             return;
         }
-        self.clock = now;
-        self.base.get_or_insert(now);
-        let due = self.tick(now);
+        if self.cursor < self.high && due < self.high {
+            // Still behind where time had got to: only the back wheel can hold due entries.
+            self.expire_range(self.cursor, due, true, now);
+            self.cursor = due;
+            return;
+        }
+        if self.cursor < self.high {
+            // Back past where time had got to: every entry of the back wheel is looked at once
+            // and what is not due goes to the main wheel; then the main wheel goes on from
+            // where it stopped.
+            let from = self.cursor;
+            self.cursor = due;
+            self.expire_range(from, from + WHEEL as u64 - 1, true, now);
+            let high = std::mem::replace(&mut self.high, 0);
+            self.expire_range(high, due, false, now);
+        } else {
+            let from = self.cursor;
+            self.cursor = due;
+            self.expire_range(from, due, false, now);
+        }
+    }
+
+    /// Looks at the slots of ticks `from..=to` (each slot once when that is more than a turn)
+    /// of the main or the back wheel.
+    fn expire_range(&mut self, from: u64, to: u64, back: bool, now: u64) {
+        if back && self.back_len == 0 {
+            return;
+        }
+        let due = self.cursor;
+        let end = from + to.saturating_sub(from).min(WHEEL as u64 - 1);
+        for t in from..=end {
+            self.expire_slot(self.slot(t, back), now, due);
+        }
+    }
+
+    /// Takes one slot's list: flows idle at `now` end, the others are filed again under their
+    /// deadline (not before tick `due`).
+    fn expire_slot(&mut self, slot: usize, now: u64, due: u64) {
         let timeout = self.cfg.idle_timeout_ns;
-        // Slots from the last call's tick (entries there may have come due since) to now's;
-        // every slot once when more than a turn has passed.
-        let start = u64::from(self.cursor.min(due));
-        let end = start + (u64::from(due) - start).min(WHEEL as u64 - 1);
-        for t in start..=end {
-            let slot = t as usize % WHEEL;
-            let mut cur = std::mem::take(&mut self.wheel[slot]);
-            while cur != 0 {
-                let rec = cur - 1;
-                let f = self.record_mut(rec);
-                cur = f.timer - 1;
-                f.timer = 0;
-                let (live, last) = (f.live, f.last);
-                if !live {
-                    continue;
-                }
-                if now.saturating_sub(last) > timeout {
-                    self.remove(rec, EndReason::Idle);
-                } else {
-                    // Not yet: back on the list of its deadline's tick (this slot again when
-                    // that is now's tick, or later than a turn away).
-                    let t = self.tick(last.saturating_add(timeout)).max(due);
-                    self.link(rec, t);
-                }
+        let mut cur = std::mem::take(&mut self.wheel[slot]);
+        while cur != 0 {
+            if slot >= WHEEL {
+                self.back_len -= 1;
+            }
+            let rec = cur - 1;
+            let f = self.record_mut(rec);
+            cur = f.timer - 1;
+            f.timer = 0;
+            let (live, last) = (f.live, f.last);
+            self.stats.timer_checks += 1;
+            if !live {
+                continue;
+            }
+            if now.saturating_sub(last) > timeout {
+                self.remove(rec, EndReason::Idle);
+            } else {
+                let t = Self::tick(last.saturating_add(timeout)).max(due);
+                self.link(rec, t);
             }
         }
-        self.cursor = due;
     }
 
-    fn tick(&self, t: u64) -> u32 {
-        let since = t.saturating_sub(self.base.unwrap_or(0)) >> TICK_SHIFT;
-        since.min(u64::from(u32::MAX)) as u32
+    fn tick(t: u64) -> u64 {
+        t >> TICK_SHIFT
     }
 
-    /// Puts a record on the list of tick `t`.
-    fn link(&mut self, rec: u32, t: u32) {
-        let slot = t as usize % WHEEL;
+    /// The slot of tick `t` in the main wheel, or in the back wheel.
+    fn slot(&self, t: u64, back: bool) -> usize {
+        t as usize % WHEEL + if back { WHEEL } else { 0 }
+    }
+
+    /// Puts a record on the list of tick `t` (not before the cursor): on the back wheel while
+    /// the cursor is behind where time had got to and `t` is too, else on the main wheel.
+    fn link(&mut self, rec: u32, t: u64) {
+        let t = t.max(self.cursor);
+        let back = t < self.high;
+        let slot = self.slot(t, back);
+        self.back_len += usize::from(back);
         let head = self.wheel[slot];
         self.record_mut(rec).timer = head + 1;
         self.wheel[slot] = rec + 1;
     }
 
     /// Gives a record's new flow a timer unless the record is still on a list (its entry comes
-    /// due no later than the new flow's deadline, as the flow started after the old one's last
-    /// packet).
+    /// due no later than the new flow's deadline when the flow started after the old one's
+    /// last packet; after a step back of capture time it may come due later, and the new
+    /// flow is then ended at that later look or on its next packet).
     fn arm(&mut self, rec: u32, ts: u64) {
         if self.record(rec).timer != 0 {
             return;
         }
-        let base = *self.base.get_or_insert(ts);
-        let t = self.tick(ts.max(base).saturating_add(self.cfg.idle_timeout_ns));
-        self.link(rec, t.max(self.cursor));
+        self.link(rec, Self::tick(ts.saturating_add(self.cfg.idle_timeout_ns)));
     }
 
     /// Ends every live flow with [`EndReason::End`], in order of first packet.
@@ -383,6 +442,7 @@ impl FlowTable {
         }
         self.ended[start..].sort_by_key(|e| (e.flow.first, e.flow.key));
         self.wheel.fill(0);
+        self.back_len = 0;
         self.index.fill(0);
         self.free.clear();
         self.allocated = 0;

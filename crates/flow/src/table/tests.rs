@@ -85,6 +85,23 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
     )
 }
 
+/// A step of capture time in units of 2^22 ns (16 to a wheel tick): mostly small and forward,
+/// sometimes back a little (reordered packets), sometimes a jump of years either way.
+fn step() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        8 => 0i64..300,
+        2 => -200i64..0,
+        1 => prop_oneof![Just(1i64 << 40), Just(-(1i64 << 40)), -(1i64 << 36)..(1i64 << 36)],
+    ]
+}
+
+fn jumpy_ops() -> impl Strategy<Value = Vec<(u16, bool, i64, bool)>> {
+    proptest::collection::vec(
+        (0u16..40, any::<bool>(), step(), proptest::bool::weighted(0.15)),
+        1..400,
+    )
+}
+
 proptest! {
     /// Without eviction, the table ends exactly the flows a plain map-based model ends.
     #[test]
@@ -139,6 +156,50 @@ proptest! {
         norm(&mut got);
         norm(&mut model_ended);
         prop_assert_eq!(got, model_ended);
+    }
+
+    /// Capture time that jumps either way: after every [`FlowTable::advance`] exactly the
+    /// flows a map-based model says are idle at that time have ended, and every packet ends up
+    /// in one record.
+    #[test]
+    fn time_jumps_end_exactly_the_idle_flows(ops in jumpy_ops()) {
+        const UNIT: u64 = 1 << 22;
+        let timeout = 500 * UNIT;
+        let mut t = FlowTable::new(cfg(1000, timeout));
+        let mut model: HashMap<FlowKey, Flow> = HashMap::new();
+        let mut model_ended = 0usize;
+        let mut got = Vec::new();
+        let mut ts: u64 = 1 << 50;
+        for &(flow, reverse, dt, sweep) in &ops {
+            ts = ts.saturating_add_signed(dt.saturating_mul(UNIT as i64));
+            let p = packet(&t, flow, reverse, ts);
+            t.track(&p);
+            match model.get_mut(&p.key) {
+                Some(f) if ts.saturating_sub(f.last) <= timeout => {
+                    f.packets[usize::from(p.side != f.initiator)] += 1;
+                    f.last = f.last.max(ts);
+                }
+                other => {
+                    model_ended += usize::from(other.is_some());
+                    let mut f = Flow::start(&p);
+                    f.initiator = p.side;
+                    model.insert(p.key, f);
+                }
+            }
+            if sweep {
+                t.advance(ts);
+                let before = model.len();
+                model.retain(|_, f| ts.saturating_sub(f.last) <= timeout);
+                model_ended += before - model.len();
+            }
+            got.extend(t.take_ended());
+            prop_assert_eq!(got.len(), model_ended);
+        }
+        t.finish();
+        got.extend(t.take_ended());
+        let packets: u64 = got.iter().map(|e| e.flow.packets[0] + e.flow.packets[1]).sum();
+        prop_assert_eq!(packets, ops.len() as u64);
+        prop_assert_eq!(got.len(), model_ended + model.len());
     }
 
     /// With eviction, the bound holds and every packet is in exactly one ended record.
@@ -201,6 +262,49 @@ fn advancing_time_ends_exactly_the_idle_flows() {
     t.track(&packet(&t, 2, false, 1_460_000_001 * seconds));
     t.advance(1_460_000_007 * seconds);
     assert_eq!(t.take_ended().count(), 1);
+}
+
+/// A capture whose first packet is dated 1970 and whose others are in 2024 (or the reverse,
+/// or a clock that steps back and forth) costs the timers no more than a plain one: each
+/// `advance` looks at a bounded number of records, not every live flow every time.
+#[test]
+fn time_jumps_cost_in_proportion_to_the_flows_that_end() {
+    let seconds = 1_000_000_000u64;
+    let year_2024 = 1_700_000_000 * seconds;
+    let flows = 20_000u32;
+    let run = |first: Option<u64>, back_and_forth: bool| {
+        let mut t = FlowTable::new(cfg(100_000, 300 * seconds));
+        if let Some(ts) = first {
+            let (k, side) = FlowKey::new([1; 16], 1, [2; 16], 2, 17, 6, KeyKind::Ports);
+            t.track(&PacketInfo { key: k, side, hash: t.hash(&k), ts, wire_len: 60, tcp_flags: 0 });
+            t.advance(ts);
+        }
+        // 20,000 flows over 100 s in batches of 64 packets, each flow sending twice.
+        for n in 0..2 * flows {
+            let i = n % flows;
+            let mut a = [0; 16];
+            a[..4].copy_from_slice(&i.to_be_bytes());
+            let (k, side) = FlowKey::new(a, 1, [9; 16], 2, 17, 6, KeyKind::Ports);
+            let ts = year_2024 + u64::from(n) * 2_500_000;
+            t.track(&PacketInfo { key: k, side, hash: t.hash(&k), ts, wire_len: 60, tcp_flags: 0 });
+            if n % 64 == 63 {
+                t.advance(ts);
+                if back_and_forth {
+                    t.advance(ts - 3_600 * seconds);
+                    t.advance(ts);
+                }
+            }
+        }
+        t.stats().timer_checks
+    };
+    let plain = run(None, false);
+    for (first, jumpy) in [(Some(0), false), (Some(year_2024 * 2), false), (None, true)] {
+        let jumped = run(first, jumpy);
+        assert!(
+            jumped <= plain + 2 * u64::from(flows) + 1,
+            "{first:?}/{jumpy}: {jumped} records looked at, {plain} without the jump"
+        );
+    }
 }
 
 #[test]
