@@ -9,17 +9,7 @@ use rampart_classify::linear::first_match;
 use rampart_classify::{Compiled, Header, Rule};
 
 fn data() -> Option<PathBuf> {
-    let dir = std::env::var_os("RAMPART_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data").into());
-    let dir = dir.join("classbench");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        use std::io::Write;
-        let _ = writeln!(std::io::stderr(), "skipped: no ClassBench data at {}", dir.display());
-        None
-    }
+    rampart_testkit::shared("differential", "classbench")
 }
 
 /// A file's text, unpacking `NAME.gz` when only that exists.

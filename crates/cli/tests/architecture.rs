@@ -17,6 +17,8 @@ fn dependencies_point_one_way() {
         // The verifier reads the classifier's rule model; the classifier never reads it.
         ("rampart-policy", &["rampart-classify"][..]),
         ("rampart-dpi", &[][..]),
+        // Test support only (a dev-dependency): the shared data's place and skip rules.
+        ("rampart-testkit", &[][..]),
         (
             "rampart-engine",
             &[

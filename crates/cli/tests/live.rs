@@ -55,6 +55,10 @@ fn rtt_on_a_live_interface_sees_the_injected_delay() {
             return skip(&format!("{tool} is not installed"));
         }
     }
+    // The capture filters with `-f`, which loads libpcap.
+    if !common::libpcap("rtt_on_a_live_interface_sees_the_injected_delay") {
+        return;
+    }
     let id = std::process::id();
     let ns = Namespaces { names: [format!("rl{id}c"), format!("rl{id}m"), format!("rl{id}s")] };
     let [c, m, s] = &ns.names;

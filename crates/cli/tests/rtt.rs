@@ -274,6 +274,9 @@ fn summaries_give_each_direction_s_min_median_and_max() {
 
 #[test]
 fn filter_expressions_go_through_libpcap() {
+    if !common::libpcap("filter_expressions_go_through_libpcap") {
+        return;
+    }
     let out = stdout(&["rtt", "-m", "-q", "-f", "host 10.77.0.4", "-r", &sample()]);
     assert!(!out.is_empty());
     assert!(out.lines().all(|l| l.contains("10.77.0.4")), "{out}");
@@ -286,6 +289,28 @@ fn filter_expressions_go_through_libpcap() {
     assert!(err.contains("syntax error") && err.contains("tcp and port"), "{err}");
     let flows = stdout(&["flows", "-q", "-f", "icmp", "-r", &sample()]);
     assert!(flows.lines().all(|l| l.contains("\"proto\":\"icmp\"")), "{flows}");
+}
+
+#[test]
+fn a_filter_without_libpcap_names_the_package() {
+    // The loader is pointed at a file that does not exist, as on a machine without libpcap.
+    let out = Command::new(env!("CARGO_BIN_EXE_rampart"))
+        .args(["flows", "-q", "-f", "tcp", "-r", &sample()])
+        .env("RAMPART_LIBPCAP", "/nonexistent/libpcap.so.0.8")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("libpcap") && err.contains("apt-get install libpcap0.8"), "{err}");
+    // Without -f the same command needs no library.
+    let out = Command::new(env!("CARGO_BIN_EXE_rampart"))
+        .args(["flows", "-q", "-r", &sample()])
+        .env("RAMPART_LIBPCAP", "/nonexistent/libpcap.so.0.8")
+        .output()
+        .unwrap();
+    assert!(out.status.success() && !out.stdout.is_empty());
 }
 
 #[test]

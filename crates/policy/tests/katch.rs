@@ -8,18 +8,7 @@ use std::path::{Path, PathBuf};
 use rampart_policy::nkpl::{Event, Session};
 
 fn data() -> Option<PathBuf> {
-    let dir = std::env::var_os("RAMPART_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data").into())
-        .join("netkat/katch");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        // Straight to the stream: libtest captures eprintln!, and a skip must show.
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), "skipped: no KATch inputs at {}", dir.display());
-        None
-    }
+    rampart_testkit::shared("katch", "netkat/katch")
 }
 
 fn files(dir: &Path) -> Vec<PathBuf> {

@@ -53,13 +53,12 @@ fn microsoft_vectors_every_kernel() {
 
 #[test]
 fn shared_vectors_match_the_copy() {
-    let dir = std::env::var_os("RAMPART_DATA")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data").into());
-    let Ok(shared) = std::fs::read_to_string(dir.join("rss/rss_vectors.csv")) else {
-        println!("skipped: {} not found", dir.join("rss/rss_vectors.csv").display());
+    let Some(path) =
+        rampart_testkit::shared("shared_vectors_match_the_copy", "rss/rss_vectors.csv")
+    else {
         return;
     };
+    let shared = std::fs::read_to_string(path).unwrap();
     assert_eq!(shared, include_str!("rss_vectors.csv"));
 }
 

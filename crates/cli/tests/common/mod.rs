@@ -2,33 +2,28 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The repository root.
-pub fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
+#[allow(unused_imports)]
+pub use rampart_testkit::repo;
 
 /// The shared data folder (`RAMPART_DATA`, else `../shared/data` beside the repository), or
-/// `None` after printing one line saying the test is skipped.
+/// `None` after printing one line saying the test is skipped (a failure under
+/// `RAMPART_REQUIRE_DATA`).
 pub fn shared_data(test: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("RAMPART_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo().join("../shared/data"));
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        // Straight to the stream: libtest captures print! and eprint!, and a skip must show.
-        let _ = writeln!(
-            std::io::stderr(),
-            "skipped {test}: no shared data at {} (set RAMPART_DATA)",
-            dir.display()
-        );
-        None
+    rampart_testkit::shared(test, "")
+}
+
+/// Whether libpcap loads here, so `-f` works; otherwise the test is skipped (one line), or
+/// fails under `RAMPART_REQUIRE_LIBPCAP`.
+pub fn libpcap(test: &str) -> bool {
+    if rampart_capture::filter::available() {
+        return true;
     }
+    rampart_testkit::skip(rampart_testkit::REQUIRE_LIBPCAP, test, "libpcap cannot be loaded");
+    false
 }
 
 /// Runs `rampart` with `args`.

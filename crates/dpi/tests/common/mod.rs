@@ -11,17 +11,7 @@ use rampart_wire::Family;
 
 /// `RAMPART_DATA/SUB` or `../shared/data/SUB`; `None` (after saying so) when absent.
 pub(crate) fn data_dir(sub: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("RAMPART_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data").into())
-        .join(sub);
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        // Straight to the stream: libtest captures eprintln!, and a skip must show.
-        let _ = writeln!(std::io::stderr(), "skipped: no captures at {}", dir.display());
-        None
-    }
+    rampart_testkit::shared(sub, sub)
 }
 
 /// An endpoint as nDPI writes it: `a.b.c.d:port` or `[v6]:port`.

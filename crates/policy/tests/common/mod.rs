@@ -7,16 +7,7 @@ use std::process::Command;
 /// `RAMPART_DATA/classbench` or `../shared/data/classbench`; `None` (after saying so) when
 /// absent.
 pub(crate) fn data() -> Option<PathBuf> {
-    let dir = std::env::var_os("RAMPART_DATA")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data").into())
-        .join("classbench");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        eprintln!("skipped: no ClassBench data at {}", dir.display());
-        None
-    }
+    rampart_testkit::shared("classbench", "classbench")
 }
 
 /// A file's text, unpacking `NAME.gz` when only that exists.
