@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::ValueEnum;
 use rampart_capture::Capture;
-use rampart_engine::{FlowFn, FlowsConfig, Outcome, Summary};
+use rampart_engine::{FlowFn, FlowRecord, FlowsConfig, Outcome, Summary};
 use rampart_export::{FlowFormat, FlowWriter};
 use rampart_flow::TableConfig;
 
@@ -129,7 +129,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
     };
     let bar = progress_bar(&capture, args.quiet);
     let result = writer.header().and_then(|()| {
-        let mut sink = FlowFn(|e: &_, r: &_, a: Option<&_>| writer.write(e, r, a));
+        let mut sink = FlowFn(|r: &FlowRecord| writer.write(r));
         rampart_engine::run(&mut capture, &cfg, filter, &stop, &mut sink, &mut |pos| {
             if let Some(b) = &bar {
                 b.set_position(pos);

@@ -5,12 +5,11 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::ValueEnum;
-use rampart_dpi::App;
-use rampart_engine::{CompatEvent, FlowsConfig, Outcome, Sink, run, run_pping};
+use rampart_engine::{CompatEvent, Event, FlowsConfig, Outcome, Sink, run, run_pping};
 use rampart_export::rtt::{RttFormat, RttWriter};
-use rampart_flow::{EndedFlow, TableConfig};
+use rampart_flow::TableConfig;
 use rampart_rtt::compat::CompatCounters;
-use rampart_rtt::{CompatConfig, Mode, RttConfig, RttSummary, Sample};
+use rampart_rtt::{CompatConfig, Mode, RttConfig};
 
 use crate::input::{self, Fail, LiveArgs, Source};
 
@@ -135,15 +134,16 @@ struct Samples<'a, W: Write> {
 }
 
 impl<W: Write> Sink for Samples<'_, W> {
-    fn flow(&mut self, e: &EndedFlow, rtt: &RttSummary, _: Option<&App>) -> io::Result<()> {
-        if self.summary && rtt.sides.iter().any(|d| d.count > 0) {
-            self.out.w.write_summary(e, rtt)?;
+    fn event(&mut self, e: Event<'_>) -> io::Result<()> {
+        match e {
+            Event::Sample(s) => self.out.w.write_sample(s),
+            Event::Flow(r) => match &r.rtt {
+                Some(rtt) if self.summary && rtt.dirs.iter().any(|d| d.count > 0) => {
+                    self.out.w.write_summary(&r.flow, rtt)
+                }
+                _ => Ok(()),
+            },
         }
-        Ok(())
-    }
-
-    fn sample(&mut self, s: &Sample) -> io::Result<()> {
-        self.out.w.write_sample(s)
     }
 
     fn tick(&mut self) -> io::Result<()> {

@@ -11,12 +11,15 @@ fn dependencies_point_one_way() {
         ("rampart-capture", &["rampart-wire"][..]),
         ("rampart-flow", &["rampart-wire"][..]),
         ("rampart-rtt", &["rampart-wire", "rampart-flow"][..]),
-        ("rampart-export", &["rampart-wire", "rampart-flow", "rampart-rtt", "rampart-dpi"][..]),
+        (
+            "rampart-export",
+            &["rampart-wire", "rampart-flow", "rampart-rtt", "rampart-dpi", "rampart-engine"][..],
+        ),
         ("rampart-rss", &[][..]),
         ("rampart-classify", &[][..]),
         // The verifier reads the classifier's rule model; the classifier never reads it.
         ("rampart-policy", &["rampart-classify"][..]),
-        ("rampart-dpi", &[][..]),
+        ("rampart-dpi", &["rampart-flow"][..]),
         // Test support only (a dev-dependency): the shared data's place and skip rules.
         ("rampart-testkit", &[][..]),
         (

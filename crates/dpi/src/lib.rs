@@ -22,6 +22,7 @@ mod dns;
 #[cfg(feature = "ndpi")]
 pub mod ndpi;
 mod quic;
+mod stage;
 mod table;
 mod text;
 mod tls;
@@ -30,6 +31,7 @@ mod udp;
 use std::fmt;
 
 pub use apps::{app_for_address, app_for_host};
+pub use stage::flow_info;
 pub use table::{App, DpiStats, DpiTable, FlowInfo};
 
 /// A protocol rampart recognises (nDPI's names, see [`Proto::name`]).

@@ -15,7 +15,7 @@ use std::path::PathBuf;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use rampart_capture::{Capture, Frame, LinkType, Timestamp};
-use rampart_engine::{FlowStage, Summary};
+use rampart_engine::{Events, FlowsConfig, Pipeline, Summary, Verdict};
 use rampart_flow::TableConfig;
 
 /// One captured frame, owned.
@@ -74,23 +74,32 @@ fn frames(owned: &[Owned]) -> Vec<Frame<'_>> {
         .collect()
 }
 
-fn stage(dpi: bool) -> FlowStage {
-    let cfg = TableConfig {
+fn stage(dpi: bool) -> Pipeline {
+    let table = TableConfig {
         max_flows: 1 << 14,
         idle_timeout_ns: 3_600_000_000_000,
         ..TableConfig::default()
     };
-    FlowStage::new(cfg).with_dpi(dpi.then(rampart_dpi::Config::default))
+    let dpi = dpi.then(rampart_dpi::Config::default);
+    Pipeline::new(&FlowsConfig { table, rtt: None, dpi, ..FlowsConfig::default() })
 }
 
 /// Runs every frame through `st` in batches of 256; returns the flows ended.
-fn pass(st: &mut FlowStage, frames: &[Frame<'_>], s: &mut Summary) -> usize {
-    let mut n = 0;
+fn pass(st: &mut Pipeline, frames: &[Frame<'_>], s: &mut Summary) -> usize {
+    let (mut n, mut verdicts, mut events) = (0, Vec::new(), Events::default());
     for batch in frames.chunks(256) {
-        st.process(batch, s);
-        n += st.take_ended().count();
+        events.clear();
+        st.process(batch, Verdict::Accept, &mut verdicts, &mut events, s);
+        n += events.records.len();
     }
     n
+}
+
+/// Ends every flow; returns how many.
+fn finish(st: &mut Pipeline) -> usize {
+    let mut events = Events::default();
+    st.finish(&mut events);
+    events.records.len()
 }
 
 fn bench(c: &mut Criterion) {
@@ -99,8 +108,7 @@ fn bench(c: &mut Criterion) {
     let mut s = Summary::default();
     let mut probe = stage(true);
     pass(&mut probe, &frames, &mut s);
-    probe.finish(&mut s);
-    let flows = probe.take_ended().count();
+    let flows = finish(&mut probe);
     println!("{} frames, {flows} flows", frames.len());
 
     let mut g = c.benchmark_group("pipeline_dpi");
@@ -111,10 +119,8 @@ fn bench(c: &mut Criterion) {
             b.iter(|| {
                 let mut st = stage(on);
                 let mut s = Summary::default();
-                let mut n = pass(&mut st, &frames, &mut s);
-                st.finish(&mut s);
-                n += st.take_ended().count();
-                black_box(n)
+                let n = pass(&mut st, &frames, &mut s);
+                black_box(n + finish(&mut st))
             })
         });
     }

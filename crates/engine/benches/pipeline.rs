@@ -9,7 +9,7 @@ use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use rampart_capture::{Frame, LinkType, Timestamp};
-use rampart_engine::{FlowStage, Summary};
+use rampart_engine::{Events, Pipeline, Summary, Verdict};
 use rampart_flow::{FlowKey, TableConfig};
 use rampart_wire::PacketMeta;
 
@@ -92,11 +92,12 @@ fn pipeline(c: &mut Criterion) {
         let w = Workload::new(flows);
         let warm = warm_frames(flows);
         let cfg = TableConfig { max_flows: flows as usize, ..TableConfig::default() };
-        let mut stage = FlowStage::new(cfg);
+        let mut stage = Pipeline::table_only(cfg);
         let mut s = Summary::default();
+        let (mut verdicts, mut events) = (Vec::new(), Events::default());
         for chunk in (0..flows as usize).collect::<Vec<_>>().chunks(BATCH) {
             let frames: Vec<_> = chunk.iter().map(|&i| frame_at(&warm, i, 0)).collect();
-            stage.process(&frames, &mut s);
+            stage.process(&frames, Verdict::Accept, &mut verdicts, &mut events, &mut s);
         }
         assert_eq!(stage.table().len(), flows as usize);
         eprintln!(
@@ -111,9 +112,10 @@ fn pipeline(c: &mut Criterion) {
             b.iter(|| {
                 frames.clear();
                 frames.extend((at..at + BATCH).map(|n| w.frame(n)));
-                stage.process(&frames, &mut s);
+                events.clear();
+                stage.process(&frames, Verdict::Accept, &mut verdicts, &mut events, &mut s);
                 at = (at + BATCH) % SEQUENCE;
-                black_box(stage.take_ended().count());
+                black_box(events.records.len());
             })
         });
         assert_eq!(stage.table().len(), flows as usize, "no flow ended while measuring");

@@ -71,7 +71,7 @@ fn bench(c: &mut Criterion) {
                 let cfg = FlowsConfig { rtt, samples: true, ..FlowsConfig::default() };
                 let stop = AtomicBool::new(false);
                 let mut n = 0u64;
-                let mut sink = FlowFn(|_: &_, _: &_, _: Option<&_>| {
+                let mut sink = FlowFn(|_: &_| {
                     n += 1;
                     Ok(())
                 });

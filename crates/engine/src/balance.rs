@@ -1,14 +1,15 @@
 //! How a NIC's RSS would spread a capture over its queues (`rampart rss balance`).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
-use rampart_capture::Capture;
+use rampart_capture::{Capture, Frame};
 use rampart_flow::FlowKey;
 use rampart_rss::{Reta, Toeplitz};
 use rampart_wire::{Family, PacketMeta, proto};
 
-use crate::RunError;
+use crate::driver::{Consumer, Limits, read_batches};
+use crate::{RunError, Summary};
 
 /// The hash a NIC computes for a packet, by Microsoft's hash-type rules: TCP and UDP (not
 /// fragments) on addresses and ports, every other IP packet and every fragment (the first one
@@ -62,6 +63,39 @@ pub struct Balance {
     pub split: u64,
 }
 
+struct Balancing<'t> {
+    t: &'t Toeplitz,
+    reta: &'t Reta,
+    b: Balance,
+    /// Per flow: the queue of its first packet, and whether a later packet went elsewhere.
+    flows: HashMap<FlowKey, (u32, bool)>,
+}
+
+impl Consumer for Balancing<'_> {
+    fn batch(&mut self, frames: &[Frame<'_>], _s: &mut Summary) -> std::io::Result<()> {
+        let b = &mut self.b;
+        for frame in frames {
+            b.packets += 1;
+            let meta = PacketMeta::parse(frame.link, frame.data);
+            let Some(h) = nic_hash(self.t, &meta) else {
+                b.unhashed += 1;
+                continue;
+            };
+            let q = self.reta.queue(h);
+            b.queues[q].packets += 1;
+            b.queues[q].bytes += u64::from(frame.origlen);
+            if let Some((key, _)) = FlowKey::from_meta(&meta) {
+                let e = self.flows.entry(key).or_insert_with(|| {
+                    b.queues[q].flows += 1;
+                    (q as u32, false)
+                });
+                e.1 |= e.0 != q as u32;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Hashes every packet of `capture` with `t` and maps it through `reta`.
 pub fn balance(
     capture: &mut Capture,
@@ -69,39 +103,16 @@ pub fn balance(
     reta: &Reta,
     stop: &AtomicBool,
 ) -> (Balance, Option<RunError>) {
-    let mut b = Balance { queues: vec![QueueLoad::default(); reta.queues()], ..Balance::default() };
-    // Per flow: the queue of its first packet, and whether a later packet went elsewhere.
-    let mut flows: HashMap<FlowKey, (u32, bool)> = HashMap::new();
-    let mut error = None;
-    while !stop.load(Ordering::Relaxed) {
-        let batch = match capture.next_batch(256) {
-            Ok(batch) if batch.is_empty() => break,
-            Ok(batch) => batch,
-            Err(e) => {
-                error = Some(e.into());
-                break;
-            }
-        };
-        for frame in batch.iter() {
-            b.packets += 1;
-            let meta = PacketMeta::parse(frame.link, frame.data);
-            let Some(h) = nic_hash(t, &meta) else {
-                b.unhashed += 1;
-                continue;
-            };
-            let q = reta.queue(h);
-            b.queues[q].packets += 1;
-            b.queues[q].bytes += u64::from(frame.origlen);
-            if let Some((key, _)) = FlowKey::from_meta(&meta) {
-                let e = flows.entry(key).or_insert_with(|| {
-                    b.queues[q].flows += 1;
-                    (q as u32, false)
-                });
-                e.1 |= e.0 != q as u32;
-            }
-        }
-    }
-    b.flows = flows.len() as u64;
-    b.split = flows.values().filter(|(_, split)| *split).count() as u64;
+    let b = Balance { queues: vec![QueueLoad::default(); reta.queues()], ..Balance::default() };
+    let mut run = Balancing { t, reta, b, flows: HashMap::new() };
+    let mut s = Summary::default();
+    // The consumer never fails (it writes nothing), so the only error is the capture's.
+    let error =
+        read_batches(capture, &Limits::none(256), None, stop, &mut s, &mut run, &mut |_| {})
+            .ok()
+            .flatten();
+    let mut b = run.b;
+    b.flows = run.flows.len() as u64;
+    b.split = run.flows.values().filter(|(_, split)| *split).count() as u64;
     (b, error)
 }

@@ -1,11 +1,14 @@
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use super::*;
-use rampart_flow::EndedFlow;
+use rampart_capture::Capture;
+use rampart_flow::{EndReason, Flow};
 
 fn sample() -> Vec<u8> {
     std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../../samples/mixed.pcap")).unwrap()
 }
 
-fn run(bytes: Vec<u8>, cfg: FlowsConfig) -> (Vec<EndedFlow>, Outcome) {
+fn run(bytes: Vec<u8>, cfg: FlowsConfig) -> (Vec<FlowRecord>, Outcome) {
     let mut cap = Capture::from_bytes("sample", bytes).unwrap();
     let mut flows = Vec::new();
     let stop = AtomicBool::new(false);
@@ -13,8 +16,8 @@ fn run(bytes: Vec<u8>, cfg: FlowsConfig) -> (Vec<EndedFlow>, Outcome) {
         &mut cap,
         &cfg,
         &stop,
-        &mut |e, _, _| {
-            flows.push(*e);
+        &mut |r| {
+            flows.push(r.clone());
             Ok(())
         },
         &mut |_| {},
@@ -31,7 +34,9 @@ fn batch_size_does_not_change_the_result() {
     assert_eq!(out.summary.tracked, 3226);
     for batch in [1, 7, 1000] {
         let (got, _) = run(sample(), FlowsConfig { batch, ..FlowsConfig::default() });
-        let strip = |v: &[EndedFlow]| v.iter().map(|e| (e.flow, e.reason)).collect::<Vec<_>>();
+        let strip = |v: &[FlowRecord]| {
+            v.iter().map(|e| (e.flow, e.end)).collect::<Vec<(Flow, EndReason)>>()
+        };
         assert_eq!(strip(&got), strip(&want), "batch {batch}");
     }
 }
@@ -59,8 +64,8 @@ fn stop_flag_ends_the_run_with_flows_flushed() {
         &mut cap,
         &FlowsConfig { batch: 100, ..FlowsConfig::default() },
         &stop,
-        &mut |e, _, _| {
-            n += e.flow.packets[0] + e.flow.packets[1];
+        &mut |r| {
+            n += r.flow.packets[0] + r.flow.packets[1];
             Ok(())
         },
         &mut |_| {

@@ -34,14 +34,13 @@ use std::thread::{self, Thread};
 use std::time::Instant;
 
 use rampart_capture::{Capture, Frame, LinkType, SharedBytes, Timestamp};
-use rampart_dpi::DpiStats;
-use rampart_flow::{FlowKey, TableConfig, TableStats};
+use rampart_flow::{FlowId, FlowKey, TableConfig};
 use rampart_rss::{Key, Reta, Toeplitz};
-use rampart_rtt::{RttStats, Sample};
 
-use crate::{
-    Batches, Ended, FlowStage, FlowsConfig, Outcome, Parser, Sink, Summary, Work, read_batches,
-};
+use crate::driver::{Consumer, FINISH_CHUNK, Sink, emit, read_batches};
+use crate::packet::{Packet, Payload, PayloadSource};
+use crate::pipeline::{Events, Ordered, Pipeline};
+use crate::{FlowsConfig, Outcome, Parser, Summary};
 
 /// Jobs a worker may be behind the reader.
 const IN_FLIGHT: usize = 4;
@@ -149,34 +148,26 @@ impl FrameRef {
 enum Job {
     /// Parsed packets of this worker's flows, with their payloads copied out of the reader's
     /// buffer when application identification is on.
-    Batch {
-        work: Vec<Work>,
-        bytes: Vec<u8>,
-        cuts: Vec<Cut>,
-        samples: Vec<(u32, Sample)>,
-        ended: Vec<Ended>,
-    },
+    Batch { work: Vec<Packet>, bytes: Vec<u8>, cuts: Vec<Cut>, events: Events },
     /// Every frame, to parse and keep those of this worker's flows (`Cut::end` indexes frames).
-    Frames {
-        frames: Arc<Vec<FrameRef>>,
-        cuts: Vec<Cut>,
-        samples: Vec<(u32, Sample)>,
-        ended: Vec<Ended>,
-    },
-    Finish,
+    Frames { frames: Arc<Vec<FrameRef>>, cuts: Vec<Cut>, events: Events },
+    /// The input has ended: the next part of the live flows' records, in finishing order.
+    Finish { events: Events },
 }
 
 enum Done {
     Batch {
-        work: Vec<Work>,
+        work: Vec<Packet>,
         bytes: Vec<u8>,
         cuts: Vec<Cut>,
-        samples: Vec<(u32, Sample)>,
-        ended: Vec<Ended>,
+        events: Events,
     },
+    /// Up to [`FINISH_CHUNK`] records of live flows, in finishing order; `last` when no more
+    /// follow, with the worker's counters.
     Finished {
-        ended: Vec<Ended>,
-        s: Box<Summary>,
+        events: Events,
+        last: bool,
+        s: Option<Box<Summary>>,
     },
 }
 
@@ -202,7 +193,7 @@ fn wait<T>(ring: &mut rtrb::Consumer<T>) -> Option<T> {
 
 /// One worker's state.
 struct Worker {
-    stage: FlowStage,
+    pipeline: Pipeline,
     me: usize,
     shard: Shard,
     parser: Parser,
@@ -210,16 +201,18 @@ struct Worker {
     /// Counts of the frames this worker parsed.
     s: Summary,
     /// Rings to and from the other workers (`None` at this worker's own index).
-    to: Vec<Option<rtrb::Producer<Vec<Work>>>>,
-    from: Vec<Option<rtrb::Consumer<Vec<Work>>>>,
+    to: Vec<Option<rtrb::Producer<Vec<Packet>>>>,
+    from: Vec<Option<rtrb::Consumer<Vec<Packet>>>>,
     /// Every worker's thread, set before the first job.
     threads: Arc<OnceLock<Vec<Thread>>>,
     /// Parsed packets per owner, and the lists handed in, per sender.
-    out: Vec<Vec<Work>>,
-    got: Vec<Vec<Work>>,
-    pool: Vec<Vec<Work>>,
+    out: Vec<Vec<Packet>>,
+    got: Vec<Vec<Packet>>,
+    pool: Vec<Vec<Packet>>,
     /// This worker's own packets of parsed jobs not yet accounted.
-    mine: VecDeque<Vec<Work>>,
+    mine: VecDeque<Vec<Packet>>,
+    /// At the end of input: the live flows still to finish, in order, and how far.
+    finishing: Option<(Vec<FlowId>, usize)>,
 }
 
 impl Worker {
@@ -244,12 +237,12 @@ impl Worker {
                 }
             };
             let out = match job {
-                Job::Frames { frames, cuts, samples, ended } => {
+                Job::Frames { frames, cuts, events } => {
                     self.parse_share(&frames);
                     // The reading thread reuses the list once every worker has let go of it.
                     drop(frames);
                     self.hand_out();
-                    match pending.replace(Pending { cuts, samples, ended }) {
+                    match pending.replace(Pending { cuts, events }) {
                         Some(p) => self.account_frames(p),
                         None => continue,
                     }
@@ -273,7 +266,7 @@ impl Worker {
     /// Takes this worker's packets of the oldest parsed job from every worker, in worker order
     /// (which is capture order: shares are consecutive), and accounts them batch by batch.
     fn account_frames(&mut self, p: Pending) -> Done {
-        let Pending { cuts, mut samples, mut ended } = p;
+        let Pending { cuts, mut events } = p;
         for j in 0..self.from.len() {
             let list = match &mut self.from[j] {
                 Some(ring) => wait(ring).expect("a worker ended early (it panicked)"),
@@ -282,42 +275,52 @@ impl Worker {
             self.got.push(list);
         }
         let mut next = vec![0; self.got.len()];
-        let bytes: &[u8] = self.bytes.as_deref().unwrap_or_default();
+        let shared: &[u8] = self.bytes.as_deref().unwrap_or_default();
+        let src = PayloadSource { shared, ..PayloadSource::default() };
         for c in &cuts {
             for (list, i) in self.got.iter_mut().zip(&mut next) {
                 let end = *i + list[*i..].partition_point(|w| w.pos < c.tick);
-                self.stage.packets(&mut list[*i..end], bytes);
+                self.pipeline.account(&mut list[*i..end], &src, None, &mut events);
                 *i = end;
             }
-            self.stage.advance(c.now, c.tick);
+            self.pipeline.advance(c.now, c.tick, &mut events);
         }
         for mut list in self.got.drain(..) {
             list.clear();
             self.pool.push(list);
         }
-        samples.extend(self.stage.take_samples());
-        ended.extend(self.stage.take_ended());
-        Done::Batch { work: Vec::new(), bytes: Vec::new(), cuts, samples, ended }
+        Done::Batch { work: Vec::new(), bytes: Vec::new(), cuts, events }
     }
 
     fn job(&mut self, job: Job) -> Done {
         match job {
-            Job::Batch { mut work, bytes, cuts, mut samples, mut ended } => {
+            Job::Batch { mut work, bytes, cuts, mut events } => {
+                let src = PayloadSource { copied: &bytes, ..PayloadSource::default() };
                 let mut start = 0;
                 for c in &cuts {
-                    self.stage.account(&mut work[start..c.end], &bytes[..], c.now, c.tick);
+                    self.pipeline.account(&mut work[start..c.end], &src, None, &mut events);
+                    self.pipeline.advance(c.now, c.tick, &mut events);
                     start = c.end;
                 }
-                samples.extend(self.stage.take_samples());
-                ended.extend(self.stage.take_ended());
-                Done::Batch { work, bytes, cuts, samples, ended }
+                Done::Batch { work, bytes, cuts, events }
             }
             Job::Frames { .. } => unreachable!("run handles frames jobs"),
-            Job::Finish => {
-                let mut s = std::mem::take(&mut self.s);
-                self.stage.finish(&mut s);
-                let ended = self.stage.take_ended().collect();
-                Done::Finished { ended, s: Box::new(s) }
+            Job::Finish { mut events } => {
+                let (order, at) =
+                    self.finishing.get_or_insert_with(|| (self.pipeline.finish_order(), 0));
+                let end = (*at + FINISH_CHUNK).min(order.len());
+                let part = &order[*at..end];
+                *at = end;
+                let last = end == order.len();
+                self.pipeline.finish_flows(part, &mut events);
+                // With the last part, once every flow is retired (identification counts its
+                // labels then).
+                let s = last.then(|| {
+                    let mut s = std::mem::take(&mut self.s);
+                    self.pipeline.stats_into(&mut s);
+                    Box::new(s)
+                });
+                Done::Finished { events, last, s }
             }
         }
     }
@@ -334,10 +337,11 @@ impl Worker {
         }
         for f in &frames[lo..hi] {
             let frame = f.frame(bytes);
-            if let Some(mut w) = self.parser.prepare_if(&frame, f.pos, &mut self.s, |_| true, true)
+            if let Some(mut w) =
+                self.parser.prepare_if(&frame, 0, f.pos, &mut self.s, |_| true, true)
             {
                 // The payload's place in the shared input, where its owner will read it.
-                w.payload_at += f.start as u64;
+                w.payload = w.payload.in_shared(f.start as u64);
                 self.out[self.shard.of(&w.info.key)].push(w);
             }
         }
@@ -364,8 +368,7 @@ impl Worker {
 /// A parsed frames job waiting to be accounted.
 struct Pending {
     cuts: Vec<Cut>,
-    samples: Vec<(u32, Sample)>,
-    ended: Vec<Ended>,
+    events: Events,
 }
 
 /// Sends an answer to the reading thread; false once it is gone.
@@ -383,7 +386,7 @@ struct Lane {
     jobs: rtrb::Producer<Job>,
     done: rtrb::Consumer<Done>,
     thread: Thread,
-    work: Vec<Work>,
+    work: Vec<Packet>,
     /// Payloads of `work`, copied when the reader parses (its buffer is reused).
     bytes: Vec<u8>,
     cuts: Vec<Cut>,
@@ -393,11 +396,10 @@ struct Lane {
 #[derive(Default)]
 struct Spares {
     frames: Vec<Vec<FrameRef>>,
-    work: Vec<Vec<Work>>,
+    work: Vec<Vec<Packet>>,
     bytes: Vec<Vec<u8>>,
     cuts: Vec<Vec<Cut>>,
-    samples: Vec<Vec<(u32, Sample)>>,
-    ended: Vec<Vec<Ended>>,
+    events: Vec<Events>,
 }
 
 /// [`crate::run`] with `cfg.workers` workers.
@@ -414,11 +416,15 @@ pub(crate) fn run(
     let shard = Shard::new(n);
     let table = TableConfig { max_flows: cfg.table.max_flows.div_ceil(n), ..cfg.table };
     let rtt = cfg.rtt.map(|r| rampart_rtt::RttConfig { max_tsvals: r.max_tsvals.div_ceil(n), ..r });
+    // Each worker's pipeline: its share of the global limits; the local-address marks are
+    // made by whoever parses.
+    let worker_cfg = FlowsConfig { table, rtt, local: Vec::new(), ..cfg.clone() };
     let mut parser = Parser::new(cfg.rtt.is_some(), &cfg.local).with_payloads(cfg.dpi.is_some());
     let bytes = capture.shared();
     // Worker-to-worker rings: pairs[j][k] carries packets parsed by j for k.
-    let mut to: Vec<Vec<Option<rtrb::Producer<Vec<Work>>>>> = (0..n).map(|_| Vec::new()).collect();
-    let mut from: Vec<Vec<Option<rtrb::Consumer<Vec<Work>>>>> =
+    let mut to: Vec<Vec<Option<rtrb::Producer<Vec<Packet>>>>> =
+        (0..n).map(|_| Vec::new()).collect();
+    let mut from: Vec<Vec<Option<rtrb::Consumer<Vec<Packet>>>>> =
         (0..n).map(|_| Vec::new()).collect();
     for (j, to_j) in to.iter_mut().enumerate() {
         for (k, from_k) in from.iter_mut().enumerate() {
@@ -442,7 +448,7 @@ pub(crate) fn run(
                 let (jobs, jobs_rx) = rtrb::RingBuffer::new(IN_FLIGHT + 1);
                 let (done_tx, done) = rtrb::RingBuffer::new(IN_FLIGHT + 2);
                 let w = Worker {
-                    stage: FlowStage::with_rtt(table, rtt, cfg.samples, &[]).with_dpi(cfg.dpi),
+                    pipeline: Pipeline::new(&worker_cfg),
                     me,
                     shard: shard.clone(),
                     parser: Parser::new(cfg.rtt.is_some(), &cfg.local)
@@ -456,6 +462,7 @@ pub(crate) fn run(
                     got: Vec::with_capacity(n),
                     pool: Vec::new(),
                     mine: VecDeque::new(),
+                    finishing: None,
                 };
                 let main = thread::current();
                 let handle = thread::Builder::new()
@@ -484,7 +491,8 @@ pub(crate) fn run(
                 lanes: &mut lanes,
                 sink: &mut *sink,
             };
-            let error = read_batches(capture, cfg, filter, stop, &mut s, &mut reader, progress)?;
+            let error =
+                read_batches(capture, &cfg.limits(), filter, stop, &mut s, &mut reader, progress)?;
             m.send(&mut lanes, &mut s, sink)?;
             while !m.in_flight.is_empty() {
                 m.merge_one(&mut lanes, &mut s, sink)?;
@@ -526,7 +534,7 @@ struct Reader<'a> {
     sink: &'a mut dyn Sink,
 }
 
-impl Batches for Reader<'_> {
+impl Consumer for Reader<'_> {
     /// Lists the frames for the workers to parse (a mapped or in-memory input), or parses
     /// them here and sends the packets to their owners (a stream or a live ring); sends a job
     /// once enough have gathered.
@@ -553,13 +561,15 @@ impl Batches for Reader<'_> {
                 l.cuts.push(Cut { end, now, tick });
             }
         } else {
+            let src = PayloadSource { frames, ..PayloadSource::default() };
             for (i, frame) in frames.iter().enumerate() {
-                if let Some(mut w) = self.parser.prepare(frame, base + i as u32, s) {
+                if let Some(mut w) = self.parser.prepare(frame, i as u32, base + i as u32, s) {
                     let lane = &mut self.lanes[self.shard.of(&w.info.key)];
-                    if w.payload_len > 0 {
-                        let payload = crate::span(frame.data, w.payload_at, w.payload_len);
-                        w.payload_at = lane.bytes.len() as u64;
-                        w.payload_len = payload.len() as u32;
+                    if !w.payload.is_empty() {
+                        // The reader's buffer is reused: the owner gets a copy.
+                        let payload = src.get(w.payload);
+                        let at = lane.bytes.len() as u32;
+                        w.payload = Payload::Copied { at, len: payload.len() as u32 };
                         lane.bytes.extend_from_slice(payload);
                     }
                     lane.work.push(w);
@@ -588,8 +598,8 @@ impl Batches for Reader<'_> {
         Ok(())
     }
 
-    fn sink(&mut self) -> &mut dyn Sink {
-        self.sink
+    fn tick(&mut self) -> io::Result<()> {
+        self.sink.tick()
     }
 }
 
@@ -606,16 +616,15 @@ impl Merger {
         });
         for l in lanes.iter_mut() {
             let cuts = std::mem::replace(&mut l.cuts, self.spares.cuts.pop().unwrap_or_default());
-            let samples = self.spares.samples.pop().unwrap_or_default();
-            let ended = self.spares.ended.pop().unwrap_or_default();
+            let events = self.spares.events.pop().unwrap_or_default();
             let job = match &frames {
-                Some(f) => Job::Frames { frames: Arc::clone(f), cuts, samples, ended },
+                Some(f) => Job::Frames { frames: Arc::clone(f), cuts, events },
                 None => {
                     let next = self.spares.work.pop().unwrap_or_default();
                     let work = std::mem::replace(&mut l.work, next);
                     let next = self.spares.bytes.pop().unwrap_or_default();
                     let bytes = std::mem::replace(&mut l.bytes, next);
-                    Job::Batch { work, bytes, cuts, samples, ended }
+                    Job::Batch { work, bytes, cuts, events }
                 }
             };
             l.work.clear();
@@ -641,7 +650,7 @@ impl Merger {
     }
 
     /// Merges the oldest job's outputs from every worker and hands them to the sink, capture
-    /// batch by capture batch: a batch's samples, then its records (as one stage does).
+    /// batch by capture batch: a batch's samples, then its records (as one pipeline does).
     fn merge_one(
         &mut self,
         lanes: &mut [Lane],
@@ -649,13 +658,10 @@ impl Merger {
         sink: &mut dyn Sink,
     ) -> io::Result<()> {
         let frames = self.in_flight.pop_front().flatten();
-        let mut samples = self.spares.samples.pop().unwrap_or_default();
-        let mut ended = self.spares.ended.pop().unwrap_or_default();
+        let mut all = self.spares.events.pop().unwrap_or_default();
         let mut ticks = Vec::new();
         for lane in lanes.iter_mut() {
-            let Done::Batch { work, mut bytes, cuts, samples: mut sm, ended: mut en } =
-                Self::pop(lane)
-            else {
+            let Done::Batch { work, mut bytes, cuts, events: mut ev } = Self::pop(lane) else {
                 unreachable!("a batch answers a batch")
             };
             if ticks.is_empty() {
@@ -665,10 +671,9 @@ impl Merger {
             bytes.clear();
             self.spares.bytes.push(bytes);
             self.spares.cuts.push(cuts);
-            samples.append(&mut sm);
-            ended.append(&mut en);
-            self.spares.samples.push(sm);
-            self.spares.ended.push(en);
+            all.samples.append(&mut ev.samples);
+            all.records.append(&mut ev.records);
+            self.spares.events.push(ev);
         }
         // Every worker has answered, so it has dropped its handle on the frame list.
         if let Some(mut f) = frames.and_then(|f| Arc::try_unwrap(f).ok()) {
@@ -676,102 +681,76 @@ impl Merger {
             self.spares.frames.push(f);
         }
         // One packet's outputs all come from one worker, already in order: stable sorts.
-        samples.sort_by_key(|(pos, _)| *pos);
-        ended.sort_by_key(Ended::order);
-        let result = emit(s, &samples, &ended, &ticks, sink);
-        samples.clear();
-        ended.clear();
-        self.spares.samples.push(samples);
-        self.spares.ended.push(ended);
+        all.samples.sort_by_key(|(pos, _)| *pos);
+        all.records.sort_by_key(Ordered::order);
+        let result = emit(s, &all, &ticks, sink);
+        all.clear();
+        self.spares.events.push(all);
         result
     }
 
-    /// Ends every worker's live flows and merges them by first packet and key.
+    /// Ends every worker's live flows and hands their records on merged by first packet and
+    /// key: each worker sends its own in that order, a part at a time, and the parts are
+    /// merged as they come, so no more than a part per worker is held at once.
     fn finish(
         &mut self,
         lanes: &mut [Lane],
         s: &mut Summary,
         sink: &mut dyn Sink,
     ) -> io::Result<()> {
-        for l in lanes.iter_mut() {
-            if l.jobs.push(Job::Finish).is_err() {
+        let ask = |l: &mut Lane, events: Events| {
+            if l.jobs.push(Job::Finish { events }).is_err() {
                 unreachable!("the rings are empty");
             }
             l.thread.unpark();
+        };
+        // Per worker: its current part, how far it has been merged, and whether more follow.
+        let mut parts: Vec<(Events, usize, bool)> = Vec::with_capacity(lanes.len());
+        for l in lanes.iter_mut() {
+            ask(l, Events::default());
         }
-        let mut ended = Vec::new();
         for lane in lanes.iter_mut() {
-            let Done::Finished { ended: mut en, s: w } = Self::pop(lane) else {
+            let Done::Finished { events, last, s: w } = Self::pop(lane) else {
                 unreachable!("a finish answers a finish")
             };
-            ended.append(&mut en);
-            add_table(&mut s.table, &w.table);
-            s.table_bytes += w.table_bytes;
-            add_rtt(&mut s.rtt, &w.rtt);
-            add_dpi(&mut s.dpi, &w.dpi);
-            s.dpi_bytes += w.dpi_bytes;
-            s.add_frames(&w);
+            if let Some(w) = w {
+                s.add_worker(&w);
+            }
+            parts.push((events, 0, !last));
         }
-        ended.sort_unstable_by_key(|e| (e.flow.flow.first, e.flow.flow.key));
-        emit(s, &[], &ended, &[], sink)
-    }
-}
-
-/// Hands sorted outputs to the sink: for each batch (ending at position `tick`), the
-/// samples before the tick, then the records up to it.
-fn emit(
-    s: &mut Summary,
-    samples: &[(u32, Sample)],
-    ended: &[Ended],
-    ticks: &[u32],
-    sink: &mut dyn Sink,
-) -> io::Result<()> {
-    let (mut i, mut j) = (0, 0);
-    for &t in ticks.iter().chain(&[u32::MAX]) {
-        while let Some((pos, x)) = samples.get(i)
-            && *pos < t
-        {
-            s.samples += 1;
-            sink.sample(x)?;
-            i += 1;
-        }
-        while let Some(e) = ended.get(j)
-            && e.pos <= t
-        {
+        let key = |o: &Ordered| (o.record.flow.first, o.record.flow.key);
+        loop {
+            // Refill every worker whose part is used up and that has more.
+            for (k, lane) in lanes.iter_mut().enumerate() {
+                let (events, at, more) = &mut parts[k];
+                if *at == events.records.len() && *more {
+                    let mut spent = std::mem::take(events);
+                    spent.clear();
+                    ask(lane, spent);
+                    let Done::Finished { events: next, last, s: w } = Self::pop(lane) else {
+                        unreachable!("a finish answers a finish")
+                    };
+                    if let Some(w) = w {
+                        s.add_worker(&w);
+                    }
+                    *events = next;
+                    *at = 0;
+                    *more = !last;
+                }
+            }
+            let next = parts
+                .iter()
+                .enumerate()
+                .filter_map(|(k, (e, at, _))| e.records.get(*at).map(|o| (key(o), k)))
+                .min();
+            let Some((_, k)) = next else { break };
+            let (events, at, _) = &mut parts[k];
             s.flows += 1;
-            sink.flow(&e.flow, &e.rtt, e.app.as_ref())?;
-            j += 1;
+            sink.event(crate::Event::Flow(&events.records[*at].record))?;
+            *at += 1;
         }
+        Ok(())
     }
-    Ok(())
-}
-
-fn add_table(a: &mut TableStats, b: &TableStats) {
-    a.created += b.created;
-    a.idle += b.idle;
-    a.evicted += b.evicted;
-    // Peaks of different workers need not coincide: their sum bounds the true peak from above.
-    a.peak += b.peak;
-}
-
-fn add_dpi(a: &mut DpiStats, b: &DpiStats) {
-    a.inspected += b.inspected;
-    a.by_dpi += b.by_dpi;
-    a.by_port += b.by_port;
-    a.by_address += b.by_address;
-    a.unknown += b.unknown;
-    a.packets += b.packets;
-    // As for the table's peak: the sum bounds the true peak from above.
-    a.peak_inspecting += b.peak_inspecting;
-}
-
-fn add_rtt(a: &mut RttStats, b: &RttStats) {
-    a.tcp_packets += b.tcp_packets;
-    a.ts_samples += b.ts_samples;
-    a.seq_samples += b.seq_samples;
-    a.table_full += b.table_full;
-    a.expired += b.expired;
-    a.backwards += b.backwards;
 }
 
 #[cfg(test)]

@@ -13,9 +13,7 @@ use std::sync::atomic::AtomicBool;
 
 use common::{Key, data_dir, endpoint, expected, key, master, snabbwall};
 use rampart_capture::Capture;
-use rampart_dpi::App;
-use rampart_engine::{FlowsConfig, run_flows};
-use rampart_flow::EndedFlow;
+use rampart_engine::{FlowRecord, FlowsConfig, run_flows};
 use rampart_wire::Family;
 
 /// One record as the test compares it: key, label, how it was found, and the metadata.
@@ -24,7 +22,7 @@ type Row = (Key, String, &'static str, rampart_dpi::Meta);
 fn records(cap: &mut Capture, cfg: &FlowsConfig) -> Vec<Row> {
     let mut rows = Vec::new();
     let stop = AtomicBool::new(false);
-    let mut sink = |e: &EndedFlow, _: &_, app: Option<&App>| {
+    let mut sink = |e: &FlowRecord| {
         let k = &e.flow.key;
         let l4 = match k.proto {
             6 => "TCP",
@@ -32,7 +30,7 @@ fn records(cap: &mut Capture, cfg: &FlowsConfig) -> Vec<Row> {
             _ => "other",
         };
         let fam = if k.family == 4 { Family::V4 } else { Family::V6 };
-        let app = app.expect("identification is on");
+        let app = e.app.as_ref().expect("identification is on");
         rows.push((
             key(l4, endpoint(fam, &k.addr_a, k.port_a), endpoint(fam, &k.addr_b, k.port_b)),
             app.label.to_string(),

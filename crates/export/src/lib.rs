@@ -1,6 +1,6 @@
 //! Flow records out: JSON lines and CSV, formatted by hand into a reused buffer.
 //!
-//! Field names (JSON keys and CSV columns, in this order):
+//! Both formats write the same fields, in the same order, from one list ([`field_names`]):
 //!
 //! | field | meaning |
 //! |---|---|
@@ -13,7 +13,7 @@
 //! | `packets_rev`, `bytes_rev` | responder to initiator |
 //! | `tcp_flags_fwd`, `tcp_flags_rev` | TCP flags seen each way, as letters `CEUAPRSF` |
 //! | `icmp_id` | the echo identifier of an ICMP echo flow |
-//! | `end_reason` | `idle`, `evicted` or `end` |
+//! | `end_reason` | `idle`, `fin`, `rst`, `evicted` or `end` |
 //! | `rtt_src_count`, `_min`, `_median`, `_max` | TCP: passive RTT samples from the capture point to the initiator and back (seconds; median within ~3 %) |
 //! | `rtt_dst_count`, `_min`, `_median`, `_max` | the same towards the responder |
 //! | `app` | the application, in nDPI's naming: `MASTER` or `MASTER.APP` (`DNS`, `TLS.YouTube`, `Unknown`) |
@@ -23,22 +23,25 @@
 //! | `dns_query` | the DNS query name |
 //! | `ssh_banner` | the first SSH banner seen |
 //!
-//! JSON omits `tcp_flags_*` and `rtt_*` for non-TCP flows, `rtt_*_min/median/max` when there
-//! are no samples, `icmp_id` for non-echo flows, `app` and the fields after it when
-//! application identification is off, and each metadata field when it was not found; CSV
-//! leaves those cells empty. Text fields are escaped as JSON strings, and quoted in CSV when
-//! they hold a comma, quote or line break.
+//! A field that does not apply is left out of JSON and left empty in CSV: `tcp_flags_*` and
+//! `rtt_*` for flows that are not TCP and `rtt_*` when RTT matching is off,
+//! `rtt_*_min/median/max` when there are no samples, `icmp_id` for flows that are not echoes,
+//! `app` and the fields after it when identification is off, and each metadata field when it
+//! was not found. Text fields are escaped as JSON strings, and quoted in CSV when they hold a
+//! comma, quote or line break.
 //!
 //! The [`rtt`] module writes RTT samples (pping's two formats and JSON) and per-flow RTT
-//! summaries; [`num`] holds the hand-written number and address formatting both use. Numbers are JSON numbers, addresses strings (IPv6 in RFC 5952 form).
+//! summaries; [`num`] holds the hand-written number and address formatting both use. Numbers
+//! are JSON numbers, addresses strings (IPv6 in RFC 5952 form).
 #![forbid(unsafe_code)]
 
 use std::io::{self, Write};
 use std::net::IpAddr;
 
-use rampart_dpi::App;
-use rampart_flow::{EndedFlow, KeyKind};
-use rampart_rtt::RttSummary;
+use rampart_dpi::Label;
+use rampart_engine::FlowRecord;
+use rampart_flow::KeyKind;
+use rampart_rtt::DirSummary;
 use rampart_wire::proto;
 
 pub mod num;
@@ -56,10 +59,122 @@ pub enum FlowFormat {
     Csv,
 }
 
-const COLUMNS: &str = "proto,src,sport,dst,dport,first,last,duration,packets_fwd,bytes_fwd,\
-packets_rev,bytes_rev,tcp_flags_fwd,tcp_flags_rev,icmp_id,end_reason,rtt_src_count,rtt_src_min,\
-rtt_src_median,rtt_src_max,rtt_dst_count,rtt_dst_min,rtt_dst_median,rtt_dst_max,app,app_by,sni,\
-alpn,http_host,user_agent,dns_query,ssh_banner";
+/// What a record's fields are computed from, worked out once per record.
+struct View<'a> {
+    r: &'a FlowRecord,
+    src: IpAddr,
+    sport: u16,
+    dst: IpAddr,
+    dport: u16,
+    tcp: bool,
+    /// RTT towards the initiator and the responder, for a TCP flow with RTT matching on.
+    rtt: Option<(DirSummary, DirSummary)>,
+}
+
+impl<'a> View<'a> {
+    fn new(r: &'a FlowRecord) -> Self {
+        let f = &r.flow;
+        let (src, sport, dst, dport) = f.endpoints();
+        let (sport, dport) = match f.key.kind() {
+            KeyKind::Ports => (sport, dport),
+            KeyKind::Echo | KeyKind::Pair => (0, 0),
+        };
+        let tcp = f.key.proto == proto::TCP;
+        let rtt = r.rtt.filter(|_| tcp).map(|s| s.toward_src_dst());
+        Self { r, src, sport, dst, dport, tcp, rtt }
+    }
+
+    fn rtt(&self, to_dst: bool) -> Option<DirSummary> {
+        self.rtt.map(|(s, d)| if to_dst { d } else { s })
+    }
+
+    /// An RTT statistic, present only when there are samples.
+    fn rtt_stat(&self, to_dst: bool, pick: fn(&DirSummary) -> u64) -> Value<'a> {
+        match self.rtt(to_dst) {
+            Some(d) if d.count > 0 => Value::Rtt(pick(&d)),
+            _ => Value::Absent,
+        }
+    }
+
+    fn meta(&self, pick: fn(&rampart_dpi::Meta) -> Option<&str>) -> Value<'a> {
+        match &self.r.app {
+            Some(app) => pick(app.meta()).map_or(Value::Absent, Value::Text),
+            None => Value::Absent,
+        }
+    }
+}
+
+/// One field's value in a record.
+enum Value<'a> {
+    /// The field does not apply: left out of JSON, an empty CSV cell.
+    Absent,
+    /// A count.
+    Int(u64),
+    /// Nanoseconds since the epoch (or a duration), as seconds with microseconds.
+    Time(u64),
+    /// An RTT in nanoseconds, as seconds with nanoseconds.
+    Rtt(u64),
+    /// A name from a fixed list (no escaping needed).
+    Name(&'static str),
+    /// Text from the packets (escaped).
+    Text(&'a str),
+    /// An address.
+    Addr(IpAddr),
+    /// The protocol: a name, or the number.
+    Proto(u8, u8),
+    /// TCP flags.
+    Flags(u8),
+    /// An application label.
+    Label(Label),
+}
+
+/// A field: its name and how its value is found.
+type Field = (&'static str, for<'a> fn(&View<'a>) -> Value<'a>);
+
+/// The names of a flow record's fields, in output order.
+pub fn field_names() -> impl Iterator<Item = &'static str> {
+    FIELDS.iter().map(|(name, _)| *name)
+}
+
+/// Every field of a flow record, in output order: the one list JSON, CSV and the CSV header
+/// are written from.
+const FIELDS: &[Field] = &[
+    ("proto", |v| Value::Proto(v.r.flow.key.proto, v.r.flow.key.family)),
+    ("src", |v| Value::Addr(v.src)),
+    ("sport", |v| Value::Int(v.sport.into())),
+    ("dst", |v| Value::Addr(v.dst)),
+    ("dport", |v| Value::Int(v.dport.into())),
+    ("first", |v| Value::Time(v.r.flow.first)),
+    ("last", |v| Value::Time(v.r.flow.last)),
+    ("duration", |v| Value::Time(v.r.flow.last.saturating_sub(v.r.flow.first))),
+    ("packets_fwd", |v| Value::Int(v.r.flow.packets[0])),
+    ("bytes_fwd", |v| Value::Int(v.r.flow.bytes[0])),
+    ("packets_rev", |v| Value::Int(v.r.flow.packets[1])),
+    ("bytes_rev", |v| Value::Int(v.r.flow.bytes[1])),
+    ("tcp_flags_fwd", |v| if v.tcp { Value::Flags(v.r.flow.tcp_flags[0]) } else { Value::Absent }),
+    ("tcp_flags_rev", |v| if v.tcp { Value::Flags(v.r.flow.tcp_flags[1]) } else { Value::Absent }),
+    ("icmp_id", |v| match v.r.flow.key.kind() {
+        KeyKind::Echo => Value::Int(v.r.flow.key.port_a.into()),
+        _ => Value::Absent,
+    }),
+    ("end_reason", |v| Value::Name(v.r.end.name())),
+    ("rtt_src_count", |v| v.rtt(false).map_or(Value::Absent, |d| Value::Int(d.count))),
+    ("rtt_src_min", |v| v.rtt_stat(false, |d| d.min)),
+    ("rtt_src_median", |v| v.rtt_stat(false, |d| d.median)),
+    ("rtt_src_max", |v| v.rtt_stat(false, |d| d.max)),
+    ("rtt_dst_count", |v| v.rtt(true).map_or(Value::Absent, |d| Value::Int(d.count))),
+    ("rtt_dst_min", |v| v.rtt_stat(true, |d| d.min)),
+    ("rtt_dst_median", |v| v.rtt_stat(true, |d| d.median)),
+    ("rtt_dst_max", |v| v.rtt_stat(true, |d| d.max)),
+    ("app", |v| v.r.app.as_ref().map_or(Value::Absent, |a| Value::Label(a.label))),
+    ("app_by", |v| v.r.app.as_ref().map_or(Value::Absent, |a| Value::Name(a.by.name()))),
+    ("sni", |v| v.meta(|m| m.sni.as_deref())),
+    ("alpn", |v| v.meta(|m| m.alpn.as_deref())),
+    ("http_host", |v| v.meta(|m| m.http_host.as_deref())),
+    ("user_agent", |v| v.meta(|m| m.user_agent.as_deref())),
+    ("dns_query", |v| v.meta(|m| m.dns_query.as_deref())),
+    ("ssh_banner", |v| v.meta(|m| m.ssh_banner.as_deref())),
+];
 
 /// Writes flow records to `W`. Output is buffered by `W`; call [`FlowWriter::flush`] before exit.
 pub struct FlowWriter<W: Write> {
@@ -79,117 +194,52 @@ impl<W: Write> FlowWriter<W> {
     /// [`FlowWriter::write`]; call it directly so that an empty result still has its header.
     pub fn header(&mut self) -> io::Result<()> {
         if self.format == FlowFormat::Csv && !self.header_done {
-            self.out.write_all(COLUMNS.as_bytes())?;
-            self.out.write_all(b"\n")?;
+            self.line.clear();
+            for (i, (name, _)) in FIELDS.iter().enumerate() {
+                if i > 0 {
+                    self.line.push(b',');
+                }
+                self.line.extend_from_slice(name.as_bytes());
+            }
+            self.line.push(b'\n');
+            self.out.write_all(&self.line)?;
         }
         self.header_done = true;
         Ok(())
     }
 
-    /// Writes one flow record with its RTT summary and its application (`None` when
-    /// identification is off).
-    pub fn write(&mut self, e: &EndedFlow, rtt: &RttSummary, app: Option<&App>) -> io::Result<()> {
+    /// Writes one flow record.
+    pub fn write(&mut self, r: &FlowRecord) -> io::Result<()> {
         self.header()?;
-        self.line.clear();
-        let f = &e.flow;
-        let (src, sport, dst, dport) = f.endpoints();
-        let (sport, dport) = match f.key.kind() {
-            KeyKind::Ports => (sport, dport),
-            KeyKind::Echo | KeyKind::Pair => (0, 0),
-        };
-        let tcp = f.key.proto == proto::TCP;
-        let echo = (f.key.kind() == KeyKind::Echo).then_some(f.key.port_a);
-        let (rtt_src, rtt_dst) = rtt::toward(f.initiator, rtt);
+        let view = View::new(r);
         let l = &mut self.line;
+        l.clear();
         match self.format {
             FlowFormat::Json => {
-                l.extend_from_slice(b"{\"proto\":");
-                proto_name(l, f.key.proto, f.key.family, true);
-                l.extend_from_slice(b",\"src\":\"");
-                addr(l, src);
-                l.extend_from_slice(b"\",\"sport\":");
-                int(l, sport);
-                l.extend_from_slice(b",\"dst\":\"");
-                addr(l, dst);
-                l.extend_from_slice(b"\",\"dport\":");
-                int(l, dport);
-                l.extend_from_slice(b",\"first\":");
-                epoch(l, f.first);
-                l.extend_from_slice(b",\"last\":");
-                epoch(l, f.last);
-                l.extend_from_slice(b",\"duration\":");
-                epoch(l, f.last.saturating_sub(f.first));
-                for (name, v) in [
-                    (&b",\"packets_fwd\":"[..], f.packets[0]),
-                    (b",\"bytes_fwd\":", f.bytes[0]),
-                    (b",\"packets_rev\":", f.packets[1]),
-                    (b",\"bytes_rev\":", f.bytes[1]),
-                ] {
-                    l.extend_from_slice(name);
-                    int(l, v);
-                }
-                if tcp {
-                    l.extend_from_slice(b",\"tcp_flags_fwd\":\"");
-                    flags(l, f.tcp_flags[0]);
-                    l.extend_from_slice(b"\",\"tcp_flags_rev\":\"");
-                    flags(l, f.tcp_flags[1]);
+                l.push(b'{');
+                let mut first = true;
+                for (name, value) in FIELDS {
+                    let v = value(&view);
+                    if matches!(v, Value::Absent) {
+                        continue;
+                    }
+                    if !first {
+                        l.push(b',');
+                    }
+                    first = false;
                     l.push(b'"');
-                }
-                if let Some(id) = echo {
-                    l.extend_from_slice(b",\"icmp_id\":");
-                    int(l, id);
-                }
-                l.extend_from_slice(b",\"end_reason\":\"");
-                l.extend_from_slice(e.reason.name().as_bytes());
-                l.push(b'"');
-                if let Some(app) = app {
-                    app_json(l, app);
-                }
-                if tcp {
-                    rtt::summary_json(l, rtt_src, rtt_dst);
+                    l.extend_from_slice(name.as_bytes());
+                    l.extend_from_slice(b"\":");
+                    json_value(l, v);
                 }
                 l.extend_from_slice(b"}\n");
             }
             FlowFormat::Csv => {
-                proto_name(l, f.key.proto, f.key.family, false);
-                l.push(b',');
-                addr(l, src);
-                l.push(b',');
-                int(l, sport);
-                l.push(b',');
-                addr(l, dst);
-                l.push(b',');
-                int(l, dport);
-                for t in [f.first, f.last, f.last.saturating_sub(f.first)] {
-                    l.push(b',');
-                    epoch(l, t);
-                }
-                for v in [f.packets[0], f.bytes[0], f.packets[1], f.bytes[1]] {
-                    l.push(b',');
-                    int(l, v);
-                }
-                l.push(b',');
-                if tcp {
-                    flags(l, f.tcp_flags[0]);
-                }
-                l.push(b',');
-                if tcp {
-                    flags(l, f.tcp_flags[1]);
-                }
-                l.push(b',');
-                if let Some(id) = echo {
-                    int(l, id);
-                }
-                l.push(b',');
-                l.extend_from_slice(e.reason.name().as_bytes());
-                if tcp {
-                    rtt::summary_csv(l, rtt_src, rtt_dst);
-                } else {
-                    l.extend_from_slice(b",,,,,,,,");
-                }
-                match app {
-                    Some(app) => app_csv(l, app),
-                    None => l.extend_from_slice(b",,,,,,,,"),
+                for (i, (_, value)) in FIELDS.iter().enumerate() {
+                    if i > 0 {
+                        l.push(b',');
+                    }
+                    csv_value(l, value(&view));
                 }
                 l.push(b'\n');
             }
@@ -202,6 +252,11 @@ impl<W: Write> FlowWriter<W> {
         self.out.flush()
     }
 
+    /// The underlying writer.
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.out
+    }
+
     /// Flushes and returns the underlying writer.
     pub fn into_inner(mut self) -> io::Result<W> {
         self.out.flush()?;
@@ -209,63 +264,79 @@ impl<W: Write> FlowWriter<W> {
     }
 }
 
-/// The metadata fields after `app` and `app_by`, in column order.
-fn meta_fields(app: &App) -> [(&'static [u8], Option<&str>); 6] {
-    let m = app.meta();
-    [
-        (b"sni", m.sni.as_deref()),
-        (b"alpn", m.alpn.as_deref()),
-        (b"http_host", m.http_host.as_deref()),
-        (b"user_agent", m.user_agent.as_deref()),
-        (b"dns_query", m.dns_query.as_deref()),
-        (b"ssh_banner", m.ssh_banner.as_deref()),
-    ]
+fn json_value(l: &mut Vec<u8>, v: Value<'_>) {
+    match v {
+        Value::Absent => {}
+        Value::Int(n) => int(l, n),
+        Value::Time(ns) => epoch(l, ns),
+        Value::Rtt(ns) => rtt::secs(l, ns, 9),
+        Value::Name(s) => {
+            l.push(b'"');
+            l.extend_from_slice(s.as_bytes());
+            l.push(b'"');
+        }
+        Value::Text(s) => text::json_string(l, s),
+        Value::Addr(a) => {
+            l.push(b'"');
+            addr(l, a);
+            l.push(b'"');
+        }
+        Value::Proto(p, family) => match proto_name(p, family) {
+            Some(name) => {
+                l.push(b'"');
+                l.extend_from_slice(name.as_bytes());
+                l.push(b'"');
+            }
+            None => int(l, p),
+        },
+        Value::Flags(f) => {
+            l.push(b'"');
+            flags(l, f);
+            l.push(b'"');
+        }
+        Value::Label(label) => {
+            l.push(b'"');
+            let start = l.len();
+            display(l, label);
+            // Labels are names from fixed lists and need no escaping; should one ever need
+            // it, it gets it.
+            if l[start..].iter().any(|&b| b == b'"' || b == b'\\' || b < 0x20) {
+                let raw = l.split_off(start);
+                text::json_escaped(l, &String::from_utf8_lossy(&raw));
+            }
+            l.push(b'"');
+        }
+    }
+}
+
+fn csv_value(l: &mut Vec<u8>, v: Value<'_>) {
+    match v {
+        Value::Absent => {}
+        Value::Int(n) => int(l, n),
+        Value::Time(ns) => epoch(l, ns),
+        Value::Rtt(ns) => rtt::secs(l, ns, 9),
+        Value::Name(s) => l.extend_from_slice(s.as_bytes()),
+        Value::Text(s) => text::csv_field(l, s),
+        Value::Addr(a) => addr(l, a),
+        Value::Proto(p, family) => match proto_name(p, family) {
+            Some(name) => l.extend_from_slice(name.as_bytes()),
+            None => int(l, p),
+        },
+        Value::Flags(f) => flags(l, f),
+        Value::Label(label) => {
+            let start = l.len();
+            display(l, label);
+            if l[start..].iter().any(|&b| matches!(b, b',' | b'"' | b'\n' | b'\r')) {
+                let raw = l.split_off(start);
+                text::csv_field(l, &String::from_utf8_lossy(&raw));
+            }
+        }
+    }
 }
 
 /// Writes a `Display` value into the line (writing into a Vec cannot fail).
 fn display(l: &mut Vec<u8>, v: impl std::fmt::Display) {
     let _ = write!(l, "{v}");
-}
-
-fn app_json(l: &mut Vec<u8>, app: &App) {
-    l.extend_from_slice(b",\"app\":\"");
-    let start = l.len();
-    display(l, app.label);
-    // Labels are names from fixed lists and need no escaping; should one ever need it, it
-    // gets it.
-    if l[start..].iter().any(|&b| b == b'"' || b == b'\\' || b < 0x20) {
-        let label = l.split_off(start);
-        text::json_escaped(l, &String::from_utf8_lossy(&label));
-    }
-    l.extend_from_slice(b"\",\"app_by\":\"");
-    l.extend_from_slice(app.by.name().as_bytes());
-    l.push(b'"');
-    for (name, v) in meta_fields(app) {
-        if let Some(v) = v {
-            l.extend_from_slice(b",\"");
-            l.extend_from_slice(name);
-            l.extend_from_slice(b"\":");
-            text::json_string(l, v);
-        }
-    }
-}
-
-fn app_csv(l: &mut Vec<u8>, app: &App) {
-    l.push(b',');
-    let start = l.len();
-    display(l, app.label);
-    if l[start..].iter().any(|&b| matches!(b, b',' | b'"' | b'\n' | b'\r')) {
-        let label = l.split_off(start);
-        text::csv_field(l, &String::from_utf8_lossy(&label));
-    }
-    l.push(b',');
-    l.extend_from_slice(app.by.name().as_bytes());
-    for (_, v) in meta_fields(app) {
-        l.push(b',');
-        if let Some(v) = v {
-            text::csv_field(l, v);
-        }
-    }
 }
 
 /// Nanoseconds as seconds with six decimals (microseconds, truncated).
@@ -284,28 +355,19 @@ fn addr(l: &mut Vec<u8>, a: IpAddr) {
     let _ = write!(l, "{a}");
 }
 
-fn proto_name(l: &mut Vec<u8>, p: u8, family: u8, quote: bool) {
-    let name = match (p, family) {
-        (proto::TCP, _) => "tcp",
-        (proto::UDP, _) => "udp",
-        (proto::ICMP, 4) => "icmp",
-        (proto::ICMPV6, 6) => "icmp6",
-        _ => {
-            int(l, p);
-            return;
-        }
-    };
-    if quote {
-        l.push(b'"');
-    }
-    l.extend_from_slice(name.as_bytes());
-    if quote {
-        l.push(b'"');
+/// The protocol's name in records, or `None` where the number is written.
+fn proto_name(p: u8, family: u8) -> Option<&'static str> {
+    match (p, family) {
+        (proto::TCP, _) => Some("tcp"),
+        (proto::UDP, _) => Some("udp"),
+        (proto::ICMP, 4) => Some("icmp"),
+        (proto::ICMPV6, 6) => Some("icmp6"),
+        _ => None,
     }
 }
 
-fn flags(l: &mut Vec<u8>, f: u16) {
-    const LETTERS: [(u16, u8); 8] = [
+fn flags(l: &mut Vec<u8>, f: u8) {
+    const LETTERS: [(u8, u8); 8] = [
         (0x80, b'C'),
         (0x40, b'E'),
         (0x20, b'U'),
@@ -325,9 +387,11 @@ fn flags(l: &mut Vec<u8>, f: u16) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rampart_flow::{EndReason, Flow, FlowId, FlowKey, KeyKind, PacketInfo, Side};
+    use rampart_dpi::App;
+    use rampart_flow::{EndReason, Flow, FlowKey, KeyKind, PacketInfo, Side};
+    use rampart_rtt::RttSummary;
 
-    fn ended(proto: u8, kind: KeyKind, family: u8) -> EndedFlow {
+    fn ended(proto: u8, kind: KeyKind, family: u8) -> FlowRecord {
         let mut a = [0; 16];
         let mut b = [0; 16];
         if family == 4 {
@@ -352,12 +416,17 @@ mod tests {
         flow.packets = [3, 2];
         flow.bytes = [180, 1500];
         flow.tcp_flags = [0x1b, 0x12];
-        EndedFlow { flow, reason: EndReason::End, id: FlowId(0) }
+        FlowRecord { flow, end: EndReason::End, rtt: Some(RttSummary::default()), app: None }
     }
 
-    fn render(format: FlowFormat, e: &EndedFlow) -> String {
+    fn with_app(mut r: FlowRecord, app: App) -> FlowRecord {
+        r.app = Some(app);
+        r
+    }
+
+    fn render(format: FlowFormat, r: &FlowRecord) -> String {
         let mut w = FlowWriter::new(Vec::new(), format);
-        w.write(e, &RttSummary::default(), None).unwrap();
+        w.write(r).unwrap();
         String::from_utf8(w.into_inner().unwrap()).unwrap()
     }
 
@@ -373,12 +442,13 @@ mod tests {
              \"end_reason\":\"end\",\"rtt_src_count\":0,\"rtt_dst_count\":0}\n"
         );
         assert_eq!(ended(6, KeyKind::Ports, 4).flow.initiator, Side::B);
-        // Samples towards each end: side B is the initiator here, so sides[1] is `rtt_src`.
+        // Samples the initiator's packets completed measure the path to the initiator:
+        // `rtt_src`.
         let mut r = RttSummary::default();
-        r.sides[1] = rampart_rtt::DirSummary { count: 2, min: 1_000, median: 1_500, max: 2_000 };
-        let mut w = FlowWriter::new(Vec::new(), FlowFormat::Json);
-        w.write(&ended(6, KeyKind::Ports, 4), &r, None).unwrap();
-        let s = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        r.dirs[0] = rampart_rtt::DirSummary { count: 2, min: 1_000, median: 1_500, max: 2_000 };
+        let mut rec = ended(6, KeyKind::Ports, 4);
+        rec.rtt = Some(r);
+        let s = render(FlowFormat::Json, &rec);
         assert!(
             s.ends_with(
                 ",\"rtt_src_count\":2,\"rtt_src_min\":0.000001000,\"rtt_src_median\":0.000001500,\
@@ -397,14 +467,20 @@ mod tests {
         assert!(s.starts_with("{\"proto\":47,"), "{s}");
     }
 
+    const COLUMNS: &str = "proto,src,sport,dst,dport,first,last,duration,packets_fwd,\
+        bytes_fwd,packets_rev,bytes_rev,tcp_flags_fwd,tcp_flags_rev,icmp_id,end_reason,\
+        rtt_src_count,rtt_src_min,rtt_src_median,rtt_src_max,rtt_dst_count,rtt_dst_min,\
+        rtt_dst_median,rtt_dst_max,app,app_by,sni,alpn,http_host,user_agent,dns_query,ssh_banner";
+
     #[test]
     fn csv_has_a_header_and_fixed_columns() {
         let mut w = FlowWriter::new(Vec::new(), FlowFormat::Csv);
-        w.write(&ended(17, KeyKind::Ports, 4), &RttSummary::default(), None).unwrap();
-        w.write(&ended(6, KeyKind::Ports, 6), &RttSummary::default(), None).unwrap();
+        w.write(&ended(17, KeyKind::Ports, 4)).unwrap();
+        w.write(&ended(6, KeyKind::Ports, 6)).unwrap();
         let s = String::from_utf8(w.into_inner().unwrap()).unwrap();
         let lines: Vec<_> = s.lines().collect();
         assert_eq!(lines[0], COLUMNS);
+        assert_eq!(field_names().collect::<Vec<_>>().join(","), COLUMNS);
         let n = lines[0].split(',').count();
         assert!(lines.iter().all(|l| l.split(',').count() == n));
         assert_eq!(
@@ -434,16 +510,16 @@ mod tests {
     #[test]
     fn application_fields_in_json() {
         let mut w = FlowWriter::new(Vec::new(), FlowFormat::Json);
-        w.write(&ended(6, KeyKind::Ports, 4), &RttSummary::default(), Some(&tls_app())).unwrap();
-        w.write(&ended(17, KeyKind::Ports, 4), &RttSummary::default(), Some(&App::default()))
-            .unwrap();
+        w.write(&with_app(ended(6, KeyKind::Ports, 4), tls_app())).unwrap();
+        w.write(&with_app(ended(17, KeyKind::Ports, 4), App::default())).unwrap();
         let s = String::from_utf8(w.into_inner().unwrap()).unwrap();
         let lines: Vec<&str> = s.lines().collect();
         assert!(
-            lines[0].contains(
-                "\"end_reason\":\"end\",\"app\":\"TLS.YouTube\",\"app_by\":\"dpi\",\
+            lines[0].ends_with(
+                "\"end_reason\":\"end\",\"rtt_src_count\":0,\"rtt_dst_count\":0,\
+                 \"app\":\"TLS.YouTube\",\"app_by\":\"dpi\",\
                  \"sni\":\"www.youtube.com\",\"alpn\":\"h2,http/1.1\",\
-                 \"user_agent\":\"a \\\"quoted\\\", \\\\ agent\",\"rtt_src_count\":0"
+                 \"user_agent\":\"a \\\"quoted\\\", \\\\ agent\"}"
             ),
             "{}",
             lines[0]
@@ -454,7 +530,7 @@ mod tests {
     #[test]
     fn application_fields_in_csv() {
         let mut w = FlowWriter::new(Vec::new(), FlowFormat::Csv);
-        w.write(&ended(6, KeyKind::Ports, 4), &RttSummary::default(), Some(&tls_app())).unwrap();
+        w.write(&with_app(ended(6, KeyKind::Ports, 4), tls_app())).unwrap();
         let s = String::from_utf8(w.into_inner().unwrap()).unwrap();
         let row = s.lines().nth(1).unwrap();
         assert!(
@@ -463,5 +539,20 @@ mod tests {
             ),
             "{row}"
         );
+    }
+
+    #[test]
+    fn without_rtt_the_rtt_cells_are_empty() {
+        // RTT matching off: no `rtt_*` field in JSON, empty cells in CSV (not zeros).
+        let mut r = ended(6, KeyKind::Ports, 4);
+        r.rtt = None;
+        assert!(!render(FlowFormat::Json, &r).contains("rtt_"));
+        let csv = render(FlowFormat::Csv, &r);
+        let row = csv.lines().nth(1).unwrap();
+        assert!(row.ends_with(",end,,,,,,,,,,,,,,,,"), "{row}");
+        // RTT on, a TCP flow without samples: counts of 0.
+        let r = ended(6, KeyKind::Ports, 4);
+        let row = render(FlowFormat::Csv, &r).lines().nth(1).unwrap().to_string();
+        assert!(row.ends_with(",end,0,,,,0,,,,,,,,,,,"), "{row}");
     }
 }

@@ -18,7 +18,7 @@
 
 use std::io::{self, Write};
 
-use rampart_flow::{EndedFlow, FlowKey, Side};
+use rampart_flow::{Flow, FlowKey, Side};
 use rampart_rtt::{CompatSample, DirSummary, RttSummary, Sample};
 
 use crate::num::{fixed, int, padded, slot_addr, time_diff};
@@ -105,7 +105,7 @@ fn flow_name(l: &mut Vec<u8>, key: &FlowKey, side: Side) {
 }
 
 /// Nanoseconds as seconds with `prec` decimals (truncated).
-fn secs(l: &mut Vec<u8>, ns: u64, prec: usize) {
+pub(crate) fn secs(l: &mut Vec<u8>, ns: u64, prec: usize) {
     int(l, ns / 1_000_000_000);
     l.push(b'.');
     let frac = ns % 1_000_000_000;
@@ -204,9 +204,8 @@ impl<W: Write> RttWriter<W> {
     /// `rtt_src_*`/`rtt_dst_*` fields; text: `src:sport+dst:dport` then `src n=… min=… med=…
     /// max=…` and the same for `dst`; machine: `first last flow` then count, min, median, max
     /// in seconds for src and for dst.
-    pub fn write_summary(&mut self, e: &EndedFlow, r: &RttSummary) -> io::Result<()> {
-        let f = &e.flow;
-        let (src, dst) = toward(f.initiator, r);
+    pub fn write_summary(&mut self, f: &Flow, r: &RttSummary) -> io::Result<()> {
+        let (src, dst) = r.toward_src_dst();
         let l = &mut self.line;
         l.clear();
         match self.format {
@@ -267,12 +266,6 @@ impl<W: Write> RttWriter<W> {
     }
 }
 
-/// The summaries towards the initiator (`src`) and the responder (`dst`).
-pub fn toward(initiator: Side, r: &RttSummary) -> (DirSummary, DirSummary) {
-    let i = initiator as usize;
-    (r.sides[i], r.sides[i ^ 1])
-}
-
 fn endpoints_json(l: &mut Vec<u8>, key: &FlowKey, side: Side) {
     let (s, sp, d, dp) = ends(key, side);
     l.extend_from_slice(b",\"src\":\"");
@@ -298,20 +291,6 @@ pub(crate) fn summary_json(l: &mut Vec<u8>, src: DirSummary, dst: DirSummary) {
                 l.extend_from_slice(b",\"rtt_");
                 l.extend_from_slice(name);
                 l.extend_from_slice(k);
-                secs(l, v, 9);
-            }
-        }
-    }
-}
-
-/// CSV cells `count,min,median,max` for src then dst (stats empty without samples).
-pub(crate) fn summary_csv(l: &mut Vec<u8>, src: DirSummary, dst: DirSummary) {
-    for d in [src, dst] {
-        l.push(b',');
-        int(l, d.count);
-        for v in [d.min, d.median, d.max] {
-            l.push(b',');
-            if d.count > 0 {
                 secs(l, v, 9);
             }
         }

@@ -22,6 +22,29 @@ pub enum Side {
     B,
 }
 
+/// Which way a packet goes relative to its flow's initiator (the sender of the first packet
+/// seen), as conntrack's ORIGINAL and REPLY directions. Records, and every stage that keeps
+/// per-flow state, index their two directions by it (`dir as usize`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Dir {
+    /// From the initiator to the responder.
+    #[default]
+    Original = 0,
+    /// From the responder back to the initiator.
+    Reply = 1,
+}
+
+impl Dir {
+    /// The other direction.
+    #[inline]
+    pub fn reverse(self) -> Self {
+        match self {
+            Self::Original => Self::Reply,
+            Self::Reply => Self::Original,
+        }
+    }
+}
+
 /// A bidirectional flow key: 40 bytes, no padding left uninitialised, the same for both
 /// directions of a flow. IPv4 addresses sit in the first 4 bytes of their 16-byte slots and
 /// `family` keeps them apart from IPv6.

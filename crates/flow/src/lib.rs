@@ -17,9 +17,11 @@
 #![deny(unsafe_code)]
 
 mod key;
+pub mod stage;
 mod table;
 
-pub use key::{FlowKey, KeyKind, Side};
+pub use key::{Dir, FlowKey, KeyKind, Side};
+pub use stage::{FlowCtx, SideStage};
 pub use table::{
     EndReason, EndedFlow, Flow, FlowId, FlowTable, PacketInfo, TableConfig, TableStats, Tracked,
 };

@@ -1,6 +1,6 @@
 use std::hash::{BuildHasher, Hasher};
 
-use crate::key::{FlowKey, Side};
+use crate::key::{Dir, FlowKey, Side};
 
 /// Records per arena chunk; chunks are allocated as the number of live flows grows.
 const CHUNK: usize = 4096;
@@ -9,6 +9,9 @@ const EVICT_SAMPLE: usize = 8;
 /// Index slots per allowed flow at full size (load factor at most 1/2).
 const SLOTS_PER_FLOW: usize = 2;
 const MIN_SLOTS: usize = 1024;
+/// TCP flag bits the table looks at.
+const SYN: u16 = rampart_wire::tcp::flags::SYN;
+const ACK: u16 = rampart_wire::tcp::flags::ACK;
 /// Idle timers count capture time in ticks of 2^26 ns (67 ms) since the epoch.
 const TICK_SHIFT: u32 = 26;
 /// Slots of the timer wheel: 4096 ticks, 4.6 minutes; later deadlines go round again.
@@ -21,6 +24,10 @@ pub struct TableConfig {
     pub max_flows: usize,
     /// A flow idle for longer than this (capture time, nanoseconds) has ended.
     pub idle_timeout_ns: u64,
+    /// A TCP flow that has been closed (a FIN each way, or a reset) ends once it has been
+    /// quiet this long (nanoseconds), so that retransmitted FINs and the last ACKs still join
+    /// it. `u64::MAX` keeps closed flows until the idle timeout.
+    pub close_linger_ns: u64,
     /// Seed for the table hash (fixed seeds make runs reproducible; vary it per process to keep
     /// crafted traffic from colliding).
     pub seed: u64,
@@ -28,7 +35,12 @@ pub struct TableConfig {
 
 impl Default for TableConfig {
     fn default() -> Self {
-        Self { max_flows: 1_000_000, idle_timeout_ns: 300_000_000_000, seed: 0x5eed_f10e }
+        Self {
+            max_flows: 1_000_000,
+            idle_timeout_ns: 300_000_000_000,
+            close_linger_ns: 5_000_000_000,
+            seed: 0x5eed_f10e,
+        }
     }
 }
 
@@ -37,6 +49,10 @@ impl Default for TableConfig {
 pub enum EndReason {
     /// No packet for longer than the idle timeout.
     Idle,
+    /// A TCP connection closed by a FIN each way, then quiet for the close linger.
+    Fin,
+    /// A TCP connection reset, then quiet for the close linger.
+    Rst,
     /// Pushed out to make room for a new flow when the table was full.
     Evicted,
     /// The input ended (or the run was stopped) with the flow still live.
@@ -44,17 +60,20 @@ pub enum EndReason {
 }
 
 impl EndReason {
-    /// The name used in records: `idle`, `evicted` or `end`.
+    /// The name used in records: `idle`, `fin`, `rst`, `evicted` or `end`.
     pub fn name(self) -> &'static str {
         match self {
             Self::Idle => "idle",
+            Self::Fin => "fin",
+            Self::Rst => "rst",
             Self::Evicted => "evicted",
             Self::End => "end",
         }
     }
 }
 
-/// A flow's record. Directions are relative to the initiator: `[0]` is initiator to responder.
+/// A flow's record. Directions are relative to the initiator: `[0]` is initiator to responder
+/// ([`Dir::Original`]), `[1]` the replies.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Flow {
     /// The flow's key.
@@ -69,15 +88,22 @@ pub struct Flow {
     pub bytes: [u64; 2],
     /// Low 32 bits of the table hash.
     hash: u32,
-    /// TCP flags seen per direction (OR of every segment's flags).
-    pub tcp_flags: [u16; 2],
+    /// Timer list links: the next record on the list (record + 1, 0 at the end), and the
+    /// previous one (record + 1), or the list's slot with [`HEAD`] set for the first; 0 when
+    /// the record is on no list.
+    next: u32,
+    prev: u32,
+    /// TCP flags seen per direction (OR of every segment's `CEUAPRSF` bits).
+    pub tcp_flags: [u8; 2],
     /// Which side of the key sent the first packet.
     pub initiator: Side,
     live: bool,
-    /// Idle timer link, in the record's padding: 0 when the record is on no timer list, else
-    /// one more than the next list entry (which is 0 at the end, else record + 1).
-    timer: u32,
 }
+
+const _: () = assert!(std::mem::size_of::<Flow>() == 104);
+
+/// Marks a timer link that names a wheel slot rather than a record.
+const HEAD: u32 = 1 << 31;
 
 impl Flow {
     /// A record for a flow whose first packet is `p`.
@@ -89,10 +115,11 @@ impl Flow {
             packets: [1, 0],
             bytes: [u64::from(p.wire_len), 0],
             hash: p.hash as u32,
-            tcp_flags: [p.tcp_flags, 0],
+            next: 0,
+            prev: 0,
+            tcp_flags: [p.tcp_flags as u8, 0],
             initiator: p.side,
             live: true,
-            timer: 0,
         }
     }
 
@@ -102,6 +129,29 @@ impl Flow {
         match self.initiator {
             Side::A => (k.addr_a(), k.port_a, k.addr_b(), k.port_b),
             Side::B => (k.addr_b(), k.port_b, k.addr_a(), k.port_a),
+        }
+    }
+
+    /// The direction of a packet sent by `side`.
+    #[inline]
+    pub fn dir(&self, side: Side) -> Dir {
+        if side == self.initiator { Dir::Original } else { Dir::Reply }
+    }
+
+    /// How a TCP flow was closed, once it was: [`EndReason::Rst`] after a reset either way,
+    /// [`EndReason::Fin`] after a FIN each way; `None` while it is open (and for other
+    /// protocols, which carry no TCP flags).
+    #[inline]
+    pub fn closed(&self) -> Option<EndReason> {
+        const FIN: u8 = rampart_wire::tcp::flags::FIN as u8;
+        const RST: u8 = rampart_wire::tcp::flags::RST as u8;
+        let [a, b] = self.tcp_flags;
+        if (a | b) & RST != 0 {
+            Some(EndReason::Rst)
+        } else if a & b & FIN != 0 {
+            Some(EndReason::Fin)
+        } else {
+            None
         }
     }
 }
@@ -146,17 +196,22 @@ pub struct Tracked {
     pub id: FlowId,
     /// The flow started with this packet (per-flow state kept elsewhere must be reset).
     pub new: bool,
-    /// The packet went from initiator to responder.
-    pub forward: bool,
+    /// The packet's direction: from the initiator, or a reply.
+    pub dir: Dir,
 }
 
-/// Counters kept by the table.
+/// Counters kept by the table. Counters of several tables add up with `+=` (peaks too, which
+/// then bound the true peak from above).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TableStats {
     /// Flows created.
     pub created: u64,
     /// Flows ended by the idle timeout.
     pub idle: u64,
+    /// TCP flows ended after a FIN each way.
+    pub fin: u64,
+    /// TCP flows ended after a reset.
+    pub rst: u64,
     /// Flows evicted because the table was full.
     pub evicted: u64,
     /// Most flows live at once.
@@ -165,15 +220,29 @@ pub struct TableStats {
     pub timer_checks: u64,
 }
 
+impl std::ops::AddAssign for TableStats {
+    fn add_assign(&mut self, o: Self) {
+        self.created += o.created;
+        self.idle += o.idle;
+        self.fin += o.fin;
+        self.rst += o.rst;
+        self.evicted += o.evicted;
+        self.peak += o.peak;
+        self.timer_checks += o.timer_checks;
+    }
+}
+
 /// A bounded flow table: open addressing with linear probing over 8-byte index entries,
 /// records in a chunked arena, backward-shift deletion (no tombstones).
 ///
-/// Idle flows end exactly: [`FlowTable::advance`] ends every flow idle past the timeout at the
-/// time it is given, whatever else the table holds, so which flows end at which call depends
+/// Flows end exactly: [`FlowTable::advance`] ends every flow whose last packet lies more than
+/// its timeout before the time it is given (the idle timeout, or the close linger once a TCP
+/// flow is closed), whatever else the table holds, so which flows end at which call depends
 /// only on each flow's own packets (tables that share a capture between them end the same flows
 /// at the same calls as one table would). A timer wheel finds them: 4096 list heads, each list
-/// linked through the records' padding, at most one entry per record, looked at about once per
-/// timeout period and never per packet. It costs no memory per flow.
+/// doubly linked through the records, one entry per record, looked at about once per turn and
+/// never per packet, except when a flow's deadline moves earlier (it closes), which moves its
+/// entry. It costs no memory beyond the record.
 pub struct FlowTable {
     index: Vec<u64>,
     mask: usize,
@@ -196,8 +265,6 @@ pub struct FlowTable {
     cursor: u64,
     /// Where the main wheel stopped when time stepped back (meaningful while `cursor < high`).
     high: u64,
-    /// Entries on the back wheel.
-    back_len: usize,
     ended: Vec<EndedFlow>,
     stats: TableStats,
 }
@@ -210,7 +277,7 @@ fn entry(hash: u32, rec: u32) -> u64 {
 impl FlowTable {
     /// An empty table. Memory grows with the number of live flows, up to the bound.
     pub fn new(cfg: TableConfig) -> Self {
-        let max_flows = cfg.max_flows.clamp(1, u32::MAX as usize - 1);
+        let max_flows = cfg.max_flows.clamp(1, (HEAD - 2) as usize);
         let max_slots = (max_flows * SLOTS_PER_FLOW).next_power_of_two().max(MIN_SLOTS);
         let slots = MIN_SLOTS.min(max_slots);
         Self {
@@ -227,10 +294,14 @@ impl FlowTable {
             wheel: vec![0; 2 * WHEEL],
             cursor: 0,
             high: 0,
-            back_len: 0,
             ended: Vec::new(),
             stats: TableStats::default(),
         }
+    }
+
+    /// The table's limits.
+    pub fn config(&self) -> &TableConfig {
+        &self.cfg
     }
 
     /// The table hash of a key; compute it once per packet and pass it in [`PacketInfo`].
@@ -262,55 +333,92 @@ impl FlowTable {
         }
     }
 
-    /// Accounts one packet to its flow, creating the flow if needed. A flow found idle past the
-    /// timeout is ended first and a new one starts; a new flow in a full table evicts one.
+    /// How long a flow may stay quiet before it ends: the close linger once it is closed,
+    /// else the idle timeout.
+    #[inline]
+    fn timeout(&self, f: &Flow) -> u64 {
+        if f.closed().is_some() { self.cfg.close_linger_ns } else { self.cfg.idle_timeout_ns }
+    }
+
+    /// Why a flow that has been quiet past its timeout ends.
+    #[inline]
+    fn quiet_reason(f: &Flow) -> EndReason {
+        f.closed().unwrap_or(EndReason::Idle)
+    }
+
+    /// Accounts one packet to its flow, creating the flow if needed. A flow found quiet past
+    /// its timeout is ended first and a new one starts, as is a closed TCP flow that sees a
+    /// new SYN (the port is reused); a new flow in a full table evicts one.
     #[inline]
     pub fn track(&mut self, p: &PacketInfo) -> Tracked {
         let (slot, found) = self.find(&p.key, p.hash as u32);
         let rec = match found {
             Some(rec) => {
-                let timeout = self.cfg.idle_timeout_ns;
-                let f = self.record_mut(rec);
-                if p.ts.saturating_sub(f.last) <= timeout {
-                    let forward = p.side == f.initiator;
-                    let d = usize::from(!forward);
+                let f = self.record(rec);
+                let closed = f.closed();
+                let quiet = p.ts.saturating_sub(f.last) > self.timeout(f);
+                let reopen = closed.is_some()
+                    && p.tcp_flags & (SYN | ACK) == SYN
+                    && p.key.proto == rampart_wire::proto::TCP;
+                if !quiet && !reopen {
+                    let f = self.record_mut(rec);
+                    let dir = f.dir(p.side);
+                    let d = dir as usize;
                     f.packets[d] += 1;
                     f.bytes[d] += u64::from(p.wire_len);
-                    f.tcp_flags[d] |= p.tcp_flags;
+                    f.tcp_flags[d] |= p.tcp_flags as u8;
                     f.last = f.last.max(p.ts);
-                    return Tracked { id: FlowId(rec), new: false, forward };
+                    if closed.is_none() && f.closed().is_some() {
+                        // Closed by this packet: its deadline moves to the close linger.
+                        let deadline = f.last.saturating_add(self.cfg.close_linger_ns);
+                        self.unlink(rec);
+                        self.link(rec, Self::tick(deadline));
+                    }
+                    return Tracked { id: FlowId(rec), new: false, dir };
                 }
-                // Idle past the timeout: end it and start over in the same record.
-                let old = Flow { timer: 0, ..*f };
-                self.ended.push(EndedFlow { flow: old, reason: EndReason::Idle, id: FlowId(rec) });
-                self.stats.idle += 1;
+                // Quiet past its timeout, or a closed connection's port reused: end it and
+                // start over in the same record.
+                let reason =
+                    if quiet { Self::quiet_reason(f) } else { closed.unwrap_or(EndReason::Idle) };
+                let old = *f;
+                self.count_end(reason);
+                self.ended.push(EndedFlow { flow: old, reason, id: FlowId(rec) });
+                self.unlink(rec);
                 rec
             }
             None => self.insert(slot, p),
         };
-        // The record may still be on a timer list (its last flow's); keep the link.
-        let timer = self.record(rec).timer;
-        *self.record_mut(rec) = Flow { timer, ..Flow::start(p) };
+        *self.record_mut(rec) = Flow::start(p);
         self.stats.created += 1;
-        self.arm(rec, p.ts);
-        Tracked { id: FlowId(rec), new: true, forward: true }
+        self.link(rec, Self::tick(p.ts.saturating_add(self.timeout(self.record(rec)))));
+        Tracked { id: FlowId(rec), new: true, dir: Dir::Original }
     }
 
-    /// Ends flows idle past the timeout at `now`, looking at up to `budget` records from where
-    /// the last sweep stopped. Call it every batch so idle flows are reported while the capture
-    /// goes on; flows are also ended on their next packet, so the sweep only affects when.
+    fn count_end(&mut self, reason: EndReason) {
+        match reason {
+            EndReason::Idle => self.stats.idle += 1,
+            EndReason::Fin => self.stats.fin += 1,
+            EndReason::Rst => self.stats.rst += 1,
+            EndReason::Evicted => self.stats.evicted += 1,
+            EndReason::End => {}
+        }
+    }
+
+    /// Ends flows quiet past their timeout at `now`, looking at up to `budget` records from
+    /// where the last sweep stopped (the table's way to make room before it evicts).
     pub fn sweep(&mut self, now: u64, budget: usize) {
         for _ in 0..budget.min(self.allocated) {
             self.hand = if self.hand + 1 >= self.allocated { 0 } else { self.hand + 1 };
             let f = self.record(self.hand as u32);
-            if f.live && now.saturating_sub(f.last) > self.cfg.idle_timeout_ns {
-                self.remove(self.hand as u32, EndReason::Idle);
+            if f.live && now.saturating_sub(f.last) > self.timeout(f) {
+                let reason = Self::quiet_reason(f);
+                self.remove(self.hand as u32, reason);
             }
         }
     }
 
-    /// Sets capture time to `now`, ending every flow whose last packet is more than the
-    /// timeout before it (a flow is also ended on its next packet after the timeout).
+    /// Sets capture time to `now`, ending every flow whose last packet is more than its timeout
+    /// before it (a flow is also ended on its next packet after the timeout).
     ///
     /// Capture time may jump either way (a packet dated 1970, captures merged out of order, a
     /// clock step on a live link). The clock follows it: after a step back, flows whose last
@@ -329,29 +437,24 @@ impl FlowTable {
             if !back {
                 self.high = self.cursor;
             }
-            let slot = self.slot(self.cursor, back);
+            let slot = Self::slot(self.cursor, back);
             self.cursor = due;
             self.expire_slot(slot, now, due);
             return;
         }
-        if self.cursor < self.high && due < self.high {
+        let from = self.cursor;
+        self.cursor = due;
+        if from < self.high && due < self.high {
             // Still behind where time had got to: only the back wheel can hold due entries.
-            self.expire_range(self.cursor, due, true, now);
-            self.cursor = due;
-            return;
-        }
-        if self.cursor < self.high {
+            self.expire_range(from, due, true, now);
+        } else if from < self.high {
             // Back past where time had got to: every entry of the back wheel is looked at once
             // and what is not due goes to the main wheel; then the main wheel goes on from
             // where it stopped.
-            let from = self.cursor;
-            self.cursor = due;
-            self.expire_range(from, from + WHEEL as u64 - 1, true, now);
             let high = std::mem::replace(&mut self.high, 0);
+            self.expire_range(from, from + WHEEL as u64 - 1, true, now);
             self.expire_range(high, due, false, now);
         } else {
-            let from = self.cursor;
-            self.cursor = due;
             self.expire_range(from, due, false, now);
         }
     }
@@ -359,38 +462,31 @@ impl FlowTable {
     /// Looks at the slots of ticks `from..=to` (each slot once when that is more than a turn)
     /// of the main or the back wheel.
     fn expire_range(&mut self, from: u64, to: u64, back: bool, now: u64) {
-        if back && self.back_len == 0 {
-            return;
-        }
         let due = self.cursor;
         let end = from + to.saturating_sub(from).min(WHEEL as u64 - 1);
         for t in from..=end {
-            self.expire_slot(self.slot(t, back), now, due);
+            self.expire_slot(Self::slot(t, back), now, due);
         }
     }
 
-    /// Takes one slot's list: flows idle at `now` end, the others are filed again under their
-    /// deadline (not before tick `due`).
+    /// Takes one slot's list: flows quiet past their timeout at `now` end, the others are
+    /// filed again under their deadline (not before tick `due`).
     fn expire_slot(&mut self, slot: usize, now: u64, due: u64) {
-        let timeout = self.cfg.idle_timeout_ns;
         let mut cur = std::mem::take(&mut self.wheel[slot]);
         while cur != 0 {
-            if slot >= WHEEL {
-                self.back_len -= 1;
-            }
             let rec = cur - 1;
             let f = self.record_mut(rec);
-            cur = f.timer - 1;
-            f.timer = 0;
-            let (live, last) = (f.live, f.last);
+            cur = f.next;
+            f.next = 0;
+            f.prev = 0;
             self.stats.timer_checks += 1;
-            if !live {
-                continue;
-            }
-            if now.saturating_sub(last) > timeout {
-                self.remove(rec, EndReason::Idle);
+            let f = self.record(rec);
+            let timeout = self.timeout(f);
+            if now.saturating_sub(f.last) > timeout {
+                let reason = Self::quiet_reason(f);
+                self.remove(rec, reason);
             } else {
-                let t = Self::tick(last.saturating_add(timeout)).max(due);
+                let t = Self::tick(f.last.saturating_add(timeout)).max(due);
                 self.link(rec, t);
             }
         }
@@ -401,52 +497,72 @@ impl FlowTable {
     }
 
     /// The slot of tick `t` in the main wheel, or in the back wheel.
-    fn slot(&self, t: u64, back: bool) -> usize {
+    fn slot(t: u64, back: bool) -> usize {
         t as usize % WHEEL + if back { WHEEL } else { 0 }
     }
 
-    /// Puts a record on the list of tick `t` (not before the cursor): on the back wheel while
-    /// the cursor is behind where time had got to and `t` is too, else on the main wheel.
+    /// Puts a record (on no list) on the list of tick `t` (not before the cursor): on the back
+    /// wheel while the cursor is behind where time had got to and `t` is too, else on the main
+    /// wheel.
     fn link(&mut self, rec: u32, t: u64) {
         let t = t.max(self.cursor);
-        let back = t < self.high;
-        let slot = self.slot(t, back);
-        self.back_len += usize::from(back);
+        let slot = Self::slot(t, t < self.high);
         let head = self.wheel[slot];
-        self.record_mut(rec).timer = head + 1;
+        if head != 0 {
+            self.record_mut(head - 1).prev = rec + 1;
+        }
+        let f = self.record_mut(rec);
+        f.next = head;
+        f.prev = HEAD | slot as u32;
         self.wheel[slot] = rec + 1;
     }
 
-    /// Gives a record's new flow a timer unless the record is still on a list (its entry comes
-    /// due no later than the new flow's deadline when the flow started after the old one's
-    /// last packet; after a step back of capture time it may come due later, and the new
-    /// flow is then ended at that later look or on its next packet).
-    fn arm(&mut self, rec: u32, ts: u64) {
-        if self.record(rec).timer != 0 {
+    /// Takes a record off its timer list, if it is on one.
+    fn unlink(&mut self, rec: u32) {
+        let f = self.record_mut(rec);
+        let (prev, next) = (f.prev, f.next);
+        if prev == 0 {
             return;
         }
-        self.link(rec, Self::tick(ts.saturating_add(self.cfg.idle_timeout_ns)));
+        f.prev = 0;
+        f.next = 0;
+        if prev & HEAD != 0 {
+            self.wheel[(prev & !HEAD) as usize] = next;
+        } else {
+            self.record_mut(prev - 1).next = next;
+        }
+        if next != 0 {
+            self.record_mut(next - 1).prev = prev;
+        }
     }
 
-    /// Ends every live flow with [`EndReason::End`], in order of first packet.
+    /// Ends every live flow with [`EndReason::End`], in order of first packet (then key).
     pub fn finish(&mut self) {
-        let start = self.ended.len();
-        for rec in 0..self.allocated as u32 {
-            if self.record(rec).live {
-                let flow = Flow { timer: 0, ..*self.record(rec) };
-                self.ended.push(EndedFlow { flow, reason: EndReason::End, id: FlowId(rec) });
-            }
-            let f = self.record_mut(rec);
-            f.live = false;
-            f.timer = 0;
+        for id in self.live_in_order() {
+            self.end(id, EndReason::End);
         }
-        self.ended[start..].sort_by_key(|e| (e.flow.first, e.flow.key));
-        self.wheel.fill(0);
-        self.back_len = 0;
-        self.index.fill(0);
-        self.free.clear();
-        self.allocated = 0;
-        self.live = 0;
+    }
+
+    /// The live flows in the order [`FlowTable::finish`] ends them: by first packet, then
+    /// key. A caller that ends them itself, a few at a time ([`FlowTable::end`]), never holds
+    /// more than this list (4 bytes a flow) besides the table.
+    pub fn live_in_order(&self) -> Vec<FlowId> {
+        let mut order: Vec<(u64, u32)> = (0..self.allocated as u32)
+            .filter(|&r| self.record(r).live)
+            .map(|r| (self.record(r).first, r))
+            .collect();
+        order.sort_unstable_by(|&(fa, a), &(fb, b)| {
+            fa.cmp(&fb).then_with(|| self.record(a).key.cmp(&self.record(b).key))
+        });
+        order.into_iter().map(|(_, r)| FlowId(r)).collect()
+    }
+
+    /// Ends a live flow now for `reason` (it follows in [`FlowTable::ended`]); nothing
+    /// happens if `id` is not live.
+    pub fn end(&mut self, id: FlowId, reason: EndReason) {
+        if self.get(id).is_some() {
+            self.remove(id.0, reason);
+        }
     }
 
     /// The flows that ended since the last [`FlowTable::take_ended`], without taking them (a
@@ -569,17 +685,15 @@ impl FlowTable {
         self.hand = r;
         if let Some((_, rec)) = victim {
             self.remove(rec, EndReason::Evicted);
-            self.stats.evicted += 1;
         }
     }
 
     /// Ends a live record: reports it, frees it and closes its index slot.
     fn remove(&mut self, rec: u32, reason: EndReason) {
-        let flow = Flow { timer: 0, ..*self.record(rec) };
+        self.unlink(rec);
+        let flow = *self.record(rec);
         self.record_mut(rec).live = false;
-        if reason == EndReason::Idle {
-            self.stats.idle += 1;
-        }
+        self.count_end(reason);
         self.ended.push(EndedFlow { flow, reason, id: FlowId(rec) });
         self.free.push(rec);
         self.live -= 1;

@@ -19,7 +19,7 @@
 //! entry left by a flow that has ended never matches a later one in the same slot.
 
 use hashbrown::HashTable;
-use rampart_flow::{FlowId, FlowKey, Side};
+use rampart_flow::{Dir, Flow, FlowCtx, FlowId, FlowKey, Side, SideStage};
 use rampart_wire::{PacketMeta, proto, tcp::flags};
 
 use crate::seq::SeqDir;
@@ -156,14 +156,24 @@ pub struct DirSummary {
     pub max: u64,
 }
 
-/// A flow's RTT statistics, indexed by [`Side`] (`[0]` is side A of the key).
+/// A flow's RTT statistics, indexed by the [`Dir`]ection of the packets that completed the
+/// samples: `[Dir::Original]` holds the samples the initiator's echoes and ACKs completed,
+/// which measure the capture point to the initiator and back; `[Dir::Reply]` those towards
+/// the responder.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RttSummary {
-    /// Per side: RTT from the capture point to that side's host and back.
-    pub sides: [DirSummary; 2],
+    /// Per direction: RTT from the capture point to the host that sends that way, and back.
+    pub dirs: [DirSummary; 2],
 }
 
-/// Counters kept by the stage.
+impl RttSummary {
+    /// Samples towards the initiator (`src`), then towards the responder (`dst`).
+    pub fn toward_src_dst(&self) -> (DirSummary, DirSummary) {
+        (self.dirs[Dir::Original as usize], self.dirs[Dir::Reply as usize])
+    }
+}
+
+/// Counters kept by the stage (those of several stages add up with `+=`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RttStats {
     /// TCP packets seen.
@@ -178,6 +188,17 @@ pub struct RttStats {
     pub expired: u64,
     /// Echoes matched to an entry stamped later than themselves (capture time going back).
     pub backwards: u64,
+}
+
+impl std::ops::AddAssign for RttStats {
+    fn add_assign(&mut self, o: Self) {
+        self.tcp_packets += o.tcp_packets;
+        self.ts_samples += o.ts_samples;
+        self.seq_samples += o.seq_samples;
+        self.table_full += o.table_full;
+        self.expired += o.expired;
+        self.backwards += o.backwards;
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -268,14 +289,17 @@ impl RttStage {
     }
 
     /// One TCP packet of flow `id` (`new`: the table just started this flow in that slot),
-    /// sent by `side` of `key` at `now` (ns). Returns the sample it completes, if any.
+    /// going `dir` (sent by `side` of `key`) at `now` (ns). Returns the sample it completes,
+    /// if any. [`SideStage::observe`] is the same call with the flow's context.
     #[inline]
-    pub fn observe(
+    #[allow(clippy::too_many_arguments)]
+    pub fn observe_packet(
         &mut self,
         id: FlowId,
         new: bool,
         key: &FlowKey,
         side: Side,
+        dir: Dir,
         now: u64,
         p: &RttInput,
     ) -> Option<Sample> {
@@ -290,7 +314,7 @@ impl RttStage {
         if now >= self.next_sweep {
             self.sweep(now);
         }
-        let d = side as usize;
+        let d = dir as usize;
         let f = &mut self.flows[i];
         f.bytes[d] += u64::from(p.wire_len);
         let mode = self.cfg.mode;
@@ -385,10 +409,18 @@ impl RttStage {
             return RttSummary::default();
         }
         let st = &mut self.stats[s as usize - 1];
-        let out = RttSummary { sides: [st[0].summary(), st[1].summary()] };
+        let out = RttSummary { dirs: [st[0].summary(), st[1].summary()] };
         *st = Default::default();
         self.free_stats.push(s - 1);
         out
+    }
+
+    /// Bytes held: per-flow state, statistics and the TSval table.
+    pub fn memory_bytes(&self) -> usize {
+        self.flows.capacity() * std::mem::size_of::<FlowRtt>()
+            + self.stats.capacity() * std::mem::size_of::<[DirStats; 2]>()
+            + self.free_stats.capacity() * 4
+            + self.ts.capacity() * (std::mem::size_of::<TsEntry>() + 1)
     }
 
     fn reset(&mut self, i: usize) {
@@ -445,6 +477,30 @@ impl RttStage {
             current && now.saturating_sub(e.t) <= max_age
         });
         self.next_sweep = now.saturating_add(max_age.max(1));
+    }
+}
+
+impl SideStage for RttStage {
+    type Input<'a> = &'a RttInput;
+    type Output = Sample;
+    type Summary = RttSummary;
+    type Stats = RttStats;
+
+    #[inline]
+    fn observe(&mut self, f: &FlowCtx<'_>, p: &RttInput) -> Option<Sample> {
+        self.observe_packet(f.id, f.new, &f.flow.key, f.side, f.dir, f.ts, p)
+    }
+
+    fn retire(&mut self, id: FlowId, _flow: &Flow) -> RttSummary {
+        RttStage::retire(self, id)
+    }
+
+    fn stats(&self) -> RttStats {
+        self.counters
+    }
+
+    fn memory_bytes(&self) -> usize {
+        RttStage::memory_bytes(self)
     }
 }
 

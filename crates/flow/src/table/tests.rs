@@ -1,5 +1,5 @@
 use super::*;
-use crate::key::KeyKind;
+use crate::key::{Dir, KeyKind};
 use proptest::prelude::*;
 use std::collections::HashMap;
 
@@ -18,7 +18,7 @@ fn packet(t: &FlowTable, i: u16, reverse: bool, ts: u64) -> PacketInfo {
 }
 
 fn cfg(max_flows: usize, timeout: u64) -> TableConfig {
-    TableConfig { max_flows, idle_timeout_ns: timeout, seed: 1 }
+    TableConfig { max_flows, idle_timeout_ns: timeout, close_linger_ns: timeout, seed: 1 }
 }
 
 #[test]
@@ -27,7 +27,7 @@ fn counts_both_directions_in_one_record() {
     let p = packet(&t, 1, false, 5);
     assert!(t.track(&p).new);
     let r = t.track(&packet(&t, 1, true, 6));
-    assert!(!r.new && !r.forward);
+    assert!(!r.new && r.dir == Dir::Reply);
     let f = *t.get(r.id).unwrap();
     assert_eq!(f.packets, [1, 1]);
     assert_eq!(f.bytes, [100, 100]);
@@ -44,7 +44,7 @@ fn idle_flow_restarts_on_its_next_packet() {
     let mut t = FlowTable::new(cfg(10, 1000));
     t.track(&packet(&t, 1, false, 0));
     let r = t.track(&packet(&t, 1, true, 1001));
-    assert!(r.new && r.forward, "the late packet starts a new flow as its initiator");
+    assert!(r.new && r.dir == Dir::Original, "the late packet starts a new flow as its initiator");
     let ended: Vec<_> = t.take_ended().collect();
     assert_eq!(ended.len(), 1);
     assert_eq!(ended[0].reason, EndReason::Idle);
@@ -95,9 +95,14 @@ fn step() -> impl Strategy<Value = i64> {
     ]
 }
 
-fn jumpy_ops() -> impl Strategy<Value = Vec<(u16, bool, i64, bool)>> {
+/// TCP flags of a packet: mostly plain ACKs, some FINs, resets and SYNs.
+fn flags() -> impl Strategy<Value = u16> {
+    prop_oneof![12 => Just(0x10u16), 2 => Just(0x11), 1 => Just(0x04), 1 => Just(0x02), 1 => Just(0x12)]
+}
+
+fn jumpy_ops() -> impl Strategy<Value = Vec<(u16, bool, i64, bool, u16)>> {
     proptest::collection::vec(
-        (0u16..40, any::<bool>(), step(), proptest::bool::weighted(0.15)),
+        (0u16..40, any::<bool>(), step(), proptest::bool::weighted(0.15), flags()),
         1..400,
     )
 }
@@ -130,7 +135,7 @@ proptest! {
                     }
                     model.insert(p.key, Flow {
                         key: p.key, first: ts, last: ts, packets: [1, 0], bytes: [100, 0],
-                        hash: 0, tcp_flags: [0x10, 0], initiator: p.side, live: true, timer: 0,
+                        hash: 0, next: 0, prev: 0, tcp_flags: [0x10, 0], initiator: p.side, live: true,
                     });
                 }
             }
@@ -150,7 +155,7 @@ proptest! {
         got.extend(t.take_ended().map(|e| (e.flow, e.reason)));
         model_ended.extend(model.into_values().map(|f| (f, EndReason::End)));
         let norm = |v: &mut Vec<(Flow, EndReason)>| {
-            for (f, _) in v.iter_mut() { f.hash = 0; f.live = true; }
+            for (f, _) in v.iter_mut() { f.hash = 0; f.live = true; f.next = 0; f.prev = 0; }
             v.sort_by_key(|(f, r)| (f.first, f.key, r.name()));
         };
         norm(&mut got);
@@ -158,48 +163,66 @@ proptest! {
         prop_assert_eq!(got, model_ended);
     }
 
-    /// Capture time that jumps either way: after every [`FlowTable::advance`] exactly the
-    /// flows a map-based model says are idle at that time have ended, and every packet ends up
-    /// in one record.
+    /// Capture time that jumps either way, and TCP flows that close: after every
+    /// [`FlowTable::advance`] exactly the flows a map-based model says are quiet past their
+    /// timeout (the idle timeout, or the close linger after a FIN each way or a reset) have
+    /// ended, for the same reasons, and every packet ends up in one record.
     #[test]
-    fn time_jumps_end_exactly_the_idle_flows(ops in jumpy_ops()) {
+    fn time_jumps_and_closes_end_exactly_the_quiet_flows(ops in jumpy_ops()) {
         const UNIT: u64 = 1 << 22;
-        let timeout = 500 * UNIT;
-        let mut t = FlowTable::new(cfg(1000, timeout));
+        let (idle, linger) = (500 * UNIT, 40 * UNIT);
+        let mut t = FlowTable::new(TableConfig {
+            max_flows: 1000, idle_timeout_ns: idle, close_linger_ns: linger, seed: 1,
+        });
         let mut model: HashMap<FlowKey, Flow> = HashMap::new();
-        let mut model_ended = 0usize;
+        let mut model_ended: Vec<EndReason> = Vec::new();
         let mut got = Vec::new();
+        let timeout = |f: &Flow| if f.closed().is_some() { linger } else { idle };
         let mut ts: u64 = 1 << 50;
-        for &(flow, reverse, dt, sweep) in &ops {
+        for &(flow, reverse, dt, sweep, fl) in &ops {
             ts = ts.saturating_add_signed(dt.saturating_mul(UNIT as i64));
-            let p = packet(&t, flow, reverse, ts);
+            let mut p = packet(&t, flow, reverse, ts);
+            p.tcp_flags = fl;
             t.track(&p);
             match model.get_mut(&p.key) {
-                Some(f) if ts.saturating_sub(f.last) <= timeout => {
-                    f.packets[usize::from(p.side != f.initiator)] += 1;
+                Some(f) if ts.saturating_sub(f.last) <= timeout(f)
+                    && !(f.closed().is_some() && fl & 0x12 == 0x02) => {
+                    let d = f.dir(p.side) as usize;
+                    f.packets[d] += 1;
+                    f.tcp_flags[d] |= fl as u8;
                     f.last = f.last.max(ts);
                 }
                 other => {
-                    model_ended += usize::from(other.is_some());
-                    let mut f = Flow::start(&p);
-                    f.initiator = p.side;
-                    model.insert(p.key, f);
+                    if let Some(f) = other {
+                        let quiet = ts.saturating_sub(f.last) > timeout(f);
+                        model_ended.push(if quiet { f.closed().unwrap_or(EndReason::Idle) } else { f.closed().unwrap() });
+                    }
+                    model.insert(p.key, Flow::start(&p));
                 }
             }
             if sweep {
                 t.advance(ts);
-                let before = model.len();
-                model.retain(|_, f| ts.saturating_sub(f.last) <= timeout);
-                model_ended += before - model.len();
+                let mut quiet: Vec<FlowKey> = model.iter()
+                    .filter(|(_, f)| ts.saturating_sub(f.last) > timeout(f)).map(|(k, _)| *k).collect();
+                quiet.sort();
+                for k in quiet {
+                    let f = model.remove(&k).unwrap();
+                    model_ended.push(f.closed().unwrap_or(EndReason::Idle));
+                }
             }
             got.extend(t.take_ended());
-            prop_assert_eq!(got.len(), model_ended);
+            prop_assert_eq!(got.len(), model_ended.len());
+            let mut a: Vec<&str> = got.iter().map(|e| e.reason.name()).collect();
+            let mut b: Vec<&str> = model_ended.iter().map(|r| r.name()).collect();
+            a.sort_unstable();
+            b.sort_unstable();
+            prop_assert_eq!(a, b);
         }
         t.finish();
         got.extend(t.take_ended());
         let packets: u64 = got.iter().map(|e| e.flow.packets[0] + e.flow.packets[1]).sum();
         prop_assert_eq!(packets, ops.len() as u64);
-        prop_assert_eq!(got.len(), model_ended + model.len());
+        prop_assert_eq!(got.len(), model_ended.len() + model.len());
     }
 
     /// With eviction, the bound holds and every packet is in exactly one ended record.
@@ -305,6 +328,55 @@ fn time_jumps_cost_in_proportion_to_the_flows_that_end() {
             "{first:?}/{jumpy}: {jumped} records looked at, {plain} without the jump"
         );
     }
+}
+
+#[test]
+fn a_closed_tcp_flow_ends_after_the_linger_not_the_idle_timeout() {
+    let mut t = FlowTable::new(TableConfig {
+        max_flows: 10,
+        idle_timeout_ns: 300_000_000_000,
+        close_linger_ns: 2_000_000_000,
+        seed: 1,
+    });
+    let s = 1_000_000_000u64;
+    let at =
+        |t: &FlowTable, i, rev, ts, flags| PacketInfo { tcp_flags: flags, ..packet(t, i, rev, ts) };
+    // Flow 1: SYN, SYN-ACK, data, FIN each way, last ACK.
+    for (rev, dt, fl) in [
+        (false, 0, 0x02),
+        (true, 1, 0x12),
+        (false, 2, 0x18),
+        (false, 3, 0x11),
+        (true, 4, 0x11),
+        (false, 5, 0x10),
+    ] {
+        t.track(&at(&t, 1, rev, 100 * s + dt * s / 10, fl));
+    }
+    // Flow 2: one FIN only (half-closed): stays until the idle timeout.
+    t.track(&at(&t, 2, false, 100 * s, 0x02));
+    t.track(&at(&t, 2, false, 100 * s, 0x11));
+    // Flow 3: refused (SYN, RST-ACK).
+    t.track(&at(&t, 3, false, 100 * s, 0x02));
+    t.track(&at(&t, 3, true, 100 * s, 0x14));
+    t.advance(101 * s);
+    assert_eq!(t.take_ended().count(), 0, "within the linger");
+    t.advance(103 * s);
+    let mut ended: Vec<_> = t.take_ended().map(|e| e.reason).collect();
+    ended.sort_by_key(|r| r.name());
+    assert_eq!(ended, [EndReason::Fin, EndReason::Rst]);
+    assert_eq!((t.stats().fin, t.stats().rst, t.len()), (1, 1, 1));
+    // A new SYN on a closed connection's tuple starts a new record at once.
+    t.track(&at(&t, 4, false, 110 * s, 0x02));
+    t.track(&at(&t, 4, true, 110 * s, 0x04));
+    let r = t.track(&at(&t, 4, false, 110 * s + 1, 0x02));
+    assert!(r.new);
+    let ended: Vec<_> = t.take_ended().collect();
+    assert_eq!(ended.len(), 1);
+    assert_eq!((ended[0].reason, ended[0].flow.packets), (EndReason::Rst, [1, 1]));
+    // The half-closed flow ends only at the idle timeout.
+    t.advance(401 * s);
+    let ended: Vec<_> = t.take_ended().collect();
+    assert!(ended.iter().any(|e| e.reason == EndReason::Idle && e.flow.key == key(2).0));
 }
 
 #[test]

@@ -26,13 +26,27 @@ fn pkt(flags: u16, ts: Option<(u32, u32)>, seq: u32, ack: u32, payload: u32) -> 
     }
 }
 
+/// One packet of a flow whose initiator is side A.
+fn observe(
+    st: &mut RttStage,
+    id: FlowId,
+    new: bool,
+    k: &FlowKey,
+    side: Side,
+    now: u64,
+    p: &RttInput,
+) -> Option<Sample> {
+    let dir = if side == Side::A { Dir::Original } else { Dir::Reply };
+    st.observe_packet(id, new, k, side, dir, now, p)
+}
+
 /// Runs (ms, side, packet) through one flow; returns (ms of the sample, rtt ms, method).
 fn run(mode: Mode, pkts: &[(u64, Side, RttInput)]) -> Vec<(u64, f64, Method)> {
     let mut st = RttStage::new(RttConfig { mode, ..RttConfig::default() });
     let k = key();
     let mut out = Vec::new();
     for (i, (ms, side, p)) in pkts.iter().enumerate() {
-        if let Some(s) = st.observe(FlowId(3), i == 0, &k, *side, ms * 1_000_000, p) {
+        if let Some(s) = observe(&mut st, FlowId(3), i == 0, &k, *side, ms * 1_000_000, p) {
             assert_eq!(s.side, *side, "the sample names the packet carrying the echo");
             out.push((*ms, s.rtt as f64 / 1e6, s.method));
         }
@@ -131,12 +145,12 @@ fn a_new_flow_in_a_reused_slot_does_not_see_old_entries() {
     let mut st = RttStage::new(RttConfig::default());
     let k = key();
     let data = pkt(ACK, Some((10, 1)), 0, 0, 100);
-    assert!(st.observe(FlowId(3), true, &k, A, 0, &data).is_none());
+    assert!(observe(&mut st, FlowId(3), true, &k, A, 0, &data).is_none());
     let s = st.retire(FlowId(3));
-    assert_eq!(s.sides, [DirSummary::default(); 2]);
+    assert_eq!(s.dirs, [DirSummary::default(); 2]);
     // The slot now holds another flow: its echo of TSval 10 must not match.
     let echo = pkt(ACK, Some((90, 10)), 0, 0, 0);
-    assert!(st.observe(FlowId(3), true, &k, B, 1_000_000, &echo).is_none());
+    assert!(observe(&mut st, FlowId(3), true, &k, B, 1_000_000, &echo).is_none());
 }
 
 #[test]
@@ -146,7 +160,8 @@ fn summaries_count_each_side() {
     for (i, ms) in [3u64, 5, 4].into_iter().enumerate() {
         let t = i as u64 * 100;
         let tsval = 10 + i as u32;
-        let _ = st.observe(
+        let _ = observe(
+            &mut st,
             FlowId(0),
             i == 0,
             &k,
@@ -154,7 +169,8 @@ fn summaries_count_each_side() {
             t * 1_000_000,
             &pkt(ACK, Some((tsval, 1)), 0, 0, 10),
         );
-        let s = st.observe(
+        let s = observe(
+            &mut st,
             FlowId(0),
             false,
             &k,
@@ -165,8 +181,8 @@ fn summaries_count_each_side() {
         assert!(s.is_some());
     }
     let sum = st.retire(FlowId(0));
-    assert_eq!(sum.sides[0], DirSummary::default());
-    let b = sum.sides[1];
+    assert_eq!(sum.dirs[0], DirSummary::default());
+    let b = sum.dirs[1];
     assert_eq!((b.count, b.min, b.max), (3, 3_000_000, 5_000_000));
     assert!(b.median.abs_diff(4_000_000) <= 4_000_000 / 32);
 }
@@ -176,10 +192,18 @@ fn expired_tsvals_do_not_match() {
     let mut st =
         RttStage::new(RttConfig { tsval_max_age_ns: 1_000_000_000, ..RttConfig::default() });
     let k = key();
-    let _ = st.observe(FlowId(0), true, &k, A, 0, &pkt(ACK, Some((10, 1)), 0, 0, 10));
+    let _ = observe(&mut st, FlowId(0), true, &k, A, 0, &pkt(ACK, Some((10, 1)), 0, 0, 10));
     assert!(
-        st.observe(FlowId(0), false, &k, B, 1_500_000_000, &pkt(ACK, Some((90, 10)), 0, 0, 0))
-            .is_none()
+        observe(
+            &mut st,
+            FlowId(0),
+            false,
+            &k,
+            B,
+            1_500_000_000,
+            &pkt(ACK, Some((90, 10)), 0, 0, 0)
+        )
+        .is_none()
     );
     assert_eq!(st.ts_entries(), 0, "the sweep removed it");
 }

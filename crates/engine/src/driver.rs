@@ -1,0 +1,312 @@
+//! Drivers: the loops that feed a [`Pipeline`] from a capture (a file, a stream or a live
+//! ring) and hand what it produces to a [`Sink`].
+//!
+//! [`read_batches`] is the one reading loop every capture command shares (flows, RTT, filter,
+//! identification, RSS balance): it takes batches from the capture, applies the filter
+//! expression and the count and time limits, stops on the stop flag, keeps going through quiet
+//! spells of a live capture, and returns the capture's error after everything read before it
+//! was handed on. What is done with each batch is a [`Consumer`]'s business: one
+//! [`Pipeline`] on the calling thread ([`run`]), the workers ([`crate::workers`]), or a
+//! command's own step ([`crate::balance`]).
+
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use rampart_capture::{Capture, Filter, FilterError, Frame};
+use rampart_flow::FlowId;
+
+use crate::pipeline::{Event, Events, FlowRecord, Pipeline, Verdict};
+use crate::{FlowsConfig, Outcome, RunError, Summary};
+
+/// Where a run's results go.
+pub trait Sink {
+    /// The next event, in the run's output order.
+    fn event(&mut self, e: Event<'_>) -> io::Result<()>;
+    /// Called once per batch, and about every 100 ms while a live capture is quiet (a place to
+    /// flush output by time).
+    fn tick(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A [`Sink`] from a closure over flow records (samples are dropped).
+pub struct FlowFn<F>(pub F);
+
+impl<F: FnMut(&FlowRecord) -> io::Result<()>> Sink for FlowFn<F> {
+    fn event(&mut self, e: Event<'_>) -> io::Result<()> {
+        match e {
+            Event::Flow(r) => (self.0)(r),
+            Event::Sample(_) => Ok(()),
+        }
+    }
+}
+
+/// Hands a batch's events to the sink in output order (they are already sorted): for each
+/// batch ending at position `tick`, the samples before it, then the records up to it.
+pub(crate) fn emit(
+    s: &mut Summary,
+    events: &Events,
+    ticks: &[u32],
+    sink: &mut dyn Sink,
+) -> io::Result<()> {
+    let (mut i, mut j) = (0, 0);
+    for &t in ticks.iter().chain(&[u32::MAX]) {
+        while let Some((pos, x)) = events.samples.get(i)
+            && *pos < t
+        {
+            s.samples += 1;
+            sink.event(Event::Sample(x))?;
+            i += 1;
+        }
+        while let Some(e) = events.records.get(j)
+            && e.pos <= t
+        {
+            s.flows += 1;
+            sink.event(Event::Flow(&e.record))?;
+            j += 1;
+        }
+    }
+    Ok(())
+}
+
+/// What the reading loop hands each batch to.
+pub trait Consumer {
+    /// Frames that passed the filter and limits, and the run's counts.
+    fn batch(&mut self, frames: &[Frame<'_>], s: &mut Summary) -> io::Result<()>;
+    /// A live capture was quiet for about 100 ms.
+    fn quiet(&mut self, _s: &mut Summary) -> io::Result<()> {
+        Ok(())
+    }
+    /// After every batch and quiet spell (where a sink flushes by time).
+    fn tick(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Limits of a reading loop.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Stop after this many packets (after the filter).
+    pub count: Option<u64>,
+    /// Stop after this many seconds: of capture time from the first packet, or of wall time
+    /// for a live capture.
+    pub seconds: Option<f64>,
+    /// Frames per batch.
+    pub batch: usize,
+}
+
+impl Limits {
+    /// No limit, batches of `batch` frames.
+    pub fn none(batch: usize) -> Self {
+        Self { count: None, seconds: None, batch }
+    }
+}
+
+/// An empty vector with `v`'s allocation, for frames of another batch (the in-place collect
+/// keeps the buffer, as the element type's size does not change).
+fn recycle<'b>(mut v: Vec<Frame<'_>>) -> Vec<Frame<'b>> {
+    v.clear();
+    v.into_iter().map(|_| unreachable!("the vector is empty")).collect()
+}
+
+/// Applies the filter to a batch, remembering the first error.
+fn filtered<'a, 'f>(
+    frames: impl Iterator<Item = Frame<'a>> + 'f,
+    filter: Option<&'f mut Filter>,
+    rejected: &'f mut u64,
+    error: &'f mut Option<FilterError>,
+) -> impl Iterator<Item = Frame<'a>> + 'f {
+    let mut filter = filter;
+    frames.filter(move |f| {
+        let Some(flt) = filter.as_deref_mut() else { return true };
+        if error.is_some() {
+            return false;
+        }
+        match flt.matches(f.link, f.data) {
+            Ok(true) => true,
+            Ok(false) => {
+                *rejected += 1;
+                false
+            }
+            Err(e) => {
+                *error = Some(e);
+                false
+            }
+        }
+    })
+}
+
+/// How many of the frames (given by their times) to take so that the run stops after `count`
+/// packets or `seconds` of capture time from `first` (the packet reaching the limit is
+/// included, as tcpdump and pping do); `true` when the limit was reached.
+fn limit(
+    times: impl IntoIterator<Item = u64>,
+    count_left: u64,
+    seconds: Option<f64>,
+    first: &mut Option<u64>,
+) -> (usize, bool) {
+    let mut n = 0;
+    for ts in times {
+        if n as u64 == count_left {
+            return (n, true);
+        }
+        n += 1;
+        let start = *first.get_or_insert(ts);
+        if let Some(s) = seconds
+            && ts.saturating_sub(start) as f64 >= s * 1e9
+        {
+            return (n, true);
+        }
+    }
+    (n, n as u64 == count_left)
+}
+
+/// The reading loop: batches from the capture through the filter and the limits to `to`,
+/// until the input ends, a limit is reached, the stop flag is set or the capture or filter
+/// fails (the error is returned, the counts so far are in `s`). `progress` is called once per
+/// batch with the input position in bytes.
+pub fn read_batches(
+    capture: &mut Capture,
+    limits: &Limits,
+    mut filter: Option<&mut Filter>,
+    stop: &AtomicBool,
+    s: &mut Summary,
+    to: &mut dyn Consumer,
+    progress: &mut dyn FnMut(u64),
+) -> io::Result<Option<RunError>> {
+    let started = Instant::now();
+    let mut error: Option<RunError> = None;
+    let mut filter_error = None;
+    let mut first = None;
+    let live = capture.is_live();
+    let mut spare: Vec<Frame<'static>> = Vec::with_capacity(limits.batch);
+    let mut passed = 0u64;
+    loop {
+        if stop.load(Ordering::Relaxed) {
+            s.interrupted = true;
+            break;
+        }
+        if live && limits.seconds.is_some_and(|sec| started.elapsed().as_secs_f64() >= sec) {
+            break;
+        }
+        let left = limits.count.map_or(u64::MAX, |c| c - passed);
+        if left == 0 {
+            break;
+        }
+        let batch = match capture.next_batch(limits.batch) {
+            Ok(b) if b.is_empty() && live => {
+                to.quiet(s)?;
+                progress(capture.position());
+                to.tick()?;
+                continue;
+            }
+            Ok(b) if b.is_empty() => break,
+            Ok(b) => b,
+            Err(e) => {
+                error = Some(e.into());
+                break;
+            }
+        };
+        let mut frames = recycle(std::mem::take(&mut spare));
+        frames.extend(filtered(
+            batch.iter(),
+            filter.as_deref_mut(),
+            &mut s.filtered,
+            &mut filter_error,
+        ));
+        let (take, done) = limit(frames.iter().map(|f| f.ts.0), left, limits.seconds, &mut first);
+        passed += take as u64;
+        to.batch(&frames[..take], s)?;
+        spare = recycle(frames);
+        progress(capture.position());
+        to.tick()?;
+        if let Some(e) = filter_error.take() {
+            error = Some(e.into());
+            break;
+        }
+        if done {
+            break;
+        }
+    }
+    s.kernel = capture.kernel_stats();
+    Ok(error)
+}
+
+/// Records ended at the end of input handed on at a time: the records of live flows are made
+/// a part at a time, so the end of a run holds no more than this many at once.
+pub(crate) const FINISH_CHUNK: usize = 4096;
+
+/// One pipeline on the calling thread, feeding a sink.
+pub(crate) struct One<'a> {
+    pub(crate) pipeline: Pipeline,
+    pub(crate) sink: &'a mut dyn Sink,
+    pub(crate) events: Events,
+    pub(crate) verdicts: Vec<Verdict>,
+}
+
+impl Consumer for One<'_> {
+    fn batch(&mut self, frames: &[Frame<'_>], s: &mut Summary) -> io::Result<()> {
+        self.events.clear();
+        self.pipeline.process(frames, Verdict::Accept, &mut self.verdicts, &mut self.events, s);
+        emit(s, &self.events, &[], self.sink)
+    }
+
+    fn tick(&mut self) -> io::Result<()> {
+        self.sink.tick()
+    }
+}
+
+impl One<'_> {
+    /// Ends every live flow, handing the records on a part at a time, and adds the pipeline's
+    /// counters to `s`.
+    pub(crate) fn finish(&mut self, s: &mut Summary) -> io::Result<()> {
+        let order: Vec<FlowId> = self.pipeline.finish_order();
+        for part in order.chunks(FINISH_CHUNK) {
+            self.events.clear();
+            self.pipeline.finish_flows(part, &mut self.events);
+            emit(s, &self.events, &[], self.sink)?;
+        }
+        // After the last flow is retired: identification counts its labels then.
+        self.pipeline.stats_into(s);
+        Ok(())
+    }
+}
+
+/// Reads `capture` to the end (or to the configured count or seconds, or until `stop` is set),
+/// handing every flow record to `sink` when the flow ends and, with [`FlowsConfig::samples`],
+/// every RTT sample as it is made. `progress` is called once per batch with the input position
+/// in bytes. Only an error from the sink (such as a closed pipe) aborts the run early; flows
+/// still in the table are then lost, as there is nowhere to write them.
+pub fn run(
+    capture: &mut Capture,
+    cfg: &FlowsConfig,
+    filter: Option<&mut Filter>,
+    stop: &AtomicBool,
+    sink: &mut dyn Sink,
+    progress: &mut dyn FnMut(u64),
+) -> io::Result<Outcome> {
+    if cfg.workers > 1 {
+        return crate::workers::run(capture, cfg, filter, stop, sink, progress);
+    }
+    let started = Instant::now();
+    let mut one =
+        One { pipeline: Pipeline::new(cfg), sink, events: Events::default(), verdicts: Vec::new() };
+    let mut s = Summary::default();
+    let error = read_batches(capture, &cfg.limits(), filter, stop, &mut s, &mut one, progress)?;
+    one.finish(&mut s)?;
+    s.elapsed = started.elapsed();
+    Ok(Outcome { summary: s, error })
+}
+
+/// [`run`] without RTT samples or a filter: flow records only, to a closure.
+pub fn run_flows(
+    capture: &mut Capture,
+    cfg: &FlowsConfig,
+    stop: &AtomicBool,
+    sink: &mut dyn FnMut(&FlowRecord) -> io::Result<()>,
+    progress: &mut dyn FnMut(u64),
+) -> io::Result<Outcome> {
+    let cfg = FlowsConfig { samples: false, ..cfg.clone() };
+    run(capture, &cfg, None, stop, &mut FlowFn(sink), progress)
+}

@@ -1,0 +1,262 @@
+//! Parsing: each frame once into a [`Packet`], the owned summary every later step works from.
+
+use std::net::IpAddr;
+
+use rampart_capture::Frame;
+use rampart_flow::{FlowKey, PacketInfo};
+use rampart_rtt::RttInput;
+use rampart_wire::{PacketMeta, Status};
+
+use crate::Summary;
+
+/// Where a packet's transport payload lies. The parser says where it is in the frame; a step
+/// that moves packets to another thread says where the owner will find it instead. Each place
+/// is read from its own buffer ([`PayloadSource`]), so an offset can never be read against the
+/// wrong one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Payload {
+    /// None (identification is off, the packet has none, or it is a later fragment).
+    #[default]
+    None,
+    /// `len` bytes at `at` in frame `frame` of the batch the packet was parsed from.
+    Frame {
+        /// The frame's index in its batch.
+        frame: u32,
+        /// Offset in the frame.
+        at: u32,
+        /// Captured payload bytes.
+        len: u32,
+    },
+    /// `len` bytes at `at` in the shared input (a mapped file every worker reads).
+    Shared {
+        /// Offset in the input.
+        at: u64,
+        /// Captured payload bytes.
+        len: u32,
+    },
+    /// `len` bytes at `at` in the copy that travels with the packet (a stream's buffer is
+    /// reused, so the reading thread copies payloads out for the worker that owns the flow).
+    Copied {
+        /// Offset in the copy.
+        at: u32,
+        /// Captured payload bytes.
+        len: u32,
+    },
+}
+
+impl Payload {
+    /// Captured payload bytes.
+    pub fn len(&self) -> u32 {
+        match *self {
+            Self::None => 0,
+            Self::Frame { len, .. } | Self::Shared { len, .. } | Self::Copied { len, .. } => len,
+        }
+    }
+
+    /// No payload.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The same bytes located in the shared input, for a frame that starts at `frame_start`
+    /// in it.
+    pub fn in_shared(self, frame_start: u64) -> Self {
+        match self {
+            Self::Frame { at, len, .. } => Self::Shared { at: frame_start + u64::from(at), len },
+            other => other,
+        }
+    }
+}
+
+/// The buffers a batch's payloads can lie in.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PayloadSource<'a> {
+    /// The batch's frames.
+    pub frames: &'a [Frame<'a>],
+    /// The shared input.
+    pub shared: &'a [u8],
+    /// The copies made for this batch.
+    pub copied: &'a [u8],
+}
+
+impl<'a> PayloadSource<'a> {
+    /// The payload's bytes (empty if they are not all where it says).
+    #[inline]
+    pub fn get(&self, p: Payload) -> &'a [u8] {
+        match p {
+            Payload::None => &[],
+            Payload::Frame { frame, at, len } => match self.frames.get(frame as usize) {
+                Some(f) => span(f.data, u64::from(at), len),
+                None => &[],
+            },
+            Payload::Shared { at, len } => span(self.shared, at, len),
+            Payload::Copied { at, len } => span(self.copied, u64::from(at), len),
+        }
+    }
+}
+
+/// `len` bytes of `b` from `at`, or nothing if they are not all there.
+#[inline]
+fn span(b: &[u8], at: u64, len: u32) -> &[u8] {
+    usize::try_from(at).ok().and_then(|at| b.get(at..at.checked_add(len as usize)?)).unwrap_or(&[])
+}
+
+/// One parsed packet: what the flow table, the policy and the side stages need, owned, and
+/// where its payload lies (not the bytes).
+#[derive(Clone, Copy, Debug)]
+pub struct Packet {
+    /// Key, direction, time, length and flags (the table hash is filled in by the pipeline).
+    pub info: PacketInfo,
+    /// What RTT matching needs, for a TCP packet when RTT is on.
+    pub tcp: Option<RttInput>,
+    /// Position in the run's output order (its batch's frame index on one thread, its place
+    /// in the job with workers).
+    pub pos: u32,
+    /// Where its transport payload lies.
+    pub payload: Payload,
+}
+
+/// The parsing step: each frame parsed once into a [`Packet`].
+#[derive(Clone, Debug)]
+pub struct Parser {
+    rtt: bool,
+    payloads: bool,
+    local: Vec<(u8, [u8; 16])>,
+    now: u64,
+}
+
+impl Parser {
+    /// A parser; `rtt` keeps what RTT matching needs, and packets to `local` addresses are
+    /// marked so they are not timestamped.
+    pub fn new(rtt: bool, local: &[IpAddr]) -> Self {
+        let local = local
+            .iter()
+            .map(|a| match a {
+                IpAddr::V4(v) => {
+                    let mut s = [0; 16];
+                    s[..4].copy_from_slice(&v.octets());
+                    (4, s)
+                }
+                IpAddr::V6(v) => (6, v.octets()),
+            })
+            .collect();
+        Self { rtt, payloads: false, local, now: 0 }
+    }
+
+    /// Also notes where each packet's payload lies ([`Packet::payload`]), for application
+    /// identification.
+    pub fn with_payloads(mut self, on: bool) -> Self {
+        self.payloads = on;
+        self
+    }
+
+    /// Parses frame `index` of its batch, counting it into `s`; `None` when it has no flow
+    /// (not IP).
+    #[inline]
+    pub fn prepare(
+        &mut self,
+        frame: &Frame<'_>,
+        index: u32,
+        pos: u32,
+        s: &mut Summary,
+    ) -> Option<Packet> {
+        s.count(frame);
+        self.prepare_if(frame, index, pos, s, |_| true, true)
+    }
+
+    /// Parses frame `index` of its batch, counted elsewhere, and keeps it only if `keep`
+    /// accepts its flow key. Capture time follows every frame, kept or not. Parse problems are
+    /// counted for kept frames, and for frames without a flow when `unkeyed` (so that one
+    /// worker counts those).
+    #[inline]
+    pub fn prepare_if(
+        &mut self,
+        frame: &Frame<'_>,
+        index: u32,
+        pos: u32,
+        s: &mut Summary,
+        keep: impl FnOnce(&FlowKey) -> bool,
+        unkeyed: bool,
+    ) -> Option<Packet> {
+        self.now = frame.ts.0;
+        let meta = PacketMeta::parse(frame.link, frame.data);
+        let Some((key, side)) = FlowKey::from_meta(&meta) else {
+            if unkeyed {
+                s.problem(&meta);
+                if meta.status == Status::NotIp {
+                    s.non_ip += 1;
+                }
+            }
+            return None;
+        };
+        if !keep(&key) {
+            return None;
+        }
+        s.problem(&meta);
+        let info = PacketInfo {
+            key,
+            side,
+            hash: 0,
+            ts: frame.ts.0,
+            wire_len: frame.origlen,
+            tcp_flags: meta.tcp.flags,
+        };
+        let mut tcp = None;
+        if self.rtt {
+            tcp = RttInput::from_meta(&meta, frame.origlen);
+            if let Some(i) = &mut tcp
+                && !self.local.is_empty()
+            {
+                let fam = key.family;
+                i.to_local = self.local.iter().any(|(f, a)| *f == fam && *a == meta.dst);
+            }
+        }
+        let mut payload = Payload::None;
+        if self.payloads && !meta.is_later_fragment() {
+            let at = usize::from(meta.payload_offset);
+            let captured = frame.data.len().saturating_sub(at);
+            let len = (meta.payload_wire_len as usize).min(captured) as u32;
+            if len > 0 {
+                payload = Payload::Frame { frame: index, at: at as u32, len };
+            }
+        }
+        s.tracked += 1;
+        Some(Packet { info, tcp, pos, payload })
+    }
+
+    /// Capture time: the timestamp of the last frame parsed (it follows the capture when its
+    /// time steps back, see [`rampart_flow::FlowTable::advance`]).
+    pub fn now(&self) -> u64 {
+        self.now
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_payload_is_read_only_from_its_own_buffer() {
+        let frame = Frame {
+            ts: rampart_capture::Timestamp(0),
+            origlen: 8,
+            link: rampart_wire::LinkType::Raw,
+            interface: 0,
+            offset: 0,
+            data: b"abcdefgh",
+        };
+        let frames = [frame];
+        let src = PayloadSource { frames: &frames, shared: b"0123456789", copied: b"xyz" };
+        assert_eq!(src.get(Payload::Frame { frame: 0, at: 2, len: 3 }), b"cde");
+        assert_eq!(src.get(Payload::Shared { at: 2, len: 3 }), b"234");
+        assert_eq!(src.get(Payload::Copied { at: 1, len: 2 }), b"yz");
+        // Out of range, or a frame the batch does not have: nothing, never a panic.
+        assert_eq!(src.get(Payload::Frame { frame: 1, at: 0, len: 1 }), b"");
+        assert_eq!(src.get(Payload::Copied { at: 2, len: 2 }), b"");
+        assert_eq!(src.get(Payload::Shared { at: u64::MAX, len: 1 }), b"");
+        assert_eq!(
+            Payload::Frame { frame: 0, at: 2, len: 3 }.in_shared(100),
+            Payload::Shared { at: 102, len: 3 }
+        );
+    }
+}

@@ -1,0 +1,387 @@
+//! The per-worker core: one deterministic [`Pipeline`] that takes a batch of packets and the
+//! capture time and gives back a verdict per packet and the events the batch caused.
+//!
+//! It reads no clock, opens nothing and starts no thread: drivers ([`crate::driver`],
+//! [`crate::workers`], [`crate::inline`]) feed it. The order of work for each packet:
+//!
+//! 1. parse ([`Parser`], once per frame; with workers, the worker that parsed a frame hands
+//!    the packet to the worker that owns its flow);
+//! 2. policy: the rule set's verdict, when there is one ([`Policy`]);
+//! 3. flow lookup and update in the [`FlowTable`] (creating the flow on its first packet;
+//!    flows the packet ends, such as an idle flow whose key it reuses, are retired first);
+//! 4. the side stages, each keeping per-flow state beside the table by flow id: RTT matching
+//!    ([`RttStage`]) and application identification ([`DpiTable`]);
+//! 5. events: RTT samples as they are made, flow records as flows end (by a packet, by
+//!    capture time in [`Pipeline::advance`], or at the end in [`Pipeline::finish_flows`]).
+//!
+//! Steps 3 and 4 run as a software pipeline over the batch: packet i+2D's index line and
+//! packet i+D's record are prefetched while packet i is accounted, the way DPDK's bulk
+//! lookups hide memory latency within the few misses a core can have outstanding.
+//!
+//! Adding a side stage: implement [`rampart_flow::SideStage`] in the stage's crate, add one
+//! field here, one `observe` call in [`Pipeline::account`], one `retire` in `retire_ended`,
+//! and one field of [`FlowRecord`].
+
+use std::sync::Arc;
+
+use rampart_capture::Frame;
+use rampart_classify::firewall::{Firewall, Packet as FwPacket};
+use rampart_classify::iptables::Target;
+use rampart_dpi::{App, DpiTable};
+use rampart_flow::{
+    EndReason, Flow, FlowCtx, FlowId, FlowKey, FlowTable, KeyKind, SideStage, TableConfig,
+};
+use rampart_rtt::{RttStage, RttSummary, Sample};
+
+use crate::packet::{Packet, PayloadSource};
+use crate::{FlowsConfig, Parser, Summary};
+
+/// Pipeline depth: packet i+D's record and packet i+2D's index line are prefetched while packet i
+/// is accounted.
+const LOOKAHEAD: usize = 8;
+
+/// What becomes of a packet.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    /// Passed on.
+    #[default]
+    Accept,
+    /// Dropped silently.
+    Drop,
+    /// Dropped, and the sender told (a TCP reset or an ICMP error).
+    Reject,
+}
+
+impl Verdict {
+    /// `accept`, `drop` or `reject`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Accept => "accept",
+            Self::Drop => "drop",
+            Self::Reject => "reject",
+        }
+    }
+}
+
+/// Everything known about a flow when it ends: its record, why it ended, and what each side
+/// stage learnt of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlowRecord {
+    /// Key, endpoints, times, counters and TCP flags per direction.
+    pub flow: Flow,
+    /// Why the record was written.
+    pub end: EndReason,
+    /// Passive RTT towards each end (`None` when RTT matching is off).
+    pub rtt: Option<RttSummary>,
+    /// The application and its metadata (`None` when identification is off).
+    pub app: Option<App>,
+}
+
+/// What a run hands to its [`crate::Sink`], in order.
+#[derive(Clone, Copy, Debug)]
+pub enum Event<'a> {
+    /// A flow ended.
+    Flow(&'a FlowRecord),
+    /// An RTT sample was made (only when samples are asked for).
+    Sample(&'a Sample),
+}
+
+/// A flow record with the place that orders it among a run's outputs: the position of the
+/// packet that ended it, or for flows ended by capture time (or at the end of input) the
+/// position given for the end of their batch.
+#[derive(Clone, Debug)]
+pub struct Ordered {
+    /// Position of the packet that ended the flow, or of its batch's end.
+    pub pos: u32,
+    /// Ended between packets (by capture time, or at the end of input).
+    pub tick: bool,
+    /// The record.
+    pub record: FlowRecord,
+}
+
+impl Ordered {
+    /// The output order: by position; flows ended at one tick by last packet, then first
+    /// packet, then key (a total order that does not depend on table layout); flows one packet
+    /// ended in the order it ended them (sort stably).
+    pub fn order(&self) -> (u32, u64, u64, FlowKey) {
+        let f = &self.record.flow;
+        if self.tick {
+            (self.pos, f.last, f.first, f.key)
+        } else {
+            (self.pos, 0, 0, FlowKey::default())
+        }
+    }
+}
+
+/// The events of one or more batches: RTT samples with their packets' positions, and ended
+/// flows with their order.
+#[derive(Clone, Debug, Default)]
+pub struct Events {
+    /// Samples, in the order they were made.
+    pub samples: Vec<(u32, Sample)>,
+    /// Records, in the order flows ended.
+    pub records: Vec<Ordered>,
+}
+
+impl Events {
+    /// Nothing is waiting.
+    pub fn is_empty(&self) -> bool {
+        self.samples.is_empty() && self.records.is_empty()
+    }
+
+    /// Forgets everything (keeping the allocations).
+    pub fn clear(&mut self) {
+        self.samples.clear();
+        self.records.clear();
+    }
+}
+
+/// A rule set's verdict on each packet, with a hit counter per rule (as netfilter counts:
+/// jumps and returns too). It sees addresses, ports, protocol and TCP flags; interfaces are
+/// unknown for a capture, so interface rules only match negated, and connection state is not
+/// tracked yet, so `--ctstate` rules do not match.
+#[derive(Clone, Debug)]
+pub struct Policy {
+    rules: Arc<Firewall>,
+    hits: Vec<u64>,
+}
+
+impl Policy {
+    /// Evaluates `rules`.
+    pub fn new(rules: Arc<Firewall>) -> Self {
+        let hits = vec![0; rules.entries().len()];
+        Self { rules, hits }
+    }
+
+    /// Packets that reached each entry of [`Firewall::entries`].
+    pub fn hits(&self) -> &[u64] {
+        &self.hits
+    }
+
+    /// The verdict on one packet.
+    #[inline]
+    pub fn decide(&mut self, p: &rampart_flow::PacketInfo) -> Verdict {
+        let k = &p.key;
+        let (src, dst, sport, dport) = match p.side {
+            rampart_flow::Side::A => (k.addr_a(), k.addr_b(), k.port_a, k.port_b),
+            rampart_flow::Side::B => (k.addr_b(), k.addr_a(), k.port_b, k.port_a),
+        };
+        let (sport, dport) = if k.kind() == KeyKind::Ports { (sport, dport) } else { (0, 0) };
+        let packet = FwPacket {
+            src,
+            dst,
+            sport,
+            dport,
+            proto: k.proto,
+            iif: "",
+            oif: "",
+            ct: None,
+            tcp_flags: p.tcp_flags as u8,
+        };
+        match self.rules.evaluate_counting(&packet, &mut self.hits).verdict {
+            Target::Accept => Verdict::Accept,
+            Target::Reject => Verdict::Reject,
+            _ => Verdict::Drop,
+        }
+    }
+}
+
+/// One worker's pipeline: the flow table, the policy and the side stages beside it.
+pub struct Pipeline {
+    parser: Parser,
+    table: FlowTable,
+    policy: Option<Policy>,
+    rtt: Option<RttStage>,
+    dpi: Option<DpiTable>,
+    /// Hand every RTT sample out (else only per-flow summaries are kept).
+    samples: bool,
+    /// The packets of the batch being processed (kept for its allocation).
+    packets: Vec<Packet>,
+}
+
+impl Pipeline {
+    /// A pipeline with the table, RTT matching and identification `cfg` asks for.
+    pub fn new(cfg: &FlowsConfig) -> Self {
+        Self {
+            parser: Parser::new(cfg.rtt.is_some(), &cfg.local).with_payloads(cfg.dpi.is_some()),
+            table: FlowTable::new(cfg.table),
+            policy: None,
+            rtt: cfg.rtt.map(RttStage::new),
+            dpi: cfg.dpi.map(DpiTable::new),
+            samples: cfg.samples,
+            packets: Vec::with_capacity(256),
+        }
+    }
+
+    /// A pipeline with only the flow table.
+    pub fn table_only(cfg: TableConfig) -> Self {
+        Self::new(&FlowsConfig { table: cfg, rtt: None, dpi: None, ..FlowsConfig::default() })
+    }
+
+    /// Decides every packet by `policy`.
+    pub fn with_policy(mut self, policy: Policy) -> Self {
+        self.policy = Some(policy);
+        self
+    }
+
+    /// The flow table.
+    pub fn table(&self) -> &FlowTable {
+        &self.table
+    }
+
+    /// The policy, if any.
+    pub fn policy(&self) -> Option<&Policy> {
+        self.policy.as_ref()
+    }
+
+    /// Parses a batch of frames, decides and accounts each packet, then lets capture time run
+    /// to `now` (the last frame's time, for a capture). Afterwards `verdicts[i]` is frame i's
+    /// verdict (`non_ip` for frames without a flow); events are appended to `events` with
+    /// positions that are the frames' indices.
+    pub fn process(
+        &mut self,
+        frames: &[Frame<'_>],
+        non_ip: Verdict,
+        verdicts: &mut Vec<Verdict>,
+        events: &mut Events,
+        s: &mut Summary,
+    ) {
+        let mut packets = std::mem::take(&mut self.packets);
+        packets.clear();
+        for (i, frame) in frames.iter().enumerate() {
+            if let Some(p) = self.parser.prepare(frame, i as u32, i as u32, s) {
+                packets.push(p);
+            }
+        }
+        let now = self.parser.now();
+        verdicts.clear();
+        verdicts.resize(frames.len(), non_ip);
+        let src = PayloadSource { frames, ..PayloadSource::default() };
+        self.account(&mut packets, &src, Some(verdicts), events);
+        self.advance(now, u32::MAX, events);
+        self.packets = packets;
+    }
+
+    /// Decides and accounts packets already parsed (hashing their keys for this table),
+    /// reading payloads from `payloads` when identification is on. With `verdicts`, packet
+    /// `p`'s verdict goes to `verdicts[p.pos]`.
+    #[inline]
+    pub fn account(
+        &mut self,
+        packets: &mut [Packet],
+        payloads: &PayloadSource<'_>,
+        mut verdicts: Option<&mut Vec<Verdict>>,
+        events: &mut Events,
+    ) {
+        for p in packets.iter_mut() {
+            p.info.hash = self.table.hash(&p.info.key);
+        }
+        let n = packets.len();
+        for i in 0..n + 2 * LOOKAHEAD {
+            if let Some(p) = packets.get(i) {
+                self.table.prefetch_index(p.info.hash);
+            }
+            if let Some(p) = i.checked_sub(LOOKAHEAD).and_then(|j| packets.get(j)) {
+                self.table.prefetch_record(p.info.hash);
+            }
+            let Some(p) = i.checked_sub(2 * LOOKAHEAD).and_then(|j| packets.get(j)) else {
+                continue;
+            };
+            if let Some(policy) = &mut self.policy {
+                let v = policy.decide(&p.info);
+                if let Some(slot) = verdicts.as_deref_mut().and_then(|v| v.get_mut(p.pos as usize))
+                {
+                    *slot = v;
+                }
+            }
+            let t = self.table.track(&p.info);
+            if !self.table.ended().is_empty() {
+                self.retire_ended(p.pos, false, events);
+            }
+            let Some(flow) = self.table.get(t.id) else { continue };
+            let ctx = FlowCtx {
+                id: t.id,
+                new: t.new,
+                dir: t.dir,
+                side: p.info.side,
+                flow,
+                ts: p.info.ts,
+            };
+            if let Some(rtt) = &mut self.rtt
+                && let Some(input) = &p.tcp
+                && let Some(sample) = rtt.observe(&ctx, input)
+                && self.samples
+            {
+                events.samples.push((p.pos, sample));
+            }
+            if let Some(dpi) = &mut self.dpi
+                && !p.payload.is_empty()
+            {
+                dpi.observe(&ctx, payloads.get(p.payload));
+            }
+        }
+    }
+
+    /// Lets capture time run to `now`, ending the flows quiet past their timeout at position
+    /// `tick` (sorted in output order among themselves).
+    pub fn advance(&mut self, now: u64, tick: u32, events: &mut Events) {
+        self.table.advance(now);
+        let start = events.records.len();
+        self.retire_ended(tick, true, events);
+        events.records[start..].sort_unstable_by_key(Ordered::order);
+    }
+
+    /// The live flows in the order [`Pipeline::finish_flows`] ends them at the end of input:
+    /// by first packet, then key.
+    pub fn finish_order(&self) -> Vec<FlowId> {
+        self.table.live_in_order()
+    }
+
+    /// Ends these live flows (end of input, in the order given) into `events`.
+    pub fn finish_flows(&mut self, ids: &[FlowId], events: &mut Events) {
+        for &id in ids {
+            self.table.end(id, EndReason::End);
+        }
+        self.retire_ended(u32::MAX, true, events);
+    }
+
+    /// Ends every live flow (end of input) into `events`; [`Pipeline::finish_order`] and
+    /// [`Pipeline::finish_flows`] do the same a part at a time, holding fewer records at once.
+    pub fn finish(&mut self, events: &mut Events) {
+        let order = self.finish_order();
+        self.finish_flows(&order, events);
+    }
+
+    /// Adds the stages' counters and memory to `s`.
+    pub fn stats_into(&self, s: &mut Summary) {
+        s.table += self.table.stats();
+        s.table_bytes += self.table.memory_bytes();
+        if let Some(rtt) = &self.rtt {
+            s.rtt += SideStage::stats(rtt);
+            s.rtt_bytes += SideStage::memory_bytes(rtt);
+        }
+        if let Some(dpi) = &self.dpi {
+            s.dpi += SideStage::stats(dpi);
+            s.dpi_bytes += SideStage::memory_bytes(dpi);
+        }
+        if let Some(p) = &self.policy {
+            if s.rule_hits.len() < p.hits.len() {
+                s.rule_hits.resize(p.hits.len(), 0);
+            }
+            for (a, b) in s.rule_hits.iter_mut().zip(&p.hits) {
+                *a += b;
+            }
+        }
+    }
+
+    /// Turns the flows the table ended into records, each side stage's summary retired before
+    /// any later packet can reuse their ids.
+    fn retire_ended(&mut self, pos: u32, tick: bool, events: &mut Events) {
+        for e in self.table.take_ended() {
+            let rtt = self.rtt.as_mut().map(|r| SideStage::retire(r, e.id, &e.flow));
+            let app = self.dpi.as_mut().map(|d| SideStage::retire(d, e.id, &e.flow));
+            let record = FlowRecord { flow: e.flow, end: e.reason, rtt, app };
+            events.records.push(Ordered { pos, tick, record });
+        }
+    }
+}
