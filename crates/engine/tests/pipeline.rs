@@ -18,6 +18,7 @@ const PSH: u8 = 0x08;
 
 /// An Ethernet/IPv4/TCP frame with the timestamps option (`tsval`, `tsecr`) and `payload`
 /// bytes of payload.
+#[allow(clippy::too_many_arguments)]
 fn tcp(
     src: [u8; 4],
     sport: u16,
