@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::ValueEnum;
 use rampart_capture::Capture;
-use rampart_engine::{FlowFn, FlowRecord, FlowsConfig, Outcome, Summary};
+use rampart_engine::{Event, FlowsConfig, Outcome, Sink, Summary};
 use rampart_export::{FlowFormat, FlowWriter};
 use rampart_flow::TableConfig;
 
@@ -48,6 +48,10 @@ pub(crate) struct Args {
     /// A flow idle this many seconds (capture time) ends.
     #[arg(long, value_name = "SECONDS", default_value_t = 300.0, value_parser = parse_timeout)]
     flow_timeout: f64,
+    /// A TCP connection closed by a FIN each way or a reset ends after this many quiet
+    /// seconds (late retransmissions and the last ACKs still count in it).
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0, value_parser = parse_timeout)]
+    tcp_linger: f64,
     /// Write records to this file instead of standard output.
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -114,6 +118,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         table: TableConfig {
             max_flows: args.max_flows as usize,
             idle_timeout_ns: (args.flow_timeout * 1e9) as u64,
+            close_linger_ns: (args.tcp_linger * 1e9) as u64,
             ..TableConfig::default()
         },
         count: args.count,
@@ -128,8 +133,12 @@ pub(crate) fn run(args: Args) -> ExitCode {
         ..FlowsConfig::default()
     };
     let bar = progress_bar(&capture, args.quiet);
+    // Live and streamed input (`-r -`) write each record as its flow ends (as `tcpdump -l`
+    // users expect): what a batch produced is flushed before the next read, which may wait
+    // for packets. A file is written in big blocks.
+    let by_batch = capture.is_live() || capture.size().is_none();
     let result = writer.header().and_then(|()| {
-        let mut sink = FlowFn(|r: &FlowRecord| writer.write(r));
+        let mut sink = Records { writer: &mut writer, by_batch, dirty: false };
         rampart_engine::run(&mut capture, &cfg, filter, &stop, &mut sink, &mut |pos| {
             if let Some(b) = &bar {
                 b.set_position(pos);
@@ -159,6 +168,32 @@ pub(crate) fn run(args: Args) -> ExitCode {
             ExitCode::from(if e.is_usage() { 2 } else { 1 })
         }
         None => ExitCode::SUCCESS,
+    }
+}
+
+/// Flow records to the writer, flushed after each batch that wrote any when `by_batch`.
+struct Records<'w, W: Write> {
+    writer: &'w mut FlowWriter<W>,
+    by_batch: bool,
+    dirty: bool,
+}
+
+impl<W: Write> Sink for Records<'_, W> {
+    fn event(&mut self, e: Event<'_>) -> io::Result<()> {
+        match e {
+            Event::Flow(r) => {
+                self.dirty = true;
+                self.writer.write(r)
+            }
+            Event::Sample(_) => Ok(()),
+        }
+    }
+
+    fn tick(&mut self) -> io::Result<()> {
+        if self.by_batch && std::mem::take(&mut self.dirty) {
+            self.writer.flush()?;
+        }
+        Ok(())
     }
 }
 
@@ -194,10 +229,13 @@ fn print_summary(name: &str, s: &Summary) {
     );
     let _ = writeln!(
         err,
-        "  flows: {} ended idle, {} evicted, {} at end of input; peak {} live, table {:.1} MiB",
+        "  flows: {} ended idle, {} closed (FIN), {} reset (RST), {} evicted, {} at end of \
+         input; peak {} live, table {:.1} MiB",
         t.idle,
+        t.fin,
+        t.rst,
         t.evicted,
-        s.flows - t.idle - t.evicted,
+        s.flows.saturating_sub(t.idle + t.fin + t.rst + t.evicted),
         t.peak,
         s.table_bytes as f64 / (1 << 20) as f64
     );

@@ -2,7 +2,6 @@
 
 use std::io::{self, Write};
 use std::process::ExitCode;
-use std::time::Instant;
 
 use clap::ValueEnum;
 use rampart_engine::{CompatEvent, Event, FlowsConfig, Outcome, Sink, run, run_pping};
@@ -110,18 +109,18 @@ fn non_negative(s: &str) -> Result<f64, String> {
     }
 }
 
-/// Standard output, flushed by time when capturing live (pping flushes every second, every
-/// 100 ms with `-m`).
+/// Standard output, flushed after every batch when capturing live or reading a stream, so a
+/// sample shows as soon as its packet has been read.
 struct Out<W: Write> {
     w: RttWriter<W>,
-    live: bool,
-    last_flush: Instant,
+    by_batch: bool,
 }
 
 impl<W: Write> Out<W> {
+    /// After each batch (and each quiet spell of a live capture): what it wrote goes out now
+    /// on live or streamed input (an empty buffer costs nothing).
     fn tick(&mut self) -> io::Result<()> {
-        if self.live && self.last_flush.elapsed().as_millis() >= 100 {
-            self.last_flush = Instant::now();
+        if self.by_batch {
             self.w.flush()?;
         }
         Ok(())
@@ -166,10 +165,11 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
         (false, Some(FormatArg::Json)) => RttFormat::Json,
         (false, Some(FormatArg::Text) | None) => RttFormat::Text,
     };
+    // Live and streamed input (`-r -`) are flushed after each batch that wrote anything
+    // (the next read may wait for packets); a file is written in big blocks.
     let mut out = Out {
         w: RttWriter::new(io::BufWriter::with_capacity(1 << 20, io::stdout().lock()), format),
-        live,
-        last_flush: Instant::now(),
+        by_batch: live || capture.size().is_none(),
     };
     let locals = if args.show_local { Vec::new() } else { input::local_addresses(&args.source) };
     let result = match args.compat {
@@ -240,8 +240,9 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
                 samples: !args.summary,
                 local: locals,
                 workers: usize::from(args.workers),
-                // RTT output carries no application labels.
+                // RTT output carries no application labels, and needs no flow but TCP's.
                 dpi: None,
+                tcp_only: true,
                 ..FlowsConfig::default()
             };
             let mut sink = Samples { out: &mut out, summary: args.summary };

@@ -275,3 +275,132 @@ fn ctrl_c_flushes_the_flows_seen() {
     let n = packets_in(&out.stdout);
     assert!(n > 300 && n < 3226, "{n} packets written");
 }
+
+/// A classic pcap record of an Ethernet/IPv4/UDP packet from port `sport` at `secs`.
+fn udp_record(secs: u32, sport: u16) -> Vec<u8> {
+    let mut f = vec![0u8; 14 + 20 + 8 + 4];
+    f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+    f[14] = 0x45;
+    f[16..18].copy_from_slice(&32u16.to_be_bytes());
+    f[22] = 64;
+    f[23] = 17;
+    f[26..30].copy_from_slice(&[10, 0, 0, 1]);
+    f[30..34].copy_from_slice(&[10, 0, 0, 2]);
+    f[34..36].copy_from_slice(&sport.to_be_bytes());
+    f[36..38].copy_from_slice(&53u16.to_be_bytes());
+    f[38..40].copy_from_slice(&12u16.to_be_bytes());
+    let mut r = Vec::new();
+    for v in [secs, 0, f.len() as u32, f.len() as u32] {
+        r.extend_from_slice(&v.to_le_bytes());
+    }
+    r.extend_from_slice(&f);
+    r
+}
+
+#[test]
+fn records_are_written_as_flows_end_on_a_stream() {
+    // Hardening item 3: on a stream, a flow's record comes out when the flow ends, not when
+    // the input does.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rampart"))
+        .args(["flows", "-q", "-r", "-", "--flow-timeout", "1"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut header = Vec::new();
+    for v in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, 1] {
+        header.extend_from_slice(&v.to_le_bytes());
+    }
+    stdin.write_all(&header).unwrap();
+    stdin.write_all(&udp_record(1000, 1111)).unwrap();
+    stdin.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    // Ten seconds later in capture time: the first flow has been idle past the timeout.
+    stdin.write_all(&udp_record(1010, 2222)).unwrap();
+    stdin.flush().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::Read;
+        let mut buf = [0u8; 4096];
+        let n = stdout.read(&mut buf).unwrap_or(0);
+        let _ = tx.send(String::from_utf8_lossy(&buf[..n]).into_owned());
+    });
+    let first = rx.recv_timeout(Duration::from_secs(10));
+    drop(stdin);
+    let _ = child.wait();
+    let first = first.expect("the ended flow's record is written while the input is still open");
+    assert!(
+        first.contains("\"sport\":1111") && first.contains("\"end_reason\":\"idle\""),
+        "{first}"
+    );
+    assert!(!first.contains("\"sport\":2222"), "the live flow is not written yet: {first}");
+}
+
+/// A classic pcap record of an Ethernet/IPv4/TCP segment 10.0.0.1:40000 <-> 10.0.0.2:80.
+fn tcp_record(usecs: u64, reply: bool, flags: u8) -> Vec<u8> {
+    let mut f = vec![0u8; 14 + 20 + 20];
+    f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+    f[14] = 0x45;
+    f[16..18].copy_from_slice(&40u16.to_be_bytes());
+    f[22] = 64;
+    f[23] = 6;
+    let (a, b, pa, pb) = ([10, 0, 0, 1], [10, 0, 0, 2], 40000u16, 80u16);
+    let (src, dst, sp, dp) = if reply { (b, a, pb, pa) } else { (a, b, pa, pb) };
+    f[26..30].copy_from_slice(&src);
+    f[30..34].copy_from_slice(&dst);
+    f[34..36].copy_from_slice(&sp.to_be_bytes());
+    f[36..38].copy_from_slice(&dp.to_be_bytes());
+    f[46] = 0x50;
+    f[47] = flags;
+    let mut r = Vec::new();
+    for v in [(usecs / 1_000_000) as u32, (usecs % 1_000_000) as u32, 54, 54] {
+        r.extend_from_slice(&v.to_le_bytes());
+    }
+    r.extend_from_slice(&f);
+    r
+}
+
+#[test]
+fn tcp_close_ends_a_record() {
+    // Hardening item 4: a connection closed by a FIN each way, or reset, ends after the linger
+    // (5 s by default), not the idle timeout; a new SYN on the same ports starts a new record.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("close.pcap");
+    let mut pcap = Vec::new();
+    for v in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, 1] {
+        pcap.extend_from_slice(&v.to_le_bytes());
+    }
+    let t0 = 1_700_000_000_000_000u64;
+    for (dt, reply, flags) in [
+        (0, false, 0x02),
+        (1_000, true, 0x12),
+        (2_000, false, 0x10),
+        (3_000, false, 0x11),
+        (4_000, true, 0x11),
+        (5_000, false, 0x10),
+        // 8 s later: reopened, then reset.
+        (8_000_000, false, 0x02),
+        (8_001_000, true, 0x14),
+    ] {
+        pcap.extend_from_slice(&tcp_record(t0 + dt, reply, flags));
+    }
+    pcap.extend_from_slice(&udp_record(1_700_000_020, 5353));
+    std::fs::write(&path, &pcap).unwrap();
+    let out = rampart(&["flows", "-r", path.to_str().unwrap()]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    let reasons: Vec<&str> = text
+        .lines()
+        .map(|l| l.split("\"end_reason\":\"").nth(1).unwrap().split('"').next().unwrap())
+        .collect();
+    assert_eq!(reasons, ["fin", "rst", "end"], "{text}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("1 closed (FIN), 1 reset (RST)"), "{err}");
+    // With a linger longer than the capture, the records run to the end of input.
+    let out = rampart(&["flows", "-q", "--tcp-linger", "60", "-r", path.to_str().unwrap()]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.matches("\"end_reason\":\"fin\"").count(), 1, "the reopening SYN ends it");
+    assert_eq!(text.matches("\"end_reason\":\"end\"").count(), 2, "{text}");
+}

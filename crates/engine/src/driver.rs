@@ -74,8 +74,9 @@ pub(crate) fn emit(
 pub trait Consumer {
     /// Frames that passed the filter and limits, and the run's counts.
     fn batch(&mut self, frames: &[Frame<'_>], s: &mut Summary) -> io::Result<()>;
-    /// A live capture was quiet for about 100 ms.
-    fn quiet(&mut self, _s: &mut Summary) -> io::Result<()> {
+    /// A live capture was quiet for about 100 ms; `now` is the wall clock (ns since the
+    /// epoch), the time a live capture's packets are stamped with, so flows can end by it.
+    fn quiet(&mut self, _now: u64, _s: &mut Summary) -> io::Result<()> {
         Ok(())
     }
     /// After every batch and quiet spell (where a sink flushes by time).
@@ -196,7 +197,7 @@ pub fn read_batches(
         }
         let batch = match capture.next_batch(limits.batch) {
             Ok(b) if b.is_empty() && live => {
-                to.quiet(s)?;
+                to.quiet(wall_clock(), s)?;
                 progress(capture.position());
                 to.tick()?;
                 continue;
@@ -233,6 +234,12 @@ pub fn read_batches(
     Ok(error)
 }
 
+/// The wall clock in nanoseconds since the epoch (a driver's clock; the pipeline reads none).
+pub(crate) fn wall_clock() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    now.map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
 /// Records ended at the end of input handed on at a time: the records of live flows are made
 /// a part at a time, so the end of a run holds no more than this many at once.
 pub(crate) const FINISH_CHUNK: usize = 4096;
@@ -249,6 +256,14 @@ impl Consumer for One<'_> {
     fn batch(&mut self, frames: &[Frame<'_>], s: &mut Summary) -> io::Result<()> {
         self.events.clear();
         self.pipeline.process(frames, Verdict::Accept, &mut self.verdicts, &mut self.events, s);
+        emit(s, &self.events, &[], self.sink)
+    }
+
+    /// Capture time follows the wall clock while the link is quiet, so idle flows end (and
+    /// are written) without waiting for the next packet.
+    fn quiet(&mut self, now: u64, s: &mut Summary) -> io::Result<()> {
+        self.events.clear();
+        self.pipeline.advance(now, u32::MAX, &mut self.events);
         emit(s, &self.events, &[], self.sink)
     }
 

@@ -10,12 +10,12 @@
 use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 use rampart_capture::{Frame, Timestamp};
 use rampart_wire::LinkType;
 
-use crate::driver::{FINISH_CHUNK, Sink, emit};
+use crate::driver::{FINISH_CHUNK, Sink, emit, wall_clock};
 use crate::pipeline::{Events, Pipeline, Verdict};
 use crate::{Outcome, Summary};
 
@@ -67,8 +67,7 @@ pub fn run_inline(
             out.extend_from_slice(&verdicts);
         })?;
         if n == 0 {
-            let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-            pipeline.advance(u64::try_from(now).unwrap_or(u64::MAX), u32::MAX, &mut events);
+            pipeline.advance(wall_clock(), u32::MAX, &mut events);
         }
         for v in &verdicts[..n.min(verdicts.len())] {
             match v {

@@ -68,6 +68,9 @@ pub struct FlowsConfig {
     pub workers: usize,
     /// Application identification and its budget per flow; `None` turns it off.
     pub dpi: Option<rampart_dpi::Config>,
+    /// Track TCP only (RTT measurement needs nothing else): other IP packets are counted
+    /// ([`Summary::not_tcp`]) and go no further.
+    pub tcp_only: bool,
 }
 
 impl Default for FlowsConfig {
@@ -82,6 +85,7 @@ impl Default for FlowsConfig {
             local: Vec::new(),
             workers: 1,
             dpi: Some(rampart_dpi::Config::default()),
+            tcp_only: false,
         }
     }
 }
@@ -108,6 +112,8 @@ pub struct Summary {
     pub non_ip: u64,
     /// IP frames accounted to a flow.
     pub tracked: u64,
+    /// IP frames not tracked because only TCP was asked for.
+    pub not_tcp: u64,
     /// Flow records handed to the sink.
     pub flows: u64,
     /// RTT samples handed to the sink.
@@ -166,6 +172,7 @@ impl Summary {
     pub(crate) fn add_frames(&mut self, o: &Summary) {
         self.non_ip += o.non_ip;
         self.tracked += o.tracked;
+        self.not_tcp += o.not_tcp;
         for (a, b) in self.problems.iter_mut().zip(o.problems) {
             *a += b;
         }

@@ -121,6 +121,7 @@ pub struct Packet {
 pub struct Parser {
     rtt: bool,
     payloads: bool,
+    tcp_only: bool,
     local: Vec<(u8, [u8; 16])>,
     now: u64,
 }
@@ -140,7 +141,13 @@ impl Parser {
                 IpAddr::V6(v) => (6, v.octets()),
             })
             .collect();
-        Self { rtt, payloads: false, local, now: 0 }
+        Self { rtt, payloads: false, tcp_only: false, local, now: 0 }
+    }
+
+    /// Keeps TCP packets only; other IP packets are counted in [`Summary::not_tcp`].
+    pub fn tcp_only(mut self, on: bool) -> Self {
+        self.tcp_only = on;
+        self
     }
 
     /// Also notes where each packet's payload lies ([`Packet::payload`]), for application
@@ -193,6 +200,10 @@ impl Parser {
             return None;
         }
         s.problem(&meta);
+        if self.tcp_only && key.proto != rampart_wire::proto::TCP {
+            s.not_tcp += 1;
+            return None;
+        }
         let info = PacketInfo {
             key,
             side,

@@ -203,7 +203,9 @@ impl Pipeline {
     /// A pipeline with the table, RTT matching and identification `cfg` asks for.
     pub fn new(cfg: &FlowsConfig) -> Self {
         Self {
-            parser: Parser::new(cfg.rtt.is_some(), &cfg.local).with_payloads(cfg.dpi.is_some()),
+            parser: Parser::new(cfg.rtt.is_some(), &cfg.local)
+                .with_payloads(cfg.dpi.is_some())
+                .tcp_only(cfg.tcp_only),
             table: FlowTable::new(cfg.table),
             policy: None,
             rtt: cfg.rtt.map(RttStage::new),

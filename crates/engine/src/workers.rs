@@ -419,7 +419,9 @@ pub(crate) fn run(
     // Each worker's pipeline: its share of the global limits; the local-address marks are
     // made by whoever parses.
     let worker_cfg = FlowsConfig { table, rtt, local: Vec::new(), ..cfg.clone() };
-    let mut parser = Parser::new(cfg.rtt.is_some(), &cfg.local).with_payloads(cfg.dpi.is_some());
+    let mut parser = Parser::new(cfg.rtt.is_some(), &cfg.local)
+        .with_payloads(cfg.dpi.is_some())
+        .tcp_only(cfg.tcp_only);
     let bytes = capture.shared();
     // Worker-to-worker rings: pairs[j][k] carries packets parsed by j for k.
     let mut to: Vec<Vec<Option<rtrb::Producer<Vec<Packet>>>>> =
@@ -452,7 +454,8 @@ pub(crate) fn run(
                     me,
                     shard: shard.clone(),
                     parser: Parser::new(cfg.rtt.is_some(), &cfg.local)
-                        .with_payloads(cfg.dpi.is_some()),
+                        .with_payloads(cfg.dpi.is_some())
+                        .tcp_only(cfg.tcp_only),
                     bytes: bytes.clone(),
                     s: Summary::default(),
                     to,
@@ -588,9 +591,18 @@ impl Consumer for Reader<'_> {
         Ok(())
     }
 
-    /// Sends what has gathered and waits for every answer, so output keeps up with a quiet
-    /// live capture.
-    fn quiet(&mut self, s: &mut Summary) -> io::Result<()> {
+    /// Lets capture time follow the wall clock in every worker (so idle flows end while the
+    /// link is quiet), sends what has gathered and waits for every answer, so output keeps up
+    /// with a quiet live capture.
+    fn quiet(&mut self, now: u64, s: &mut Summary) -> io::Result<()> {
+        let m = &mut *self.m;
+        let tick = m.pos;
+        m.pos = tick + 1;
+        let end = m.frames.len();
+        for l in self.lanes.iter_mut() {
+            let end = if m.bytes.is_some() { end } else { l.work.len() };
+            l.cuts.push(Cut { end, now, tick });
+        }
         self.m.send(self.lanes, s, self.sink)?;
         while !self.m.in_flight.is_empty() {
             self.m.merge_one(self.lanes, s, self.sink)?;
