@@ -79,6 +79,11 @@ pub(crate) struct Args {
     #[arg(long, value_name = "BYTES", default_value_t = 16384,
           value_parser = clap::value_parser!(u32).range(256..=1 << 20))]
     dpi_bytes: u32,
+    /// MiB that identification may hold for all the flows it inspects at once; a flow that
+    /// takes it past this stops being inspected (counted in the summary).
+    #[arg(long, value_name = "MIB", default_value_t = 256,
+          value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
+    dpi_memory: u32,
     #[command(flatten)]
     live: LiveArgs,
 }
@@ -129,6 +134,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
             tcp_packets: args.dpi_tcp_packets,
             udp_packets: args.dpi_udp_packets,
             max_bytes: args.dpi_bytes as usize,
+            max_total_bytes: (args.dpi_memory as usize) << 20,
         }),
         ..FlowsConfig::default()
     };
@@ -260,9 +266,29 @@ fn print_summary(name: &str, s: &Summary) {
             d.peak_inspecting,
             s.dpi_bytes as f64 / (1 << 20) as f64
         );
+        if d.memory_capped > 0 {
+            let _ = writeln!(
+                err,
+                "  identification stopped early for {} flows: --dpi-memory was reached",
+                d.memory_capped
+            );
+        }
     }
     if s.non_ip > 0 {
         let _ = writeln!(err, "  not IP: {} frames", s.non_ip);
+    }
+    let mib = |b: usize| b as f64 / (1 << 20) as f64;
+    if let Some(m) = input::process_memory() {
+        let _ = writeln!(
+            err,
+            "  memory: peak {:.1} MiB resident ({:.1} MiB of it the mapped input now); table \
+             {:.1}, RTT {:.1}, identification {:.1} MiB at the end",
+            mib(m.peak),
+            mib(m.file),
+            mib(s.table_bytes),
+            mib(s.rtt_bytes),
+            mib(s.dpi_bytes)
+        );
     }
     let problems: Vec<String> = s.problems().map(|(n, c)| format!("{n} {c}")).collect();
     if !problems.is_empty() {

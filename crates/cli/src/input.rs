@@ -89,6 +89,26 @@ pub(crate) fn local_addresses(src: &Source) -> Vec<IpAddr> {
     src.interface.as_deref().map(rampart_capture::live::interface_addresses).unwrap_or_default()
 }
 
+/// What the process holds, from `/proc/self/status`.
+pub(crate) struct ProcessMemory {
+    /// Peak resident set (bytes).
+    pub peak: usize,
+    /// Resident pages that are mapped files now (bytes): a mapped capture counts here.
+    pub file: usize,
+}
+
+/// The process's peak resident memory and its file-backed part, where the system says
+/// (Linux); `None` elsewhere.
+pub(crate) fn process_memory() -> Option<ProcessMemory> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let field = |name: &str| -> Option<usize> {
+        let line = status.lines().find(|l| l.starts_with(name))?;
+        let kb: usize = line[name.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
+        Some(kb * 1024)
+    };
+    Some(ProcessMemory { peak: field("VmHWM:")?, file: field("RssFile:").unwrap_or(0) })
+}
+
 /// A stop flag set by Ctrl-C (or SIGTERM); a second one exits at once.
 pub(crate) fn stop_flag() -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));

@@ -404,3 +404,26 @@ fn tcp_close_ends_a_record() {
     assert_eq!(text.matches("\"end_reason\":\"fin\"").count(), 1, "the reopening SYN ends it");
     assert_eq!(text.matches("\"end_reason\":\"end\"").count(), 2, "{text}");
 }
+
+#[test]
+fn memory_stays_where_the_summary_says() {
+    // Hardening item 5: crafted TLS flows that all buffer at once are held to --dpi-memory,
+    // and the summary says what the process holds.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tls.pcap");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&path).unwrap());
+    rampart_testkit::flood::write(&mut f, rampart_testkit::flood::Kind::Tls, 3000, 10).unwrap();
+    f.flush().unwrap();
+    drop(f);
+    let out =
+        rampart(&["flows", "--dpi-memory", "1", "-o", "/dev/null", "-r", path.to_str().unwrap()]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let capped = err.lines().find(|l| l.contains("--dpi-memory was reached")).expect(&err);
+    let n: u64 = capped.split_whitespace().find_map(|w| w.parse().ok()).unwrap();
+    assert!(n > 2000, "{err}");
+    let apps = err.lines().find(|l| l.contains("applications:")).unwrap();
+    let mib: f64 = apps.rsplit(", ").next().unwrap().trim_end_matches(" MiB").parse().unwrap();
+    assert!(mib < 1.6, "identification held {mib} MiB with a 1 MiB budget: {err}");
+    assert!(err.contains("  memory: peak "), "{err}");
+}

@@ -375,11 +375,16 @@ pub struct Config {
     pub udp_packets: u8,
     /// Payload bytes buffered for reassembly per flow.
     pub max_bytes: usize,
+    /// Bytes a [`DpiTable`] may hold for all the flows it inspects at once (their buffered
+    /// message pieces and gathered QUIC hellos). A flow whose packet takes the total past it
+    /// stops being inspected (it is labelled as when its budget runs out) and is counted in
+    /// [`DpiStats::memory_capped`].
+    pub max_total_bytes: usize,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Config { tcp_packets: 8, udp_packets: 4, max_bytes: 16 * 1024 }
+        Config { tcp_packets: 8, udp_packets: 4, max_bytes: 16 * 1024, max_total_bytes: 256 << 20 }
     }
 }
 

@@ -78,6 +78,10 @@ pub struct DpiStats {
     pub packets: u64,
     /// Most flows under inspection at once.
     pub peak_inspecting: u64,
+    /// Flows whose inspection stopped because the table held [`Config::max_total_bytes`].
+    pub memory_capped: u64,
+    /// Most bytes held at once by the flows under inspection (buffers and gathered hellos).
+    pub peak_held: u64,
 }
 
 /// Slot states, in 32 bits: no payload seen yet, under inspection (index into the pool), or
@@ -96,6 +100,8 @@ pub struct DpiTable {
     decided: Vec<App>,
     free_decided: Vec<u32>,
     inspecting: u64,
+    /// Heap bytes the flows under inspection hold now.
+    held: usize,
     stats: DpiStats,
 }
 
@@ -110,6 +116,7 @@ impl DpiTable {
             decided: Vec::new(),
             free_decided: Vec::new(),
             inspecting: 0,
+            held: 0,
             stats: DpiStats::default(),
         }
     }
@@ -166,8 +173,20 @@ impl DpiTable {
         };
         self.stats.packets += 1;
         let f = &mut self.pool[at as usize];
-        if f.feed(&self.cfg, forward, flow.ports, payload) {
+        let before = f.heap_bytes();
+        let mut done = f.feed(&self.cfg, forward, flow.ports, payload);
+        let after = f.heap_bytes();
+        self.held = (self.held + after).saturating_sub(before);
+        self.stats.peak_held = self.stats.peak_held.max(self.held as u64);
+        if !done && after > before && self.held > self.cfg.max_total_bytes {
+            // Over the table's budget: this flow, which just took more, stops here.
+            f.give_up(flow.ports);
+            self.stats.memory_capped += 1;
+            done = true;
+        }
+        if done {
             let mut f = std::mem::replace(f, FlowDpi::new(0));
+            self.held = self.held.saturating_sub(after);
             self.free_pool.push(at);
             self.inspecting -= 1;
             self.slots[i] = self.keep(&mut f);
@@ -195,6 +214,7 @@ impl DpiTable {
             s => {
                 let at = s - 1;
                 let f = &mut self.pool[at as usize];
+                self.held = self.held.saturating_sub(f.heap_bytes());
                 f.give_up(flow.ports);
                 let app = App::of(f);
                 *f = FlowDpi::new(0);
@@ -222,13 +242,21 @@ impl DpiTable {
         self.inspecting as usize
     }
 
-    /// Bytes held: the slot array, the pool of detection states (with what they buffer) and
-    /// the decided flows' records.
+    /// Bytes held now: the slot array, the pool of detection states (with what they buffer)
+    /// and the decided flows' records.
     pub fn memory_bytes(&self) -> usize {
-        let pool: usize = self.pool.iter().map(FlowDpi::heap_bytes).sum();
+        self.fixed_bytes() + self.held
+    }
+
+    /// The most bytes held at once: the arrays (which do not shrink) and the peak of what
+    /// the flows under inspection buffered.
+    pub fn peak_bytes(&self) -> usize {
+        self.fixed_bytes() + self.stats.peak_held as usize
+    }
+
+    fn fixed_bytes(&self) -> usize {
         self.slots.capacity() * 4
             + self.pool.capacity() * std::mem::size_of::<FlowDpi>()
-            + pool
             + self.decided.capacity() * std::mem::size_of::<App>()
             + self.free_pool.capacity() * 4
             + self.free_decided.capacity() * 4
