@@ -32,7 +32,7 @@ mod workers;
 pub use balance::{Balance, QueueLoad, balance, nic_hash};
 pub use driver::{Consumer, FlowFn, Limits, Sink, read_batches, run, run_flows};
 pub use filter::{FilterCounts, FilterOptions, filter_capture, filter_capture_with};
-pub use packet::{Packet, Parser, Payload, PayloadSource};
+pub use packet::{Packet, Parser, Payload, PayloadSource, Place};
 pub use pipeline::{Event, Events, FlowRecord, Ordered, Pipeline, Policy, Verdict};
 pub use pping::{CompatEvent, run_pping};
 pub use workers::Shard;

@@ -12,58 +12,68 @@ use crate::Summary;
 /// Where a packet's transport payload lies. The parser says where it is in the frame; a step
 /// that moves packets to another thread says where the owner will find it instead. Each place
 /// is read from its own buffer ([`PayloadSource`]), so an offset can never be read against the
-/// wrong one.
+/// wrong one. (Sixteen bytes: the place's tag beside one 64-bit position.)
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Payload {
-    /// None (identification is off, the packet has none, or it is a later fragment).
+pub struct Payload {
+    /// The position: the frame's index in its batch in the high 32 bits and the offset in
+    /// the frame in the low ones (in a frame), else the offset in the shared input or in the
+    /// copy.
+    at: u64,
+    len: u32,
+    place: Place,
+}
+
+/// The buffer a [`Payload`] lies in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Place {
+    /// Nowhere: identification is off, the packet has none, or it is a later fragment.
     #[default]
     None,
-    /// `len` bytes at `at` in frame `frame` of the batch the packet was parsed from.
-    Frame {
-        /// The frame's index in its batch.
-        frame: u32,
-        /// Offset in the frame.
-        at: u32,
-        /// Captured payload bytes.
-        len: u32,
-    },
-    /// `len` bytes at `at` in the shared input (a mapped file every worker reads).
-    Shared {
-        /// Offset in the input.
-        at: u64,
-        /// Captured payload bytes.
-        len: u32,
-    },
-    /// `len` bytes at `at` in the copy that travels with the packet (a stream's buffer is
-    /// reused, so the reading thread copies payloads out for the worker that owns the flow).
-    Copied {
-        /// Offset in the copy.
-        at: u32,
-        /// Captured payload bytes.
-        len: u32,
-    },
+    /// In a frame of the batch the packet was parsed from.
+    Frame,
+    /// In the shared input (a mapped file every worker reads).
+    Shared,
+    /// In the copy that travels with the packet (a stream's buffer is reused, so the reading
+    /// thread copies payloads out for the worker that owns the flow).
+    Copied,
 }
 
 impl Payload {
+    /// `len` bytes at `at` in frame `frame` of the packet's batch.
+    pub fn in_frame(frame: u32, at: u32, len: u32) -> Self {
+        Self { at: u64::from(frame) << 32 | u64::from(at), len, place: Place::Frame }
+    }
+
+    /// `len` bytes at `at` in the copy that travels with the packet.
+    pub fn copied(at: u32, len: u32) -> Self {
+        Self { at: u64::from(at), len, place: Place::Copied }
+    }
+
+    /// Where it lies.
+    pub fn place(&self) -> Place {
+        self.place
+    }
+
     /// Captured payload bytes.
     pub fn len(&self) -> u32 {
-        match *self {
-            Self::None => 0,
-            Self::Frame { len, .. } | Self::Shared { len, .. } | Self::Copied { len, .. } => len,
-        }
+        self.len
     }
 
     /// No payload.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.len == 0
     }
 
     /// The same bytes located in the shared input, for a frame that starts at `frame_start`
     /// in it.
     pub fn in_shared(self, frame_start: u64) -> Self {
-        match self {
-            Self::Frame { at, len, .. } => Self::Shared { at: frame_start + u64::from(at), len },
-            other => other,
+        match self.place {
+            Place::Frame => Self {
+                at: frame_start + (self.at & 0xffff_ffff),
+                len: self.len,
+                place: Place::Shared,
+            },
+            _ => self,
         }
     }
 }
@@ -83,14 +93,14 @@ impl<'a> PayloadSource<'a> {
     /// The payload's bytes (empty if they are not all where it says).
     #[inline]
     pub fn get(&self, p: Payload) -> &'a [u8] {
-        match p {
-            Payload::None => &[],
-            Payload::Frame { frame, at, len } => match self.frames.get(frame as usize) {
-                Some(f) => span(f.data, u64::from(at), len),
+        match p.place {
+            Place::None => &[],
+            Place::Frame => match self.frames.get((p.at >> 32) as usize) {
+                Some(f) => span(f.data, p.at & 0xffff_ffff, p.len),
                 None => &[],
             },
-            Payload::Shared { at, len } => span(self.shared, at, len),
-            Payload::Copied { at, len } => span(self.copied, u64::from(at), len),
+            Place::Shared => span(self.shared, p.at, p.len),
+            Place::Copied => span(self.copied, p.at, p.len),
         }
     }
 }
@@ -222,13 +232,13 @@ impl Parser {
                 i.to_local = self.local.iter().any(|(f, a)| *f == fam && *a == meta.dst);
             }
         }
-        let mut payload = Payload::None;
+        let mut payload = Payload::default();
         if self.payloads && !meta.is_later_fragment() {
             let at = usize::from(meta.payload_offset);
             let captured = frame.data.len().saturating_sub(at);
             let len = (meta.payload_wire_len as usize).min(captured) as u32;
             if len > 0 {
-                payload = Payload::Frame { frame: index, at: at as u32, len };
+                payload = Payload::in_frame(index, at as u32, len);
             }
         }
         s.tracked += 1;
@@ -258,16 +268,16 @@ mod tests {
         };
         let frames = [frame];
         let src = PayloadSource { frames: &frames, shared: b"0123456789", copied: b"xyz" };
-        assert_eq!(src.get(Payload::Frame { frame: 0, at: 2, len: 3 }), b"cde");
-        assert_eq!(src.get(Payload::Shared { at: 2, len: 3 }), b"234");
-        assert_eq!(src.get(Payload::Copied { at: 1, len: 2 }), b"yz");
+        let in_frame = Payload::in_frame(0, 2, 3);
+        assert_eq!(src.get(in_frame), b"cde");
+        let shared = in_frame.in_shared(0);
+        assert_eq!((shared.place(), src.get(shared)), (Place::Shared, &b"234"[..]));
+        assert_eq!(src.get(Payload::copied(1, 2)), b"yz");
+        assert_eq!(std::mem::size_of::<Payload>(), 16);
         // Out of range, or a frame the batch does not have: nothing, never a panic.
-        assert_eq!(src.get(Payload::Frame { frame: 1, at: 0, len: 1 }), b"");
-        assert_eq!(src.get(Payload::Copied { at: 2, len: 2 }), b"");
-        assert_eq!(src.get(Payload::Shared { at: u64::MAX, len: 1 }), b"");
-        assert_eq!(
-            Payload::Frame { frame: 0, at: 2, len: 3 }.in_shared(100),
-            Payload::Shared { at: 102, len: 3 }
-        );
+        assert_eq!(src.get(Payload::in_frame(1, 0, 1)), b"");
+        assert_eq!(src.get(Payload::copied(2, 2)), b"");
+        assert_eq!(src.get(Payload::in_frame(0, 7, 2).in_shared(u64::MAX - 8)), b"");
+        assert_eq!(src.get(Payload::default()), b"");
     }
 }

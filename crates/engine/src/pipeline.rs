@@ -300,7 +300,7 @@ impl Pipeline {
             if !self.table.ended().is_empty() {
                 self.retire_ended(p.pos, false, events);
             }
-            let Some(flow) = self.table.get(t.id) else { continue };
+            let flow = self.table.flow(t.id);
             let ctx = FlowCtx {
                 id: t.id,
                 new: t.new,

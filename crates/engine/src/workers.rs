@@ -572,7 +572,7 @@ impl Consumer for Reader<'_> {
                         // The reader's buffer is reused: the owner gets a copy.
                         let payload = src.get(w.payload);
                         let at = lane.bytes.len() as u32;
-                        w.payload = Payload::Copied { at, len: payload.len() as u32 };
+                        w.payload = Payload::copied(at, payload.len() as u32);
                         lane.bytes.extend_from_slice(payload);
                     }
                     lane.work.push(w);

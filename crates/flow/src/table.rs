@@ -12,6 +12,8 @@ const MIN_SLOTS: usize = 1024;
 /// TCP flag bits the table looks at.
 const SYN: u16 = rampart_wire::tcp::flags::SYN;
 const ACK: u16 = rampart_wire::tcp::flags::ACK;
+const FIN: u16 = rampart_wire::tcp::flags::FIN;
+const RST: u16 = rampart_wire::tcp::flags::RST;
 /// Idle timers count capture time in ticks of 2^26 ns (67 ms) since the epoch.
 const TICK_SHIFT: u32 = 26;
 /// Slots of the timer wheel: 4096 ticks, 4.6 minutes; later deadlines go round again.
@@ -247,7 +249,7 @@ pub struct FlowTable {
     index: Vec<u64>,
     mask: usize,
     max_slots: usize,
-    chunks: Vec<Box<[Flow]>>,
+    chunks: Vec<Box<[Flow; CHUNK]>>,
     allocated: usize,
     free: Vec<u32>,
     live: usize,
@@ -352,25 +354,26 @@ impl FlowTable {
     #[inline]
     pub fn track(&mut self, p: &PacketInfo) -> Tracked {
         let (slot, found) = self.find(&p.key, p.hash as u32);
+        let (idle, linger) = (self.cfg.idle_timeout_ns, self.cfg.close_linger_ns);
         let rec = match found {
             Some(rec) => {
-                let f = self.record(rec);
+                let f = self.record_mut(rec);
                 let closed = f.closed();
-                let quiet = p.ts.saturating_sub(f.last) > self.timeout(f);
-                let reopen = closed.is_some()
-                    && p.tcp_flags & (SYN | ACK) == SYN
-                    && p.key.proto == rampart_wire::proto::TCP;
+                let timeout = if closed.is_some() { linger } else { idle };
+                let quiet = p.ts.saturating_sub(f.last) > timeout;
+                // A SYN without ACK on a closed connection's ports: the port is reused (only
+                // TCP flows are ever closed).
+                let reopen = closed.is_some() && p.tcp_flags & (SYN | ACK) == SYN;
                 if !quiet && !reopen {
-                    let f = self.record_mut(rec);
                     let dir = f.dir(p.side);
                     let d = dir as usize;
                     f.packets[d] += 1;
                     f.bytes[d] += u64::from(p.wire_len);
                     f.tcp_flags[d] |= p.tcp_flags as u8;
                     f.last = f.last.max(p.ts);
-                    if closed.is_none() && f.closed().is_some() {
+                    if closed.is_none() && p.tcp_flags & (FIN | RST) != 0 && f.closed().is_some() {
                         // Closed by this packet: its deadline moves to the close linger.
-                        let deadline = f.last.saturating_add(self.cfg.close_linger_ns);
+                        let deadline = f.last.saturating_add(linger);
                         self.unlink(rec);
                         self.link(rec, Self::tick(deadline));
                     }
@@ -378,8 +381,7 @@ impl FlowTable {
                 }
                 // Quiet past its timeout, or a closed connection's port reused: end it and
                 // start over in the same record.
-                let reason =
-                    if quiet { Self::quiet_reason(f) } else { closed.unwrap_or(EndReason::Idle) };
+                let reason = closed.unwrap_or(EndReason::Idle);
                 let old = *f;
                 self.count_end(reason);
                 self.ended.push(EndedFlow { flow: old, reason, id: FlowId(rec) });
@@ -388,10 +390,19 @@ impl FlowTable {
             }
             None => self.insert(slot, p),
         };
-        *self.record_mut(rec) = Flow::start(p);
+        let f = self.record_mut(rec);
+        *f = Flow::start(p);
+        let timeout = if f.closed().is_some() { linger } else { idle };
         self.stats.created += 1;
-        self.link(rec, Self::tick(p.ts.saturating_add(self.timeout(self.record(rec)))));
+        self.link(rec, Self::tick(p.ts.saturating_add(timeout)));
         Tracked { id: FlowId(rec), new: true, dir: Dir::Original }
+    }
+
+    /// The record of a flow [`FlowTable::track`] just returned (or any id below the table's
+    /// high-water mark; the record may be a freed one).
+    #[inline]
+    pub fn flow(&self, id: FlowId) -> &Flow {
+        self.record(id.0)
     }
 
     fn count_end(&mut self, reason: EndReason) {
@@ -652,7 +663,8 @@ impl FlowTable {
             Some(r) => r,
             None => {
                 if self.allocated == self.chunks.len() * CHUNK {
-                    self.chunks.push(vec![Flow::default(); CHUNK].into_boxed_slice());
+                    let chunk = vec![Flow::default(); CHUNK].into_boxed_slice();
+                    self.chunks.push(chunk.try_into().expect("a chunk holds CHUNK records"));
                 }
                 self.allocated += 1;
                 (self.allocated - 1) as u32
