@@ -6,6 +6,8 @@ use crate::key::{Dir, FlowKey, Side};
 const CHUNK: usize = 4096;
 /// Records looked at when choosing a flow to evict.
 const EVICT_SAMPLE: usize = 8;
+/// Records scanned at most to find [`EVICT_SAMPLE`] that may be evicted.
+const EVICT_SCAN: usize = 256;
 /// Index slots per allowed flow at full size (load factor at most 1/2).
 const SLOTS_PER_FLOW: usize = 2;
 const MIN_SLOTS: usize = 1024;
@@ -33,6 +35,11 @@ pub struct TableConfig {
     /// Seed for the table hash (fixed seeds make runs reproducible; vary it per process to keep
     /// crafted traffic from colliding).
     pub seed: u64,
+    /// When full, a new flow may push out any flow (a flow meter keeps counting), or only
+    /// flows not marked protected ([`FlowTable::set_protected`]): a firewall's connection
+    /// table keeps its established connections and refuses the new flow instead, as Linux's
+    /// early drop does.
+    pub evict_protected: bool,
 }
 
 impl Default for TableConfig {
@@ -42,6 +49,7 @@ impl Default for TableConfig {
             idle_timeout_ns: 300_000_000_000,
             close_linger_ns: 5_000_000_000,
             seed: 0x5eed_f10e,
+            evict_protected: true,
         }
     }
 }
@@ -99,8 +107,17 @@ pub struct Flow {
     pub tcp_flags: [u8; 2],
     /// Which side of the key sent the first packet.
     pub initiator: Side,
-    live: bool,
+    /// [`LIVE`], [`PROTECTED`], and the timeout class in the low six bits (0: the table's
+    /// own choice, the idle timeout or the close linger).
+    bits: u8,
 }
+
+/// The record holds a live flow.
+const LIVE: u8 = 0x80;
+/// The flow is not pushed out when the table is full (unless the table says it may be).
+const PROTECTED: u8 = 0x40;
+/// The timeout class bits.
+const CLASS: u8 = 0x3f;
 
 const _: () = assert!(std::mem::size_of::<Flow>() == 104);
 
@@ -121,8 +138,13 @@ impl Flow {
             prev: 0,
             tcp_flags: [p.tcp_flags as u8, 0],
             initiator: p.side,
-            live: true,
+            bits: LIVE,
         }
+    }
+
+    #[inline]
+    fn live(&self) -> bool {
+        self.bits & LIVE != 0
     }
 
     /// The initiator's address, port, then the responder's.
@@ -218,6 +240,8 @@ pub struct TableStats {
     pub evicted: u64,
     /// Most flows live at once.
     pub peak: u64,
+    /// New flows refused because the table was full of protected flows.
+    pub refused: u64,
     /// Records the idle timers looked at (ended or put back on a later list).
     pub timer_checks: u64,
 }
@@ -230,6 +254,7 @@ impl std::ops::AddAssign for TableStats {
         self.rst += o.rst;
         self.evicted += o.evicted;
         self.peak += o.peak;
+        self.refused += o.refused;
         self.timer_checks += o.timer_checks;
     }
 }
@@ -269,6 +294,9 @@ pub struct FlowTable {
     high: u64,
     ended: Vec<EndedFlow>,
     stats: TableStats,
+    /// Timeouts of the classes a caller gave flows ([`FlowTable::set_timeout`]); class `i`
+    /// lasts `timeouts[i - 1]` ns.
+    timeouts: Vec<u64>,
 }
 
 #[inline]
@@ -298,6 +326,7 @@ impl FlowTable {
             high: 0,
             ended: Vec::new(),
             stats: TableStats::default(),
+            timeouts: Vec::new(),
         }
     }
 
@@ -335,11 +364,63 @@ impl FlowTable {
         }
     }
 
-    /// How long a flow may stay quiet before it ends: the close linger once it is closed,
-    /// else the idle timeout.
+    /// How long a flow may stay quiet before it ends: the timeout its caller gave it, else
+    /// the close linger once it is closed, else the idle timeout.
     #[inline]
     fn timeout(&self, f: &Flow) -> u64 {
-        if f.closed().is_some() { self.cfg.close_linger_ns } else { self.cfg.idle_timeout_ns }
+        match f.bits & CLASS {
+            0 if f.closed().is_some() => self.cfg.close_linger_ns,
+            0 => self.cfg.idle_timeout_ns,
+            c => self.timeouts[usize::from(c) - 1],
+        }
+    }
+
+    /// Gives a live flow its own timeout (ns of quiet before it ends; `None`: the table's own
+    /// choice again), as a connection tracker does per state. Its deadline moves at once, so
+    /// a shorter timeout takes effect on time. At most 63 distinct timeouts are kept; a 64th
+    /// is rounded to the nearest kept one.
+    pub fn set_timeout(&mut self, id: FlowId, timeout_ns: Option<u64>) {
+        if self.get(id).is_none() {
+            return;
+        }
+        let class = match timeout_ns {
+            None => 0,
+            Some(ns) => match self.timeouts.iter().position(|&t| t == ns) {
+                Some(i) => i as u8 + 1,
+                None if self.timeouts.len() < usize::from(CLASS) => {
+                    self.timeouts.push(ns);
+                    self.timeouts.len() as u8
+                }
+                None => {
+                    let near = (0..self.timeouts.len())
+                        .min_by_key(|&i| self.timeouts[i].abs_diff(ns))
+                        .unwrap_or(0);
+                    near as u8 + 1
+                }
+            },
+        };
+        let f = self.record_mut(id.0);
+        if f.bits & CLASS == class {
+            return;
+        }
+        f.bits = (f.bits & !CLASS) | class;
+        let deadline = f.last.saturating_add(self.timeout(self.record(id.0)));
+        self.unlink(id.0);
+        self.link(id.0, Self::tick(deadline));
+    }
+
+    /// Marks a live flow as one a full table keeps (see [`TableConfig::evict_protected`]).
+    pub fn set_protected(&mut self, id: FlowId, protected: bool) {
+        if self.get(id).is_some() {
+            let f = self.record_mut(id.0);
+            f.bits = if protected { f.bits | PROTECTED } else { f.bits & !PROTECTED };
+        }
+    }
+
+    /// The live flow of `key` (whose [`FlowTable::hash`] is `hash`), without creating it.
+    #[inline]
+    pub fn lookup(&self, key: &FlowKey, hash: u64) -> Option<FlowId> {
+        self.find(key, hash as u32).1.map(FlowId)
     }
 
     /// Why a flow that has been quiet past its timeout ends.
@@ -353,13 +434,22 @@ impl FlowTable {
     /// new SYN (the port is reused); a new flow in a full table evicts one.
     #[inline]
     pub fn track(&mut self, p: &PacketInfo) -> Tracked {
+        self.try_track(p).expect("a table that may evict any flow always has room")
+    }
+
+    /// [`FlowTable::track`] for a table that may refuse: `None` when the packet starts a new
+    /// flow, the table is full and no flow may be pushed out (see
+    /// [`TableConfig::evict_protected`]); nothing is changed then.
+    #[inline]
+    pub fn try_track(&mut self, p: &PacketInfo) -> Option<Tracked> {
         let (slot, found) = self.find(&p.key, p.hash as u32);
         let (idle, linger) = (self.cfg.idle_timeout_ns, self.cfg.close_linger_ns);
         let rec = match found {
             Some(rec) => {
+                let timeout = self.timeout(self.record(rec));
                 let f = self.record_mut(rec);
-                let closed = f.closed();
-                let timeout = if closed.is_some() { linger } else { idle };
+                let own = f.bits & CLASS == 0;
+                let closed = if own { f.closed() } else { None };
                 let quiet = p.ts.saturating_sub(f.last) > timeout;
                 // A SYN without ACK on a closed connection's ports: the port is reused (only
                 // TCP flows are ever closed).
@@ -371,31 +461,39 @@ impl FlowTable {
                     f.bytes[d] += u64::from(p.wire_len);
                     f.tcp_flags[d] |= p.tcp_flags as u8;
                     f.last = f.last.max(p.ts);
-                    if closed.is_none() && p.tcp_flags & (FIN | RST) != 0 && f.closed().is_some() {
+                    if own
+                        && closed.is_none()
+                        && p.tcp_flags & (FIN | RST) != 0
+                        && f.closed().is_some()
+                    {
                         // Closed by this packet: its deadline moves to the close linger.
                         let deadline = f.last.saturating_add(linger);
                         self.unlink(rec);
                         self.link(rec, Self::tick(deadline));
                     }
-                    return Tracked { id: FlowId(rec), new: false, dir };
+                    return Some(Tracked { id: FlowId(rec), new: false, dir });
                 }
                 // Quiet past its timeout, or a closed connection's port reused: end it and
                 // start over in the same record.
-                let reason = closed.unwrap_or(EndReason::Idle);
+                let reason = if quiet {
+                    f.closed().unwrap_or(EndReason::Idle)
+                } else {
+                    closed.unwrap_or(EndReason::Idle)
+                };
                 let old = *f;
                 self.count_end(reason);
                 self.ended.push(EndedFlow { flow: old, reason, id: FlowId(rec) });
                 self.unlink(rec);
                 rec
             }
-            None => self.insert(slot, p),
+            None => self.insert(slot, p)?,
         };
         let f = self.record_mut(rec);
         *f = Flow::start(p);
         let timeout = if f.closed().is_some() { linger } else { idle };
         self.stats.created += 1;
         self.link(rec, Self::tick(p.ts.saturating_add(timeout)));
-        Tracked { id: FlowId(rec), new: true, dir: Dir::Original }
+        Some(Tracked { id: FlowId(rec), new: true, dir: Dir::Original })
     }
 
     /// The record of a flow [`FlowTable::track`] just returned (or any id below the table's
@@ -421,7 +519,7 @@ impl FlowTable {
         for _ in 0..budget.min(self.allocated) {
             self.hand = if self.hand + 1 >= self.allocated { 0 } else { self.hand + 1 };
             let f = self.record(self.hand as u32);
-            if f.live && now.saturating_sub(f.last) > self.timeout(f) {
+            if f.live() && now.saturating_sub(f.last) > self.timeout(f) {
                 let reason = Self::quiet_reason(f);
                 self.remove(self.hand as u32, reason);
             }
@@ -559,7 +657,7 @@ impl FlowTable {
     /// more than this list (4 bytes a flow) besides the table.
     pub fn live_in_order(&self) -> Vec<FlowId> {
         let mut order: Vec<(u64, u32)> = (0..self.allocated as u32)
-            .filter(|&r| self.record(r).live)
+            .filter(|&r| self.record(r).live())
             .map(|r| (self.record(r).first, r))
             .collect();
         order.sort_unstable_by(|&(fa, a), &(fb, b)| {
@@ -589,7 +687,7 @@ impl FlowTable {
 
     /// The live flow with this id, if any.
     pub fn get(&self, id: FlowId) -> Option<&Flow> {
-        let live = (id.0 as usize) < self.allocated && self.record(id.0).live;
+        let live = (id.0 as usize) < self.allocated && self.record(id.0).live();
         live.then(|| self.record(id.0))
     }
 
@@ -647,11 +745,12 @@ impl FlowTable {
         }
     }
 
-    fn insert(&mut self, mut slot: usize, p: &PacketInfo) -> u32 {
+    fn insert(&mut self, mut slot: usize, p: &PacketInfo) -> Option<u32> {
         if self.live >= self.cfg.max_flows {
             self.sweep(p.ts, EVICT_SAMPLE * 4);
-            if self.live >= self.cfg.max_flows {
-                self.evict();
+            if self.live >= self.cfg.max_flows && !self.evict() {
+                self.stats.refused += 1;
+                return None;
             }
             slot = self.find(&p.key, p.hash as u32).0;
         }
@@ -673,18 +772,22 @@ impl FlowTable {
         self.index[slot] = entry(p.hash as u32, rec);
         self.live += 1;
         self.stats.peak = self.stats.peak.max(self.live as u64);
-        rec
+        Some(rec)
     }
 
-    /// Evicts the least recently seen of a few live records after the sweep hand.
-    fn evict(&mut self) {
+    /// Evicts the least recently seen of a few live records after the sweep hand (records
+    /// that may be pushed out: any, or only unprotected ones); `false` when none could go.
+    /// At most [`EVICT_SCAN`] records are looked at, so a table full of protected flows costs
+    /// a bounded scan per refused flow.
+    fn evict(&mut self) -> bool {
+        let any = self.cfg.evict_protected;
         let mut victim: Option<(u64, u32)> = None;
         let mut seen = 0;
         let mut r = self.hand;
-        for _ in 0..self.allocated {
+        for _ in 0..self.allocated.min(EVICT_SCAN) {
             r = if r + 1 >= self.allocated { 0 } else { r + 1 };
             let f = self.record(r as u32);
-            if f.live {
+            if f.live() && (any || f.bits & PROTECTED == 0) {
                 if victim.is_none_or(|(last, _)| f.last < last) {
                     victim = Some((f.last, r as u32));
                 }
@@ -695,8 +798,12 @@ impl FlowTable {
             }
         }
         self.hand = r;
-        if let Some((_, rec)) = victim {
-            self.remove(rec, EndReason::Evicted);
+        match victim {
+            Some((_, rec)) => {
+                self.remove(rec, EndReason::Evicted);
+                true
+            }
+            None => false,
         }
     }
 
@@ -704,7 +811,7 @@ impl FlowTable {
     fn remove(&mut self, rec: u32, reason: EndReason) {
         self.unlink(rec);
         let flow = *self.record(rec);
-        self.record_mut(rec).live = false;
+        self.record_mut(rec).bits = 0;
         self.count_end(reason);
         self.ended.push(EndedFlow { flow, reason, id: FlowId(rec) });
         self.free.push(rec);

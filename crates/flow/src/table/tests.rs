@@ -18,7 +18,13 @@ fn packet(t: &FlowTable, i: u16, reverse: bool, ts: u64) -> PacketInfo {
 }
 
 fn cfg(max_flows: usize, timeout: u64) -> TableConfig {
-    TableConfig { max_flows, idle_timeout_ns: timeout, close_linger_ns: timeout, seed: 1 }
+    TableConfig {
+        max_flows,
+        idle_timeout_ns: timeout,
+        close_linger_ns: timeout,
+        seed: 1,
+        evict_protected: true,
+    }
 }
 
 #[test]
@@ -100,9 +106,9 @@ fn flags() -> impl Strategy<Value = u16> {
     prop_oneof![12 => Just(0x10u16), 2 => Just(0x11), 1 => Just(0x04), 1 => Just(0x02), 1 => Just(0x12)]
 }
 
-fn jumpy_ops() -> impl Strategy<Value = Vec<(u16, bool, i64, bool, u16)>> {
+fn jumpy_ops() -> impl Strategy<Value = Vec<(u16, bool, i64, bool, u16, u8)>> {
     proptest::collection::vec(
-        (0u16..40, any::<bool>(), step(), proptest::bool::weighted(0.15), flags()),
+        (0u16..40, any::<bool>(), step(), proptest::bool::weighted(0.15), flags(), 0u8..8),
         1..400,
     )
 }
@@ -135,7 +141,7 @@ proptest! {
                     }
                     model.insert(p.key, Flow {
                         key: p.key, first: ts, last: ts, packets: [1, 0], bytes: [100, 0],
-                        hash: 0, next: 0, prev: 0, tcp_flags: [0x10, 0], initiator: p.side, live: true,
+                        hash: 0, next: 0, prev: 0, tcp_flags: [0x10, 0], initiator: p.side, bits: LIVE,
                     });
                 }
             }
@@ -155,7 +161,7 @@ proptest! {
         got.extend(t.take_ended().map(|e| (e.flow, e.reason)));
         model_ended.extend(model.into_values().map(|f| (f, EndReason::End)));
         let norm = |v: &mut Vec<(Flow, EndReason)>| {
-            for (f, _) in v.iter_mut() { f.hash = 0; f.live = true; f.next = 0; f.prev = 0; }
+            for (f, _) in v.iter_mut() { f.hash = 0; f.bits = LIVE; f.next = 0; f.prev = 0; }
             v.sort_by_key(|(f, r)| (f.first, f.key, r.name()));
         };
         norm(&mut got);
@@ -173,40 +179,55 @@ proptest! {
         let (idle, linger) = (500 * UNIT, 40 * UNIT);
         let mut t = FlowTable::new(TableConfig {
             max_flows: 1000, idle_timeout_ns: idle, close_linger_ns: linger, seed: 1,
+            evict_protected: true,
         });
-        let mut model: HashMap<FlowKey, Flow> = HashMap::new();
+        // Per flow: its record, and the timeout a caller gave it (as a connection tracker
+        // does), if any.
+        let mut model: HashMap<FlowKey, (Flow, Option<u64>)> = HashMap::new();
         let mut model_ended: Vec<EndReason> = Vec::new();
         let mut got = Vec::new();
-        let timeout = |f: &Flow| if f.closed().is_some() { linger } else { idle };
+        let timeout = |(f, own): &(Flow, Option<u64>)| {
+            own.unwrap_or(if f.closed().is_some() { linger } else { idle })
+        };
         let mut ts: u64 = 1 << 50;
-        for &(flow, reverse, dt, sweep, fl) in &ops {
+        for &(flow, reverse, dt, sweep, fl, custom) in &ops {
             ts = ts.saturating_add_signed(dt.saturating_mul(UNIT as i64));
             let mut p = packet(&t, flow, reverse, ts);
             p.tcp_flags = fl;
             t.track(&p);
-            match model.get_mut(&p.key) {
-                Some(f) if ts.saturating_sub(f.last) <= timeout(f)
-                    && !(f.closed().is_some() && fl & 0x12 == 0x02) => {
+            let tracked = match model.get_mut(&p.key) {
+                Some(e) if ts.saturating_sub(e.0.last) <= timeout(e)
+                    && !(e.1.is_none() && e.0.closed().is_some() && fl & 0x12 == 0x02) => {
+                    let f = &mut e.0;
                     let d = f.dir(p.side) as usize;
                     f.packets[d] += 1;
                     f.tcp_flags[d] |= fl as u8;
                     f.last = f.last.max(ts);
+                    e
                 }
                 other => {
-                    if let Some(f) = other {
-                        let quiet = ts.saturating_sub(f.last) > timeout(f);
-                        model_ended.push(if quiet { f.closed().unwrap_or(EndReason::Idle) } else { f.closed().unwrap() });
+                    if let Some(e) = other {
+                        let quiet = ts.saturating_sub(e.0.last) > timeout(e);
+                        model_ended.push(if quiet { e.0.closed().unwrap_or(EndReason::Idle) } else { e.0.closed().unwrap() });
                     }
-                    model.insert(p.key, Flow::start(&p));
+                    model.insert(p.key, (Flow::start(&p), None));
+                    model.get_mut(&p.key).unwrap()
                 }
+            };
+            // Now and then a caller gives the flow its own timeout, or takes it back.
+            if custom < 3 {
+                let own = [None, Some(20 * UNIT), Some(900 * UNIT)][custom as usize];
+                tracked.1 = own;
+                let id = t.lookup(&p.key, p.hash).unwrap();
+                t.set_timeout(id, own);
             }
             if sweep {
                 t.advance(ts);
                 let mut quiet: Vec<FlowKey> = model.iter()
-                    .filter(|(_, f)| ts.saturating_sub(f.last) > timeout(f)).map(|(k, _)| *k).collect();
+                    .filter(|(_, e)| ts.saturating_sub(e.0.last) > timeout(e)).map(|(k, _)| *k).collect();
                 quiet.sort();
                 for k in quiet {
-                    let f = model.remove(&k).unwrap();
+                    let (f, _) = model.remove(&k).unwrap();
                     model_ended.push(f.closed().unwrap_or(EndReason::Idle));
                 }
             }
@@ -337,6 +358,7 @@ fn a_closed_tcp_flow_ends_after_the_linger_not_the_idle_timeout() {
         idle_timeout_ns: 300_000_000_000,
         close_linger_ns: 2_000_000_000,
         seed: 1,
+        evict_protected: true,
     });
     let s = 1_000_000_000u64;
     let at =
@@ -377,6 +399,59 @@ fn a_closed_tcp_flow_ends_after_the_linger_not_the_idle_timeout() {
     t.advance(401 * s);
     let ended: Vec<_> = t.take_ended().collect();
     assert!(ended.iter().any(|e| e.reason == EndReason::Idle && e.flow.key == key(2).0));
+}
+
+#[test]
+fn a_caller_s_timeout_moves_the_deadline_either_way() {
+    let s = 1_000_000_000u64;
+    let mut t = FlowTable::new(cfg(10, 300 * s));
+    let a = t.track(&packet(&t, 1, false, 100 * s)).id;
+    let b = t.track(&packet(&t, 2, false, 100 * s)).id;
+    // Shorter: ends on time, not at the idle timeout.
+    t.set_timeout(a, Some(10 * s));
+    // Longer than the idle timeout (an established connection's five days).
+    t.set_timeout(b, Some(432_000 * s));
+    t.advance(109 * s);
+    assert_eq!(t.take_ended().count(), 0);
+    t.advance(111 * s);
+    let ended: Vec<_> = t.take_ended().collect();
+    assert_eq!((ended.len(), ended[0].id, ended[0].reason), (1, a, EndReason::Idle));
+    t.advance(1_000 * s);
+    assert_eq!(t.take_ended().count(), 0, "b keeps its five days");
+    // Back to the table's own choice.
+    t.set_timeout(b, None);
+    t.advance(1_001 * s);
+    assert_eq!(t.take_ended().count(), 1);
+    // A lookup finds without creating.
+    let p = packet(&t, 3, false, 1_002 * s);
+    assert_eq!(t.lookup(&p.key, p.hash), None);
+    let c = t.track(&p).id;
+    assert_eq!(t.lookup(&p.key, p.hash), Some(c));
+    assert_eq!(t.len(), 1);
+}
+
+#[test]
+fn a_full_table_of_protected_flows_refuses_new_ones() {
+    let s = 1_000_000_000u64;
+    let mut t = FlowTable::new(TableConfig { evict_protected: false, ..cfg(4, 300 * s) });
+    for i in 0..4 {
+        let id = t.track(&packet(&t, i, false, s)).id;
+        t.set_protected(id, i != 2);
+    }
+    // Flow 2 is not protected: it makes room.
+    assert!(t.try_track(&packet(&t, 10, false, 2 * s)).is_some());
+    assert_eq!(t.stats().evicted, 1);
+    let ended: Vec<_> = t.take_ended().collect();
+    assert_eq!(ended[0].flow.key, key(2).0);
+    // Now every flow but the new one is protected; the new one is not: it goes next.
+    assert!(t.try_track(&packet(&t, 11, false, 3 * s)).is_some());
+    let last = t.lookup(&key(11).0, t.hash(&key(11).0)).unwrap();
+    t.set_protected(last, true);
+    // All protected: refused, nothing changed, counted.
+    assert!(t.try_track(&packet(&t, 12, false, 4 * s)).is_none());
+    assert_eq!((t.len(), t.stats().refused), (4, 1));
+    // Existing flows still pass.
+    assert!(t.try_track(&packet(&t, 0, true, 5 * s)).is_some());
 }
 
 #[test]
