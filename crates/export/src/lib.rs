@@ -36,11 +36,10 @@
 #![forbid(unsafe_code)]
 
 use std::io::{self, Write};
-use std::net::IpAddr;
 
 use rampart_dpi::Label;
 use rampart_engine::FlowRecord;
-use rampart_flow::KeyKind;
+use rampart_flow::{KeyKind, Side};
 use rampart_rtt::DirSummary;
 use rampart_wire::proto;
 
@@ -62,9 +61,9 @@ pub enum FlowFormat {
 /// What a record's fields are computed from, worked out once per record.
 struct View<'a> {
     r: &'a FlowRecord,
-    src: IpAddr,
+    src: &'a [u8; 16],
     sport: u16,
-    dst: IpAddr,
+    dst: &'a [u8; 16],
     dport: u16,
     tcp: bool,
     /// RTT towards the initiator and the responder, for a TCP flow with RTT matching on.
@@ -74,7 +73,11 @@ struct View<'a> {
 impl<'a> View<'a> {
     fn new(r: &'a FlowRecord) -> Self {
         let f = &r.flow;
-        let (src, sport, dst, dport) = f.endpoints();
+        let k = &f.key;
+        let (src, sport, dst, dport) = match f.initiator {
+            Side::A => (&k.addr_a, k.port_a, &k.addr_b, k.port_b),
+            Side::B => (&k.addr_b, k.port_b, &k.addr_a, k.port_a),
+        };
         let (sport, dport) = match f.key.kind() {
             KeyKind::Ports => (sport, dport),
             KeyKind::Echo | KeyKind::Pair => (0, 0),
@@ -118,8 +121,8 @@ enum Value<'a> {
     Name(&'static str),
     /// Text from the packets (escaped).
     Text(&'a str),
-    /// An address.
-    Addr(IpAddr),
+    /// An address in a key slot, and the family.
+    Addr(u8, &'a [u8; 16]),
     /// The protocol: a name, or the number.
     Proto(u8, u8),
     /// TCP flags.
@@ -140,9 +143,9 @@ pub fn field_names() -> impl Iterator<Item = &'static str> {
 /// are written from.
 const FIELDS: &[Field] = &[
     ("proto", |v| Value::Proto(v.r.flow.key.proto, v.r.flow.key.family)),
-    ("src", |v| Value::Addr(v.src)),
+    ("src", |v| Value::Addr(v.r.flow.key.family, v.src)),
     ("sport", |v| Value::Int(v.sport.into())),
-    ("dst", |v| Value::Addr(v.dst)),
+    ("dst", |v| Value::Addr(v.r.flow.key.family, v.dst)),
     ("dport", |v| Value::Int(v.dport.into())),
     ("first", |v| Value::Time(v.r.flow.first)),
     ("last", |v| Value::Time(v.r.flow.last)),
@@ -276,9 +279,9 @@ fn json_value(l: &mut Vec<u8>, v: Value<'_>) {
             l.push(b'"');
         }
         Value::Text(s) => text::json_string(l, s),
-        Value::Addr(a) => {
+        Value::Addr(family, a) => {
             l.push(b'"');
-            addr(l, a);
+            num::slot_addr(l, family, a);
             l.push(b'"');
         }
         Value::Proto(p, family) => match proto_name(p, family) {
@@ -317,7 +320,7 @@ fn csv_value(l: &mut Vec<u8>, v: Value<'_>) {
         Value::Rtt(ns) => rtt::secs(l, ns, 9),
         Value::Name(s) => l.extend_from_slice(s.as_bytes()),
         Value::Text(s) => text::csv_field(l, s),
-        Value::Addr(a) => addr(l, a),
+        Value::Addr(family, a) => num::slot_addr(l, family, a),
         Value::Proto(p, family) => match proto_name(p, family) {
             Some(name) => l.extend_from_slice(name.as_bytes()),
             None => int(l, p),
@@ -348,11 +351,6 @@ fn epoch(l: &mut Vec<u8>, ns: u64) {
     let digits = buf.format(us);
     l.extend(std::iter::repeat_n(b'0', 6 - digits.len()));
     l.extend_from_slice(digits.as_bytes());
-}
-
-fn addr(l: &mut Vec<u8>, a: IpAddr) {
-    // Writing into a Vec cannot fail.
-    let _ = write!(l, "{a}");
 }
 
 /// The protocol's name in records, or `None` where the number is written.

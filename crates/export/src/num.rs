@@ -100,12 +100,26 @@ pub fn time_diff(l: &mut Vec<u8>, mut dt: f64) {
 /// Appends an IPv4 address in dotted decimal.
 #[inline]
 pub fn ipv4(l: &mut Vec<u8>, a: [u8; 4]) {
-    for (i, b) in a.iter().enumerate() {
+    // At most 15 bytes, built on the stack and appended once.
+    let mut buf = [0u8; 16];
+    let mut n = 0;
+    for (i, b) in a.into_iter().enumerate() {
         if i > 0 {
-            l.push(b'.');
+            buf[n] = b'.';
+            n += 1;
         }
-        int(l, *b);
+        if b >= 100 {
+            buf[n] = b'0' + b / 100;
+            n += 1;
+        }
+        if b >= 10 {
+            buf[n] = b'0' + b / 10 % 10;
+            n += 1;
+        }
+        buf[n] = b'0' + b % 10;
+        n += 1;
     }
+    l.extend_from_slice(&buf[..n]);
 }
 
 /// Appends an IPv6 address as glibc's `inet_ntop` writes it: RFC 5952 compression, and the
@@ -122,7 +136,43 @@ pub fn ipv6(l: &mut Vec<u8>, a: [u8; 16]) {
         l.extend_from_slice(b"::ffff:");
         ipv4(l, [a[12], a[13], a[14], a[15]]);
     } else {
-        let _ = write!(l, "{ip}");
+        // RFC 5952: the first longest run of two or more zero groups becomes "::", hex digits
+        // in lower case without leading zeros.
+        let (mut best, mut run) = ((0, 0), (0, 0));
+        for (i, g) in w.iter().enumerate() {
+            if *g == 0 {
+                run = if run.1 == 0 { (i, 1) } else { (run.0, run.1 + 1) };
+                if run.1 > best.1 {
+                    best = run;
+                }
+            } else {
+                run = (0, 0);
+            }
+        }
+        let skip = if best.1 >= 2 { best } else { (8, 0) };
+        let mut i = 0;
+        while i < 8 {
+            if i == skip.0 {
+                l.extend_from_slice(b"::");
+                i += skip.1;
+                continue;
+            }
+            if i > 0 && i != skip.0 + skip.1 {
+                l.push(b':');
+            }
+            hex16(l, w[i]);
+            i += 1;
+        }
+    }
+}
+
+/// A 16-bit group in lower-case hex without leading zeros.
+#[inline]
+fn hex16(l: &mut Vec<u8>, g: u16) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let digits = (16 - g.leading_zeros()).div_ceil(4).max(1);
+    for k in (0..digits).rev() {
+        l.push(HEX[usize::from((g >> (4 * k)) as u8 & 0xf)]);
     }
 }
 
@@ -192,9 +242,23 @@ mod tests {
         assert_eq!(v6("2001:db8:0:1:0:0:0:1"), "2001:db8:0:1::1");
         assert_eq!(v6("2001:0:0:1:0:0:0:1"), "2001:0:0:1::1");
         assert_eq!(v6("1:0:1:1:1:1:1:1"), "1:0:1:1:1:1:1:1");
+        for a in [[0, 0, 0, 0], [10, 9, 100, 255], [1, 20, 199, 7]] {
+            assert_eq!(s(|l| ipv4(l, a)), std::net::Ipv4Addr::from(a).to_string());
+        }
     }
 
     proptest! {
+        /// The hand-written RFC 5952 form equals the standard library's (outside the two
+        /// IPv4-embedding forms, where glibc's dotted tail is kept on purpose).
+        #[test]
+        fn ipv6_agrees_with_rust_formatting(groups in proptest::collection::vec(
+            prop_oneof![3 => Just(0u16), 1 => Just(1u16), 2 => any::<u16>()], 8)) {
+            let w: [u16; 8] = groups.try_into().unwrap();
+            let ip = Ipv6Addr::from(w);
+            prop_assume!(!(w[..6] == [0; 6] && w[6] != 0) && !(w[..5] == [0; 5] && w[5] == 0xffff));
+            prop_assert_eq!(s(|l| ipv6(l, ip.octets())), ip.to_string());
+        }
+
         #[test]
         fn fixed_agrees_with_rust_formatting(bits in any::<u64>(), prec in 0usize..=9) {
             let x = f64::from_bits(bits);
