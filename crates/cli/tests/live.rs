@@ -116,7 +116,7 @@ fn rtt_on_a_live_interface_sees_the_injected_delay() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "rampart failed: {stderr}");
     assert!(fetched > 0, "no transfer went through the delay bridge");
-    assert!(stderr.contains("kernel:") && stderr.contains("dropped"), "{stderr}");
+    assert!(stderr.contains("0 dropped by the kernel, 0 dropped by rampart"), "{stderr}");
     let samples: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())

@@ -20,13 +20,16 @@ pub struct FilterCounts {
     pub passed: u64,
     /// Frames that were not IP.
     pub non_ip: u64,
+    /// Frames of a link type rampart does not parse: the rules cannot be applied to them, so
+    /// they are not passed on.
+    pub unsupported: u64,
     /// Packets that matched each entry of [`Firewall::entries`] (as netfilter's counters:
     /// jumps and `RETURN`s count too).
     pub hits: Vec<u64>,
 }
 
 /// Evaluates every IP packet of `capture` against `fw` and hands the accepted ones (and every
-/// non-IP frame) to `pass`. Connection state is not known yet, so rules with `--ctstate` do not
+/// non-IP frame) to `pass`. Frames of a link type rampart does not parse are only counted. Connection state is not known yet, so rules with `--ctstate` do not
 /// match; input and output interfaces are unknown for a capture file, so `-i`/`-o` rules only
 /// match negated.
 pub fn filter_capture(
@@ -44,6 +47,10 @@ pub fn filter_capture(
         };
         for frame in batch.iter() {
             c.packets += 1;
+            if !frame.link.is_supported() {
+                c.unsupported += 1;
+                continue;
+            }
             let meta = PacketMeta::parse(frame.link, frame.data);
             let (Some(src), Some(dst)) = (meta.src_addr(), meta.dst_addr()) else {
                 c.non_ip += 1;
