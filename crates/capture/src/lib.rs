@@ -3,9 +3,9 @@
 //! [`Capture`] reads classic pcap (microsecond and nanosecond magic, either byte order) and
 //! pcapng (section header, interface description with `if_tsresol` and `if_tsoffset`, enhanced,
 //! simple and obsolete packet blocks; other blocks skipped; any number of interfaces and
-//! sections). A regular file is memory-mapped under a read lease and frames borrow from the
-//! mapping; without a lease it is read through a buffer ([`Capture::open_with`] says why);
-//! standard input and pipes are streamed through a buffer that grows only as real bytes arrive.
+//! sections). A regular file is read through a buffer, or, for callers that hand frames to
+//! other threads, memory-mapped under a read lease ([`Capture::open_with`] says why); standard
+//! input and pipes are streamed through a buffer that grows only as real bytes arrive.
 //! Live capture is [`live`] (AF_PACKET TPACKET_V3).
 //!
 //! Every frame comes with its timestamp, captured length, original length, link type and the
@@ -26,9 +26,10 @@
 //! counts, so a caller can say once what it could not analyse.
 //!
 //! # Why hand-written
-//! One walker serves both the mapped and the streamed input, with exact byte offsets in errors
-//! and no copy of packet bytes; walking record headers is bound by memory bandwidth (23 ns per
-//! 128-byte record on this project's machine), so a general-purpose reader buys nothing.
+//! One walker serves the buffered, mapped and streamed input, with exact byte offsets in errors
+//! and frames that borrow the buffer or mapping; walking record headers is bound by memory
+//! bandwidth (23 ns per 128-byte record on this project's machine), so a general-purpose
+//! reader buys nothing.
 #![deny(unsafe_code)]
 
 mod decode;

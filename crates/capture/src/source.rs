@@ -145,11 +145,14 @@ enum Shared {
 /// How [`Capture::open_with`] reads a regular file.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FileAccess {
-    /// Map it when the kernel grants a read lease, else read it through a buffer.
+    /// Through a buffer (what [`Capture::open`] does): frames borrow a 1 MiB buffer that the
+    /// next read refills. The cheapest way for one thread: the buffer stays in the cache, where
+    /// a mapping costs page-table work and TLB misses (BENCHMARKS.md).
     #[default]
-    Auto,
-    /// Always read it through a buffer (never map it).
     Buffered,
+    /// Mapped when the kernel grants a read lease (else through a buffer), so that frames lie
+    /// in one [`SharedBytes`] that other threads can read ([`Capture::shared`]).
+    Mapped,
 }
 
 impl std::ops::Deref for SharedBytes {
@@ -243,26 +246,24 @@ pub struct Capture {
 }
 
 impl Capture {
-    /// Opens a capture file; `-` reads standard input. Pipes and devices are streamed. A
-    /// regular file is memory-mapped when the kernel grants a read lease on it (see
-    /// [`FileAccess`]), and read through a buffer otherwise; either way, a file that another
-    /// process truncates or rewrites while it is read gives an error naming the byte offset,
-    /// never a crash.
+    /// Opens a capture file; `-` reads standard input. Pipes and devices are streamed; a
+    /// regular file is read through a buffer ([`FileAccess::Buffered`]). A file that another
+    /// process truncates while it is read gives an error naming the byte offset, never a crash.
     pub fn open(path: &Path) -> Result<Self, CaptureError> {
-        Self::open_with(path, FileAccess::Auto)
+        Self::open_with(path, FileAccess::Buffered)
     }
 
     /// [`Capture::open`], choosing how a regular file is read.
     ///
-    /// A mapping lets frames borrow the page cache with no copy and lets other threads read
-    /// them ([`Capture::shared`]), but a mapped file that shrinks raises SIGBUS, which no Rust
-    /// program can turn into an error. So a file is mapped only under a read lease, which
-    /// makes the kernel hold off any writer or truncation until the reader has stopped (the
-    /// reader checks the lease before each batch and stops with [`ErrorKind::Changed`]).
-    /// Without a lease (not the file's owner, the file open for writing elsewhere, a file
-    /// system without leases), or with [`FileAccess::Buffered`], the file is read through a
-    /// buffer up to the size it had when opened; if it shrinks, the reading ends with
-    /// [`ErrorKind::Shrank`] at the offset where the bytes ran out.
+    /// Read through a buffer, the file is read up to the size it had when opened; if it
+    /// shrinks, the reading ends with [`ErrorKind::Shrank`] at the offset where the bytes ran
+    /// out. A mapping lets frames borrow the page cache with no copy, so other threads can
+    /// read them ([`Capture::shared`]), but a mapped file that shrinks raises SIGBUS, which no
+    /// Rust program can turn into an error. So with [`FileAccess::Mapped`] a file is mapped
+    /// only under a read lease, which makes the kernel hold off any writer or truncation until
+    /// the reader has stopped (the reader checks the lease before each batch and stops with
+    /// [`ErrorKind::Changed`]); without a lease (not the file's owner, the file open for
+    /// writing elsewhere, a file system without leases) it is read through a buffer.
     pub fn open_with(path: &Path, access: FileAccess) -> Result<Self, CaptureError> {
         let name = path.display().to_string();
         if name == "-" {
@@ -281,7 +282,7 @@ impl Capture {
         if meta.len() == 0 {
             return Err(CaptureError::new(&name, None, ErrorKind::Empty));
         }
-        let mut c = if access == FileAccess::Auto && lease::take(&file) {
+        let mut c = if access == FileAccess::Mapped && lease::take(&file) {
             let map = map_file(&file).map_err(err)?;
             Self::start(name, Input::Mapped(Arc::new(map), file))?
         } else {

@@ -89,11 +89,16 @@ pub(crate) fn parse_timeout(s: &str) -> Result<f64, String> {
 
 pub(crate) fn run(args: Args) -> ExitCode {
     let stop = input::stop_flag();
-    let (mut capture, mut filter) =
-        match input::prepare(&args.source, &args.live, 262_144, args.filter.as_deref()) {
-            Ok(c) => c,
-            Err(e) => return e.exit(),
-        };
+    let (mut capture, mut filter) = match input::prepare(
+        &args.source,
+        &args.live,
+        262_144,
+        args.workers,
+        args.filter.as_deref(),
+    ) {
+        Ok(c) => c,
+        Err(e) => return e.exit(),
+    };
     let filter = filter.as_mut();
     if let Err(e) = input::refuse_overwrite(&capture, args.output.as_deref()) {
         return e.exit();

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 
 use rampart_capture::live::{DEFAULT_BUFFER, MIN_BUFFER};
 use rampart_capture::{
-    Capture, ErrorKind, FileId, Filter, LinkState, LinkType, LiveConfig, LiveMonitor, LiveStats,
+    Capture, ErrorKind, FileAccess, FileId, Filter, LinkState, LinkType, LiveConfig, LiveMonitor,
+    LiveStats,
 };
 
 /// Where packets come from.
@@ -85,11 +86,13 @@ impl Fail {
 }
 
 /// Opens the source; for a live capture the filter (if any) is also attached in the kernel.
-/// `snaplen` is the command's default snap length for live capture.
+/// `snaplen` is the command's default snap length for live capture; `workers` the threads that
+/// will read the frames.
 fn open(
     src: &Source,
     live: &LiveArgs,
     snaplen: u32,
+    workers: u16,
     filter: Option<&mut Filter>,
 ) -> Result<Capture, Fail> {
     if let Some(iface) = &src.interface {
@@ -109,27 +112,37 @@ fn open(
         return Capture::live(iface, &cfg).map_err(|e| Fail(e.to_string(), 2));
     }
     let path = src.file.as_ref().expect("clap requires -r or -i");
-    open_file(path)
+    // Workers read the frames of a mapped file themselves; one thread reads fastest through a
+    // buffer (BENCHMARKS.md).
+    let access = if workers > 1 { FileAccess::Mapped } else { FileAccess::Buffered };
+    open_with(path, access)
 }
 
-/// Opens a capture file: exit status 2 when it is no capture, 1 when it cannot be read.
+/// Opens a capture file for one thread: exit status 2 when it is no capture, 1 when it cannot
+/// be read.
 pub(crate) fn open_file(path: &Path) -> Result<Capture, Fail> {
-    Capture::open(path).map_err(|e| {
+    open_with(path, FileAccess::Buffered)
+}
+
+fn open_with(path: &Path, access: FileAccess) -> Result<Capture, Fail> {
+    Capture::open_with(path, access).map_err(|e| {
         let code = if e.is_not_a_capture() { 2 } else { 1 };
         Fail(e.to_string(), code)
     })
 }
 
 /// Compiles `-f` and opens the source. The filter comes back only for files: a live capture's
-/// filter already runs in the kernel. `snaplen` is the command's default live snap length.
+/// filter already runs in the kernel. `snaplen` is the command's default live snap length,
+/// `workers` the number of threads the frames go to.
 pub(crate) fn prepare(
     src: &Source,
     live: &LiveArgs,
     snaplen: u32,
+    workers: u16,
     expr: Option<&str>,
 ) -> Result<(Capture, Option<Filter>), Fail> {
     let mut filter = filter(expr, src)?;
-    let capture = open(src, live, snaplen, filter.as_mut())?;
+    let capture = open(src, live, snaplen, workers, filter.as_mut())?;
     Ok(if capture.is_live() { (capture, None) } else { (capture, filter) })
 }
 

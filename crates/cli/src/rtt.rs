@@ -154,7 +154,7 @@ impl<W: Write> Sink for Samples<'_, W> {
 pub(crate) fn run_cmd(args: Args) -> ExitCode {
     let stop = input::stop_flag();
     let (mut capture, mut filter) =
-        match input::prepare(&args.source, &args.live, 144, args.filter.as_deref()) {
+        match input::prepare(&args.source, &args.live, 144, args.workers, args.filter.as_deref()) {
             Ok(c) => c,
             Err(e) => return e.exit(),
         };

@@ -120,10 +120,15 @@ fn an_output_that_is_the_input_is_refused() {
     assert_eq!(std::fs::read(&cap).unwrap(), want);
 }
 
-/// Runs `flows` on `cap` with its output held back (so it blocks on a full pipe), cuts the
+/// Runs `flows ARGS` on `cap` with its output held back (so it blocks on a full pipe), cuts the
 /// file to `cut` bytes from another thread, then lets the output flow. The run must end with
 /// status 1 and an error naming the file and an offset, with every record complete.
-fn truncate_while_reading(cap: &Path, cut: u64, as_user: Option<&str>) -> (String, Vec<u8>) {
+fn truncate_while_reading(
+    cap: &Path,
+    cut: u64,
+    as_user: Option<&str>,
+    args: &[&str],
+) -> (String, Vec<u8>) {
     let mut cmd = match as_user {
         Some(u) => {
             let mut c = Command::new("setpriv");
@@ -135,6 +140,7 @@ fn truncate_while_reading(cap: &Path, cut: u64, as_user: Option<&str>) -> (Strin
     };
     let mut child = cmd
         .args(["flows", "--flow-timeout", "1", "-r", s(cap)])
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -157,19 +163,9 @@ fn truncate_while_reading(cap: &Path, cut: u64, as_user: Option<&str>) -> (Strin
     (err, stdout)
 }
 
-#[test]
-fn a_capture_truncated_while_it_is_read_ends_with_an_error_not_a_signal() {
-    let dir = tempfile::tempdir().unwrap();
-    let cap = dir.path().join("t.pcap");
-    let n = 200_000;
-    many_flows(&cap, n);
-    let size = std::fs::metadata(&cap).unwrap().len();
-    let (err, stdout) = truncate_while_reading(&cap, size / 2, None);
-    assert_eq!(std::fs::metadata(&cap).unwrap().len(), size / 2, "the truncation went through");
-    // Mapped under a lease (the owner, or root): reading stops before the file changes.
-    // Otherwise read through a buffer: reading stops where the bytes ran out.
-    let lease = err.contains("another process opened the file for writing or truncated it");
-    assert!(lease || err.contains("the file shrank while it was read"), "{err}");
+/// The offset an error names, checking the run's records against it: every packet before it is
+/// in a complete record.
+fn check_records_before(err: &str, stdout: &[u8], size: u64) {
     let at: u64 = err
         .split("t.pcap: byte offset ")
         .nth(1)
@@ -178,20 +174,56 @@ fn a_capture_truncated_while_it_is_read_ends_with_an_error_not_a_signal() {
         .unwrap_or_else(|| panic!("no offset: {err}"));
     assert!(at > 24 && at <= size / 2 + 100, "{at}: {err}");
     assert!(err.contains("the flows seen before that point were written"), "{err}");
-    // Every packet read before the offset is in a complete record.
-    let records = json_lines(&stdout);
+    let records = json_lines(stdout);
     let packets: u64 = records.iter().map(|r| r["packets_fwd"].as_u64().unwrap()).sum();
-    let per_record = 16 + 82;
-    assert_eq!(packets, (at - 24) / per_record, "{err}");
+    assert_eq!(packets, (at - 24) / (16 + 82), "{err}");
 }
 
 #[test]
-fn a_buffered_capture_truncated_while_it_is_read_ends_with_an_error_not_a_signal() {
-    // Another user has no lease on a root-owned file, so rampart reads it through a buffer.
+fn a_capture_truncated_while_it_is_read_ends_with_an_error_not_a_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("t.pcap");
+    many_flows(&cap, 200_000);
+    let size = std::fs::metadata(&cap).unwrap().len();
+    // One thread reads through a buffer: reading stops where the bytes ran out.
+    let (err, stdout) = truncate_while_reading(&cap, size / 2, None, &[]);
+    assert_eq!(std::fs::metadata(&cap).unwrap().len(), size / 2, "the truncation went through");
+    assert!(
+        err.contains(&format!(
+            "the file shrank while it was read ({size} bytes when opened, {} now)",
+            size / 2
+        )),
+        "{err}"
+    );
+    check_records_before(&err, &stdout, size);
+}
+
+#[test]
+fn a_mapped_capture_truncated_while_workers_read_it_ends_with_an_error_not_a_signal() {
+    let dir = tempfile::tempdir().unwrap();
+    let cap = dir.path().join("t.pcap");
+    let n = 200_000;
+    many_flows(&cap, n);
+    let size = std::fs::metadata(&cap).unwrap().len();
+    // Workers read a mapped file, under a lease for its owner: the truncation waits until
+    // rampart has stopped reading, so it always lands after the error.
+    let (err, stdout) = truncate_while_reading(&cap, size / 2, None, &["--workers", "2"]);
+    assert_eq!(std::fs::metadata(&cap).unwrap().len(), size / 2, "the truncation went through");
+    let leases = std::fs::read_to_string("/proc/sys/fs/leases-enable").is_ok_and(|s| s == "1\n");
+    let lease = err.contains("another process opened the file for writing or truncated it");
+    // Without leases the file was read through a buffer.
+    assert!(lease || (!leases && err.contains("the file shrank")), "{err}");
+    check_records_before(&err, &stdout, size);
+}
+
+#[test]
+fn a_capture_without_a_lease_is_read_through_a_buffer_by_workers_too() {
+    // Another user has no lease on a root-owned file, so even workers read it through a
+    // buffer.
     if !nix::unistd::geteuid().is_root() {
         rampart_testkit::skip(
             rampart_testkit::REQUIRE_DATA,
-            "a_buffered_capture_truncated_while_it_is_read_ends_with_an_error_not_a_signal",
+            "a_capture_without_a_lease_is_read_through_a_buffer_by_workers_too",
             "not root (it runs rampart as another user with setpriv)",
         );
         return;
@@ -203,7 +235,7 @@ fn a_buffered_capture_truncated_while_it_is_read_ends_with_an_error_not_a_signal
     many_flows(&cap, 200_000);
     let size = std::fs::metadata(&cap).unwrap().len();
     let cut = size / 2 + 7;
-    let (err, stdout) = truncate_while_reading(&cap, cut, Some("65534"));
+    let (err, stdout) = truncate_while_reading(&cap, cut, Some("65534"), &["--workers", "2"]);
     assert!(
         err.contains(&format!(
             "the file shrank while it was read ({size} bytes when opened, {cut} now)"

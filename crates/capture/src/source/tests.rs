@@ -451,11 +451,17 @@ fn files_read_mapped_and_buffered_alike() {
     let (b, _) = drain(Capture::from_bytes("c.pcap", bytes).unwrap(), 256);
     assert_eq!(a.len(), 30_000);
     assert_eq!(a, b);
-    let auto = Capture::open(&p).unwrap();
-    assert_eq!(auto.file_id(), FileId::of_path(&p));
-    let (c, e) = drain(auto, 100);
+    let opened = Capture::open(&p).unwrap();
+    assert!(!opened.is_mapped(), "one reader: a buffer");
+    assert_eq!(opened.file_id(), FileId::of_path(&p));
+    let (c, e) = drain(opened, 100);
     assert!(e.is_none());
     assert_eq!(a, c);
+    let mapped = Capture::open_with(&p, FileAccess::Mapped).unwrap();
+    assert!(mapped.shared().is_some() == mapped.is_mapped());
+    let (d, e) = drain(mapped, 77);
+    assert!(e.is_none());
+    assert_eq!(a, d);
 }
 
 #[test]
@@ -492,7 +498,7 @@ fn a_mapped_file_stops_before_another_process_can_change_it() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("c.pcap");
     std::fs::write(&p, big_capture(5_000)).unwrap();
-    let mut c = Capture::open(&p).unwrap();
+    let mut c = Capture::open_with(&p, FileAccess::Mapped).unwrap();
     if !c.is_mapped() {
         // No lease here (not the owner, or leases off): the buffered test covers this case.
         return;
