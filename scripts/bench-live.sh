@@ -8,10 +8,11 @@
 # CPU 1 does only what the tool itself does. Every tool gets the same ring (-B, KiB). A rate is
 # lossless when the tool saw every packet sent and neither the kernel nor the tool dropped
 # any; a rate the generator could not hold (below 98 % of the asked rate) is marked and not
-# counted.
+# counted. The tool's CPU time (user + system, from /usr/bin/time) divided by the packets it
+# captured gives its cost per new flow.
 #
 # Usage: sudo scripts/bench-live.sh [SECONDS] [RATE...]
-#        (root; iproute2, ethtool, taskset, tcpdump)
+#        (root; iproute2, ethtool, taskset, tcpdump, GNU time)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-5}
@@ -51,13 +52,17 @@ run() {
     shift
     for rate in $rates; do
         local count=$((rate * secs))
-        taskset -c 1 ip netns exec $c "$@" >"$tmp/out" 2>"$tmp/err" &
+        taskset -c 1 ip netns exec $c /usr/bin/time -f '%U %S' -o "$tmp/cpu" "$@" \
+            >"$tmp/out" 2>"$tmp/err" &
         local pid=$!
         sleep 1
+        # GNU time ignores SIGINT; the tool is its child.
+        local tool
+        tool=$(pgrep -P $pid)
         local sent
         sent=$(taskset -c 0 ip netns exec $g "$gen" g0 "$rate" "$count")
         sleep 1
-        kill -INT $pid
+        kill -INT "$tool"
         wait $pid || true
         local achieved
         achieved=$(sed -n 's/.*s: \([0-9]*\) pps.*/\1/p' <<<"$sent")
@@ -71,14 +76,16 @@ run() {
                 's/.*capture: \([0-9]*\) packets received, \([0-9]*\) dropped by the kernel, \([0-9]*\) dropped by rampart.*/\1 \2 \3/p' \
                 "$tmp/err") || true
         fi
+        local cpu
+        cpu=$(awk -v n="${got:-0}" '{ if (n > 0) printf "%.0f", ($1 + $2) * 1e9 / n; else print "?" }' "$tmp/cpu")
         local verdict=lossless
         if [ "$achieved" -lt $((rate * 98 / 100)) ]; then
             verdict="generator reached only $achieved pps"
         elif [ "${kdrop:-1}" != 0 ] || [ "${rdrop:-1}" != 0 ] || [ "${got:-0}" -lt "$count" ]; then
             verdict=lossy
         fi
-        printf '%-14s %8d pps: sent %9d, captured %9s, kernel dropped %8s, tool dropped %s: %s\n' \
-            "$name" "$rate" "$count" "${got:-?}" "${kdrop:-?}" "${rdrop:-?}" "$verdict"
+        printf '%-14s %8d pps: sent %9d, captured %9s, kernel dropped %8s, tool dropped %s, %5s ns CPU/packet: %s\n' \
+            "$name" "$rate" "$count" "${got:-?}" "${kdrop:-?}" "${rdrop:-?}" "$cpu" "$verdict"
     done
 }
 

@@ -29,9 +29,9 @@ pub struct FilterCounts {
 }
 
 /// Evaluates every IP packet of `capture` against `fw` and hands the accepted ones (and every
-/// non-IP frame) to `pass`. Frames of a link type rampart does not parse are only counted. Connection state is not known yet, so rules with `--ctstate` do not
-/// match; input and output interfaces are unknown for a capture file, so `-i`/`-o` rules only
-/// match negated.
+/// non-IP frame) to `pass`; frames of a link type rampart does not parse are only counted.
+/// Connection state is not known yet, so rules with `--ctstate` do not match; input and output
+/// interfaces are unknown for a capture file, so `-i`/`-o` rules only match negated.
 pub fn filter_capture(
     capture: &mut Capture,
     fw: &Firewall,

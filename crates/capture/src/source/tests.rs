@@ -133,7 +133,23 @@ fn drain(mut c: Capture, batch: usize) -> (Vec<Seen>, Option<CaptureError>) {
 
 fn all_ways(bytes: &[u8]) -> Vec<(Vec<Seen>, Option<String>)> {
     let mut out = Vec::new();
+    // The same bytes as a file, read through the buffer and (under a lease) mapped; its
+    // errors name the file, so "mem" stands in for its path when they are compared.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mem");
+    std::fs::write(&file, bytes).unwrap();
+    let from_file = |access, batch| {
+        let (v, e) = match Capture::open_with(&file, access) {
+            Ok(c) => drain(c, batch),
+            Err(e) => (Vec::new(), Some(e)),
+        };
+        (v, e.map(|e| e.to_string().replacen(&file.display().to_string(), "mem", 1)))
+    };
     for batch in [1, 3, 64] {
+        if !bytes.is_empty() {
+            out.push(from_file(FileAccess::Buffered, batch));
+            out.push(from_file(FileAccess::Mapped, batch));
+        }
         let c = Capture::from_bytes("mem", bytes.to_vec());
         let (v, e) = match c {
             Ok(c) => drain(c, batch),
