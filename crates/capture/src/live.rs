@@ -178,6 +178,17 @@ pub enum LiveError {
     /// No interface of that name.
     #[error("interface '{0}' does not exist")]
     NoInterface(String),
+    /// The ring asked for is more than half the machine's memory (the kernel's ring memory
+    /// cannot be swapped out, and allocating it could wake the OOM killer).
+    #[error(
+        "a ring of {asked} MiB is more than half the memory ({total} MiB); ask for less with -B"
+    )]
+    RingTooLarge {
+        /// MiB asked for.
+        asked: u64,
+        /// MiB of memory.
+        total: u64,
+    },
     /// The process lacks the capability to open packet sockets.
     #[error(
         "capturing on '{0}' needs CAP_NET_RAW (run as root, or `setcap cap_net_raw+ep` on the binary)"
@@ -374,6 +385,14 @@ impl Ring {
         }
         if setsockopt(&fd, SOL_PACKET, PACKET_VERSION, &TPACKET_V3) < 0 {
             return Err(sys(iface, "PACKET_VERSION TPACKET_V3"));
+        }
+        if let Some(total) = memory_bytes()
+            && cfg.buffer_bytes > total / 2
+        {
+            return Err(LiveError::RingTooLarge {
+                asked: cfg.buffer_bytes >> 20,
+                total: total >> 20,
+            });
         }
         let (block_size, mut block_nr) = geometry(cfg.buffer_bytes);
         loop {
@@ -656,6 +675,20 @@ impl Drop for Ring {
     }
 }
 
+/// The machine's memory (`MemTotal` in /proc/meminfo), if it can be read.
+fn memory_bytes() -> Option<u64> {
+    let m = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = m
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))?
+        .trim()
+        .strip_suffix("kB")?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib << 10)
+}
+
 /// Whether the interface `name` is administratively up.
 fn is_up(name: &str) -> bool {
     nix::ifaddrs::getifaddrs().is_ok_and(|mut a| {
@@ -806,6 +839,11 @@ impl Live {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn memory_is_read_from_meminfo() {
+        assert!(memory_bytes().is_some_and(|m| m >= 64 << 20), "{:?}", memory_bytes());
+    }
 
     #[test]
     fn ring_geometry() {

@@ -192,7 +192,7 @@ fn an_interface_that_goes_away_ends_the_capture_with_every_record() {
     let out = wait(child, 10);
     let err = stderr_of(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(started.elapsed() < Duration::from_secs(3), "took {:?}", started.elapsed());
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
     // One line, naming the interface.
     assert_eq!(
         err.trim_end(),
@@ -293,7 +293,8 @@ fn burst_while_stopped(p: &Pair, args: &[&str], n: u32) -> Output {
     p.send(n, 7400, 20);
     std::thread::sleep(Duration::from_millis(200));
     kill(pid, Signal::SIGCONT).unwrap();
-    std::thread::sleep(Duration::from_millis(1000));
+    // Time to read what the ring holds, even for a debug build on a busy machine.
+    std::thread::sleep(Duration::from_millis(2500));
     interrupt(&child);
     wait(child, 20)
 }
