@@ -579,7 +579,10 @@ impl Capture {
                     ErrorKind::Truncated { what, needed: needed as u64, available: rest as u64 };
                 return Err(CaptureError::new(&self.name, Some(self.abs), kind));
             }
-            if !self.descs.is_empty() {
+            // A pipe hands out what has arrived (a live producer's packets are processed as
+            // they come); a file fills every batch, so batches end where a mapping's would.
+            let file = matches!(&self.input, Input::Stream(s) if s.file.is_some());
+            if !self.descs.is_empty() && !file {
                 return Ok(());
             }
             self.read_more()?;
@@ -595,14 +598,19 @@ impl Capture {
 
     /// Streams only: makes room (compacting, then doubling once the buffer is full of real
     /// bytes, so growth follows bytes that arrived, never a length read from the file) and
-    /// reads more.
+    /// reads more. The records of the batch being built stay, moved with their frames.
     fn read_more(&mut self) -> Result<(), CaptureError> {
         let Input::Stream(s) = &mut self.input else {
             return Ok(());
         };
-        s.buf.copy_within(self.pos..s.end, 0);
-        s.end -= self.pos;
-        self.pos = 0;
+        let base = self.abs - self.pos as u64;
+        let keep = self.descs.first().map_or(self.pos, |d| (d.offset - base) as usize);
+        s.buf.copy_within(keep..s.end, 0);
+        s.end -= keep;
+        self.pos -= keep;
+        for d in &mut self.descs {
+            d.raw.data_start -= keep;
+        }
         if s.end == s.buf.len() {
             let len = s.buf.len() * 2;
             s.buf.resize(len, 0);

@@ -480,6 +480,38 @@ fn files_read_mapped_and_buffered_alike() {
     assert_eq!(a, d);
 }
 
+/// The sizes of the batches a capture hands out.
+fn batch_sizes(mut c: Capture, max: usize) -> Vec<usize> {
+    let mut v = Vec::new();
+    while let Ok(b) = c.next_batch(max) {
+        if b.is_empty() {
+            break;
+        }
+        v.push(b.len());
+    }
+    v
+}
+
+#[test]
+fn a_buffered_file_ends_its_batches_where_a_mapping_does() {
+    // Batch boundaries decide when idle flows are ended, so they must not depend on how the
+    // file is read. Records of varied lengths straddle every buffer refill.
+    let sizes: Vec<Vec<u8>> = (0..40_000).map(|i| vec![i as u8; 40 + (i * 7919) % 1400]).collect();
+    let frames: Vec<(u64, &[u8])> = sizes.iter().map(|d| (1, &d[..])).collect();
+    let bytes = pcap(false, &frames);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("c.pcap");
+    std::fs::write(&p, &bytes).unwrap();
+    for max in [1, 256, 1000] {
+        let want = batch_sizes(Capture::from_bytes("m", bytes.clone()).unwrap(), max);
+        assert!(want[..want.len() - 1].iter().all(|&n| n == max));
+        for access in [FileAccess::Buffered, FileAccess::Mapped] {
+            let got = batch_sizes(Capture::open_with(&p, access).unwrap(), max);
+            assert_eq!(got, want, "{access:?}, batches of {max}");
+        }
+    }
+}
+
 #[test]
 fn a_buffered_file_that_shrinks_ends_with_an_error_at_the_offset_reached() {
     let dir = tempfile::tempdir().unwrap();
