@@ -19,8 +19,80 @@ pub enum Format {
     Pcapng,
 }
 
-/// Largest captured length accepted when a pcap header gives no snap length.
+/// Largest captured length libpcap accepts for most link types (its `MAXIMUM_SNAPLEN`), and the
+/// snap length assumed when a header gives none.
 pub(crate) const MAX_SNAPLEN: u32 = 262_144;
+/// Original lengths above this are called absurd (unless the link type's own limit is larger):
+/// no link carries such a frame, and Linux's largest coalesced (GRO, BIG TCP) packets are
+/// 512 KiB.
+pub(crate) const MAX_ORIGLEN: u32 = 1 << 20;
+
+/// The largest captured length libpcap accepts for a link type (`max_snaplen_for_dlt`): D-Bus
+/// messages (231) up to 128 MiB, EBHSCR (279) 8 MiB, USBPcap (249) 1 MiB, 256 KiB otherwise.
+pub(crate) fn max_caplen(link: LinkType) -> u32 {
+    match link.to_linktype() {
+        231 => 128 << 20,
+        279 => 8 << 20,
+        249 => 1 << 20,
+        _ => MAX_SNAPLEN,
+    }
+}
+
+/// What the walker noticed in the records it decoded; none of it stops the reading.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RecordStats {
+    /// Records whose captured length exceeds the snap length their header or interface
+    /// declares, accepted because it is within libpcap's limit ([`RecordStats::caplen_limit`]).
+    /// They are handed out whole (tshark shows them whole; libpcap cuts them to the snap
+    /// length).
+    pub over_snaplen: u64,
+    /// Records whose original length is below their captured length. The frame's `origlen`
+    /// is then its captured length.
+    pub origlen_short: u64,
+    /// Records whose original length is absurd (above 1 MiB, or the link type's own larger
+    /// limit), such as 0xffffffff. The frame's `origlen` is then its captured length, so byte
+    /// totals are not inflated.
+    pub origlen_absurd: u64,
+    /// Frames of link types rampart does not parse, by LINKTYPE_ number, in order of first
+    /// appearance.
+    pub unsupported: Vec<(u32, u64)>,
+}
+
+impl RecordStats {
+    /// libpcap's limit on a record's captured length for `link`: records above it are corrupt.
+    pub fn caplen_limit(link: LinkType) -> u32 {
+        max_caplen(link)
+    }
+
+    /// Whether anything was noticed.
+    pub fn is_clean(&self) -> bool {
+        *self == Self::default()
+    }
+
+    pub(crate) fn count_unsupported(&mut self, link: u32, n: u64) {
+        if n == 0 {
+            return;
+        }
+        match self.unsupported.iter_mut().find(|(l, _)| *l == link) {
+            Some((_, c)) => *c += n,
+            None => self.unsupported.push((link, n)),
+        }
+    }
+
+    /// The original length to hand out for a record, counting it when it cannot be right.
+    #[inline]
+    fn origlen(&mut self, origlen: u32, caplen: u32, limit: u32) -> u32 {
+        if origlen < caplen {
+            self.origlen_short += 1;
+            caplen
+        } else if origlen > limit {
+            self.origlen_absurd += 1;
+            caplen
+        } else {
+            origlen
+        }
+    }
+}
 /// Largest pcapng block accepted; larger ones are called corrupt rather than buffered.
 pub(crate) const MAX_BLOCK: u32 = 128 << 20;
 
@@ -66,7 +138,11 @@ pub(crate) struct Decoder {
     big_endian: bool,
     pcap_link: LinkType,
     pcap_snaplen: u32,
+    /// libpcap's limit for the pcap link type, and the original-length limit.
+    pcap_max: u32,
+    pcap_origmax: u32,
     interfaces: Vec<Interface>,
+    pub(crate) stats: RecordStats,
 }
 
 #[inline]
@@ -103,7 +179,10 @@ impl Decoder {
             big_endian: false,
             pcap_link: LinkType::Ethernet,
             pcap_snaplen: MAX_SNAPLEN,
+            pcap_max: MAX_SNAPLEN,
+            pcap_origmax: MAX_ORIGLEN,
             interfaces: Vec::new(),
+            stats: RecordStats::default(),
         };
         if let Some((nanos, be)) = pcap {
             if b.len() < PCAP_HEADER {
@@ -115,12 +194,15 @@ impl Decoder {
             }
             d.format = Format::Pcap { nanos, big_endian: be };
             d.big_endian = be;
-            d.pcap_snaplen = match rd32(b, 16, be) {
-                0 => MAX_SNAPLEN,
-                s => s,
-            };
             // The upper bits of the link-type field carry FCS information (LT_FCS_*).
             d.pcap_link = LinkType::from_linktype(rd32(b, 20, be) & 0x03ff_ffff);
+            d.pcap_max = max_caplen(d.pcap_link);
+            d.pcap_origmax = d.pcap_max.max(MAX_ORIGLEN);
+            // As libpcap: no snap length, or one above the link type's limit, means the limit.
+            d.pcap_snaplen = match rd32(b, 16, be) {
+                0 => d.pcap_max,
+                s => s.min(d.pcap_max),
+            };
             return Ok(Ok((d, PCAP_HEADER)));
         }
         if u32::from_le_bytes(magic) == SHB {
@@ -141,7 +223,7 @@ impl Decoder {
     /// One tight loop per batch: no per-record dispatch on the byte order.
     #[inline]
     pub(crate) fn pcap_run(
-        &self,
+        &mut self,
         b: &[u8],
         pos: &mut usize,
         room: usize,
@@ -157,7 +239,7 @@ impl Decoder {
 
     #[inline(always)]
     fn pcap_loop<const BE: bool>(
-        &self,
+        &mut self,
         b: &[u8],
         pos: &mut usize,
         room: usize,
@@ -175,8 +257,17 @@ impl Decoder {
             };
             let (secs, frac, caplen, origlen) = (w(0), w(4), w(8), w(12));
             if caplen > self.pcap_snaplen {
-                return Err(ErrorKind::RecordTooLong { len: caplen, limit: self.pcap_snaplen });
+                // libpcap reads records up to its limit whatever the header says.
+                if caplen > self.pcap_max {
+                    return Err(ErrorKind::RecordTooLong { len: caplen, limit: self.pcap_max });
+                }
+                self.stats.over_snaplen += 1;
             }
+            let origlen = if origlen < caplen || origlen > self.pcap_origmax {
+                self.stats.origlen(origlen, caplen, self.pcap_origmax)
+            } else {
+                origlen
+            };
             let total = PCAP_RECORD + caplen as usize;
             if b.len() - p < total {
                 return Ok(Some((total, "record")));
@@ -293,9 +384,15 @@ impl Decoder {
                         body.len() - 20
                     )));
                 }
-                if iface.snaplen != 0 && caplen > iface.snaplen {
-                    return Err(ErrorKind::RecordTooLong { len: caplen, limit: iface.snaplen });
+                let max = max_caplen(iface.link);
+                if caplen > max {
+                    return Err(ErrorKind::RecordTooLong { len: caplen, limit: max });
                 }
+                if iface.snaplen != 0 && caplen > iface.snaplen {
+                    self.stats.over_snaplen += 1;
+                }
+                let origlen = self.stats.origlen(origlen, caplen, max.max(MAX_ORIGLEN));
+                self.count_link(iface.link);
                 let frame = RawFrame {
                     ts: iface.timestamp(units),
                     data_start: 28,
@@ -316,6 +413,9 @@ impl Decoder {
                 if iface.snaplen != 0 {
                     caplen = caplen.min(iface.snaplen);
                 }
+                let origlen =
+                    self.stats.origlen(origlen, caplen, max_caplen(iface.link).max(MAX_ORIGLEN));
+                self.count_link(iface.link);
                 let frame = RawFrame {
                     ts: Timestamp(0),
                     data_start: 12,
@@ -327,6 +427,18 @@ impl Decoder {
                 Ok(Step::Frame(frame, len_us))
             }
             _ => Ok(Step::Skip(len_us)),
+        }
+    }
+
+    /// The pcap link type (for a classic pcap file, every frame's).
+    pub(crate) fn pcap_link(&self) -> LinkType {
+        self.pcap_link
+    }
+
+    #[inline]
+    fn count_link(&mut self, link: LinkType) {
+        if !link.is_supported() {
+            self.stats.count_unsupported(link.to_linktype(), 1);
         }
     }
 

@@ -28,8 +28,8 @@ pub enum ErrorKind {
         /// Bytes that were left.
         available: u64,
     },
-    /// A record's captured length exceeds the snap length (or the sane maximum).
-    #[error("record length {len} exceeds the snap length {limit}")]
+    /// A record's captured length exceeds the largest libpcap accepts for its link type.
+    #[error("record length {len} exceeds {limit}, the largest libpcap accepts for this link type")]
     RecordTooLong {
         /// The captured length in the record header.
         len: u32,
@@ -39,6 +39,31 @@ pub enum ErrorKind {
     /// A pcapng block is inconsistent.
     #[error("corrupt pcapng block: {0}")]
     BadBlock(String),
+    /// A file read through a buffer ended before the size it had when it was opened: another
+    /// process truncated it.
+    #[error(
+        "the file shrank while it was read ({was} bytes when opened, {now} now): another \
+         process truncated it"
+    )]
+    Shrank {
+        /// Size when opened.
+        was: u64,
+        /// Size now (as far as could be found out).
+        now: u64,
+    },
+    /// Another process opened a mapped file for writing or truncated it; reading stopped
+    /// before any byte could change under the reader.
+    #[error(
+        "another process opened the file for writing or truncated it; reading stopped here, \
+         before the file could change"
+    )]
+    Changed,
+    /// The interface of a live capture was deleted or moved to another network namespace.
+    #[error("the interface went away (deleted, or moved to another network namespace)")]
+    InterfaceGone,
+    /// A live capture's socket failed.
+    #[error("capture failed: {0}")]
+    Live(std::io::Error),
     /// The capture's version is not one this reader knows.
     #[error("unsupported {format} version {major}.{minor}")]
     Version {
@@ -90,7 +115,7 @@ impl fmt::Display for CaptureError {
 impl std::error::Error for CaptureError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match &self.kind {
-            ErrorKind::Io(e) => Some(e),
+            ErrorKind::Io(e) | ErrorKind::Live(e) => Some(e),
             _ => None,
         }
     }

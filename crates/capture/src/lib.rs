@@ -3,8 +3,10 @@
 //! [`Capture`] reads classic pcap (microsecond and nanosecond magic, either byte order) and
 //! pcapng (section header, interface description with `if_tsresol` and `if_tsoffset`, enhanced,
 //! simple and obsolete packet blocks; other blocks skipped; any number of interfaces and
-//! sections). A regular file is memory-mapped and frames borrow from the mapping; standard input
-//! and pipes are streamed through a buffer that grows only as real bytes arrive.
+//! sections). A regular file is read through a buffer, or, for callers that hand frames to
+//! other threads, memory-mapped under a read lease ([`Capture::open_with`] says why); standard
+//! input and pipes are streamed through a buffer that grows only as real bytes arrive.
+//! Live capture is [`live`] (AF_PACKET TPACKET_V3).
 //!
 //! Every frame comes with its timestamp, captured length, original length, link type and the
 //! byte offset of its record, so a later stage can name the record in an error.
@@ -12,27 +14,38 @@
 //! # Errors
 //! A bad file gives a [`CaptureError`] that names the file and, for a bad record, its byte
 //! offset. Records decoded before an error are handed out first: the error comes on the next
-//! call. Nothing is allocated from a length read out of the file.
+//! call. Nothing is allocated from a length read out of the file. A file that another process
+//! truncates or rewrites while it is read ends the reading with an error at the offset reached
+//! ([`ErrorKind::Changed`], [`ErrorKind::Shrank`]), never with a signal.
+//!
+//! # Records as libpcap reads them
+//! A record longer than its snap length is accepted up to libpcap's limit for its link type
+//! (256 KiB for most) and counted; an original length below the captured length, or above
+//! 1 MiB, is counted and replaced by the captured length so byte totals stay true; frames of
+//! link types rampart does not parse are counted by type. [`Capture::record_stats`] gives the
+//! counts, so a caller can say once what it could not analyse.
 //!
 //! # Why hand-written
-//! One walker serves both the mapped and the streamed input, with exact byte offsets in errors
-//! and no copy of packet bytes; walking record headers is bound by memory bandwidth (23 ns per
-//! 128-byte record on this project's machine), so a general-purpose reader buys nothing.
+//! One walker serves the buffered, mapped and streamed input, with exact byte offsets in errors
+//! and frames that borrow the buffer or mapping; walking record headers is bound by memory
+//! bandwidth (23 ns per 128-byte record on this project's machine), so a general-purpose
+//! reader buys nothing.
 #![deny(unsafe_code)]
 
 mod decode;
 mod error;
 pub mod filter;
+mod lease;
 pub mod live;
 mod source;
 mod writer;
 
-pub use decode::Format;
+pub use decode::{Format, RecordStats};
 pub use error::{CaptureError, ErrorKind};
 pub use filter::{Filter, FilterError};
-pub use live::{LiveConfig, LiveError};
+pub use live::{LinkState, LiveConfig, LiveError, LiveMonitor, LiveStats};
 pub use rampart_wire::LinkType;
-pub use source::{Batch, Capture, Frame, SharedBytes};
+pub use source::{Batch, Capture, FileAccess, FileId, Frame, SharedBytes};
 pub use writer::PcapWriter;
 
 /// A capture timestamp: nanoseconds since the Unix epoch (UTC).

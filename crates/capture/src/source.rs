@@ -1,5 +1,6 @@
 use std::fs::File;
 use std::io::{self, Read};
+use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use std::sync::Arc;
@@ -8,11 +9,13 @@ use memmap2::Mmap;
 use rampart_wire::LinkType;
 
 use crate::Timestamp;
-use crate::decode::{Decoder, Format, RawFrame, Step};
+use crate::decode::{Decoder, Format, RawFrame, RecordStats, Step};
 use crate::error::{CaptureError, ErrorKind};
-use crate::live::{LiveConfig, LiveError, Ring, RingFrame};
+use crate::lease;
+use crate::live::{Live, LiveConfig, LiveError, LiveMonitor, RingFrame};
 
-/// Bytes the streaming buffer starts with; it doubles only when one record does not fit.
+/// Bytes the streaming buffer starts with; it doubles only when one record does not fit. A
+/// regular file read through the buffer is read in pieces this large.
 const STREAM_BUF: usize = 1 << 20;
 /// A mapped file is paged in this many bytes ahead of the cursor, in one system call per
 /// window rather than one page fault per 4 KiB page.
@@ -99,9 +102,33 @@ impl Desc {
 }
 
 enum Input {
-    Mapped(Arc<Mmap>),
+    /// A regular file under a read lease (see [`crate::lease`]), kept open to check it.
+    Mapped(Arc<Mmap>, File),
     Memory(Arc<[u8]>),
     Stream(Stream),
+}
+
+/// Identifies a file: its device and inode, whatever name, link or descriptor reaches it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileId {
+    /// `st_dev`.
+    pub dev: u64,
+    /// `st_ino`.
+    pub ino: u64,
+}
+
+impl FileId {
+    /// The file `path` names (following symbolic links), if it exists.
+    pub fn of_path(path: &Path) -> Option<Self> {
+        std::fs::metadata(path).ok().map(|m| Self { dev: m.dev(), ino: m.ino() })
+    }
+
+    /// The regular file behind an open descriptor (`None` for pipes, sockets, terminals).
+    pub fn of_fd(fd: std::os::fd::BorrowedFd<'_>) -> Option<Self> {
+        let f = File::from(fd.try_clone_to_owned().ok()?);
+        let m = f.metadata().ok()?;
+        m.is_file().then(|| Self { dev: m.dev(), ino: m.ino() })
+    }
 }
 
 /// The whole input of a mapped or in-memory capture, shared so that other threads can read the
@@ -113,6 +140,19 @@ pub struct SharedBytes(Shared);
 enum Shared {
     Mapped(Arc<Mmap>),
     Memory(Arc<[u8]>),
+}
+
+/// How [`Capture::open_with`] reads a regular file.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FileAccess {
+    /// Through a buffer (what [`Capture::open`] does): frames borrow a 1 MiB buffer that the
+    /// next read refills. The cheapest way for one thread: the buffer stays in the cache, where
+    /// a mapping costs page-table work and TLB misses (BENCHMARKS.md).
+    #[default]
+    Buffered,
+    /// Mapped when the kernel grants a read lease (else through a buffer), so that frames lie
+    /// in one [`SharedBytes`] that other threads can read ([`Capture::shared`]).
+    Mapped,
 }
 
 impl std::ops::Deref for SharedBytes {
@@ -147,6 +187,11 @@ struct Stream {
     buf: Vec<u8>,
     end: usize,
     eof: bool,
+    /// A regular file read through the buffer: the file and its size when it was opened (the
+    /// reader stops there, so a file that grows is read as it was).
+    file: Option<(File, u64)>,
+    /// Bytes read so far.
+    read: u64,
 }
 
 impl Stream {
@@ -158,6 +203,7 @@ impl Stream {
                 Ok(0) => self.eof = true,
                 Ok(n) => {
                     self.end += n;
+                    self.read += n as u64;
                     return Ok(());
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -165,6 +211,13 @@ impl Stream {
             }
         }
         Ok(())
+    }
+
+    /// For a file read through the buffer that ended early: its size when opened and now.
+    fn shrank(&self) -> Option<(u64, u64)> {
+        let (file, size) = self.file.as_ref()?;
+        (self.eof && self.read < *size)
+            .then(|| (*size, file.metadata().map_or(self.read, |m| m.len())))
     }
 }
 
@@ -183,18 +236,41 @@ pub struct Capture {
     done: bool,
     /// End of the part of a mapping already paged in.
     populated: usize,
-    /// A live capture's ring, and the packets of the batch handed out.
-    live: Option<Box<Ring>>,
+    /// A live capture, and the packets of the batch handed out.
+    live: Option<Box<Live>>,
     ring_frames: Vec<RingFrame>,
+    /// The input file, when it is one (also standard input redirected from a file).
+    id: Option<FileId>,
+    /// Frames handed out (for a classic pcap file's link-type count).
+    handed: u64,
 }
 
 impl Capture {
-    /// Opens a capture file; `-` reads standard input. Regular files are memory-mapped, other
-    /// files (pipes, devices) are streamed.
+    /// Opens a capture file; `-` reads standard input. Pipes and devices are streamed; a
+    /// regular file is read through a buffer ([`FileAccess::Buffered`]). A file that another
+    /// process truncates while it is read gives an error naming the byte offset, never a crash.
     pub fn open(path: &Path) -> Result<Self, CaptureError> {
+        Self::open_with(path, FileAccess::Buffered)
+    }
+
+    /// [`Capture::open`], choosing how a regular file is read.
+    ///
+    /// Read through a buffer, the file is read up to the size it had when opened; if it
+    /// shrinks, the reading ends with [`ErrorKind::Shrank`] at the offset where the bytes ran
+    /// out. A mapping lets frames borrow the page cache with no copy, so other threads can
+    /// read them ([`Capture::shared`]), but a mapped file that shrinks raises SIGBUS, which no
+    /// Rust program can turn into an error. So with [`FileAccess::Mapped`] a file is mapped
+    /// only under a read lease, which makes the kernel hold off any writer or truncation until
+    /// the reader has stopped (the reader checks the lease before each batch and stops with
+    /// [`ErrorKind::Changed`]); without a lease (not the file's owner, the file open for
+    /// writing elsewhere, a file system without leases) it is read through a buffer.
+    pub fn open_with(path: &Path, access: FileAccess) -> Result<Self, CaptureError> {
         let name = path.display().to_string();
         if name == "-" {
-            return Self::from_reader(&name, Box::new(io::stdin()));
+            let id = FileId::of_fd(std::os::fd::AsFd::as_fd(&io::stdin()));
+            let mut c = Self::from_reader(&name, Box::new(io::stdin()))?;
+            c.id = id;
+            return Ok(c);
         }
         let err = |e: io::Error| CaptureError::new(&name, None, ErrorKind::Io(e));
         let file = File::open(path).map_err(err)?;
@@ -202,11 +278,33 @@ impl Capture {
         if !meta.is_file() {
             return Self::from_reader(&name, Box::new(file));
         }
+        let id = Some(FileId { dev: meta.dev(), ino: meta.ino() });
         if meta.len() == 0 {
             return Err(CaptureError::new(&name, None, ErrorKind::Empty));
         }
-        let map = map_file(&file).map_err(err)?;
-        Self::start(name, Input::Mapped(Arc::new(map)))
+        let mut c = if access == FileAccess::Mapped && lease::take(&file) {
+            let map = map_file(&file).map_err(err)?;
+            Self::start(name, Input::Mapped(Arc::new(map), file))?
+        } else {
+            let size = meta.len();
+            let reader = Box::new(file.try_clone().map_err(err)?.take(size));
+            let mut s = Stream::new(reader);
+            s.file = Some((file, size));
+            Self::start_stream(&name, s)?
+        };
+        c.id = id;
+        Ok(c)
+    }
+
+    /// The input file (device and inode), when the capture reads one: to refuse writing an
+    /// output over it.
+    pub fn file_id(&self) -> Option<FileId> {
+        self.id
+    }
+
+    /// Whether a regular file is being read through a mapping (else a buffer).
+    pub fn is_mapped(&self) -> bool {
+        matches!(self.input, Input::Mapped(..))
     }
 
     /// Reads a capture held in memory (tests, fuzzing, embedded captures).
@@ -216,19 +314,28 @@ impl Capture {
 
     /// Streams a capture from any reader, holding at most one batch of records in memory.
     pub fn from_reader(name: &str, reader: Box<dyn Read + Send>) -> Result<Self, CaptureError> {
-        let mut s = Stream { reader, buf: vec![0; STREAM_BUF], end: 0, eof: false };
+        Self::start_stream(name, Stream::new(reader))
+    }
+
+    fn start_stream(name: &str, mut s: Stream) -> Result<Self, CaptureError> {
         // Enough for any file header.
         while !s.eof && s.end < 64 {
             s.read_some().map_err(|e| CaptureError::new(name, None, ErrorKind::Io(e)))?;
+        }
+        if let Some((was, now)) = s.shrank()
+            && s.end < 64
+        {
+            let kind = ErrorKind::Shrank { was, now };
+            return Err(CaptureError::new(name, Some(s.end as u64), kind));
         }
         Self::start(name.to_owned(), Input::Stream(s))
     }
 
     fn start(name: String, input: Input) -> Result<Self, CaptureError> {
         let (bytes, size): (&[u8], Option<u64>) = match &input {
-            Input::Mapped(m) => (&m[..], Some(m.len() as u64)),
+            Input::Mapped(m, _) => (&m[..], Some(m.len() as u64)),
             Input::Memory(v) => (&v[..], Some(v.len() as u64)),
-            Input::Stream(s) => (&s.buf[..s.end], None),
+            Input::Stream(s) => (&s.buf[..s.end], s.file.as_ref().map(|f| f.1)),
         };
         let (decoder, header) = match Decoder::open(bytes) {
             Ok(Ok(d)) => d,
@@ -255,24 +362,45 @@ impl Capture {
             populated: 0,
             live: None,
             ring_frames: Vec::new(),
+            id: None,
+            handed: 0,
         })
     }
 
-    /// Starts a live capture on `iface` (AF_PACKET, TPACKET_V3 ring).
+    /// Starts a live capture on `iface` (AF_PACKET, TPACKET_V3 ring; see [`crate::live`]).
     pub fn live(iface: &str, cfg: &LiveConfig) -> Result<Self, LiveError> {
-        let ring = Ring::open(iface, cfg)?;
+        let live = Live::open(iface, cfg)?;
         // The decoder is never used for a live capture; give it a valid empty pcap to hold.
         let mut header = [0u8; 24];
         header[..4].copy_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
         header[4..6].copy_from_slice(&2u16.to_le_bytes());
         header[6..8].copy_from_slice(&4u16.to_le_bytes());
         header[16..20].copy_from_slice(&cfg.snaplen.to_le_bytes());
-        header[20..24].copy_from_slice(&ring.link.to_linktype().to_le_bytes());
+        header[20..24].copy_from_slice(&live.link().to_linktype().to_le_bytes());
         let mut c = Self::start(iface.to_owned(), Input::Memory(header.to_vec().into()))
             .expect("a well-formed pcap header");
         c.size = None;
-        c.live = Some(Box::new(ring));
+        c.live = Some(Box::new(live));
         Ok(c)
+    }
+
+    /// A live capture's counters and interface state, shared so that another thread (or a
+    /// callback that cannot borrow the capture) can report them while it runs.
+    pub fn live_monitor(&self) -> Option<Arc<LiveMonitor>> {
+        self.live.as_ref().map(|l| l.monitor())
+    }
+
+    /// What the reader noticed in the records handed out so far: records longer than their
+    /// snap length, implausible original lengths, frames of link types rampart does not parse.
+    pub fn record_stats(&self) -> RecordStats {
+        let mut st = self.decoder.stats.clone();
+        if matches!(self.decoder.format(), Format::Pcap { .. }) && self.live.is_none() {
+            let link = self.decoder.pcap_link();
+            if !link.is_supported() {
+                st.count_unsupported(link.to_linktype(), self.handed);
+            }
+        }
+        st
     }
 
     /// The name the capture was opened with.
@@ -300,17 +428,21 @@ impl Capture {
         self.live.is_some()
     }
 
-    /// Live capture: packets the kernel delivered to the ring and packets it dropped, so far.
+    /// Live capture: packets rampart took from the ring and packets the kernel dropped because
+    /// the ring was full, so far (the counters are brought up to date first).
     pub fn kernel_stats(&mut self) -> Option<(u64, u64)> {
-        self.live.as_mut().map(|r| r.stats())
+        self.live.as_mut().map(|l| {
+            let s = l.refresh();
+            (s.received, s.kernel_dropped)
+        })
     }
 
     fn next_live(&mut self, max: usize) -> Result<Batch<'_>, CaptureError> {
-        let Some(ring) = self.live.as_deref_mut() else { unreachable!("checked by the caller") };
+        let Some(live) = self.live.as_deref_mut() else { unreachable!("checked by the caller") };
         // A live capture waits up to 100 ms, so callers see their stop flag promptly.
-        ring.next(max.max(1), 100, &mut self.ring_frames)
-            .map_err(|e| CaptureError::new(&self.name, None, ErrorKind::Io(e)))?;
-        let link = ring.link;
+        live.next(max.max(1), 100, &mut self.ring_frames)
+            .map_err(|kind| CaptureError::new(&self.name, None, kind))?;
+        let link = live.link();
         self.abs += self.ring_frames.len() as u64;
         self.descs.extend(self.ring_frames.iter().map(|f| Desc {
             raw: RawFrame {
@@ -323,7 +455,7 @@ impl Capture {
             },
             offset: 0,
         }));
-        Ok(Batch { buf: ring.block_bytes(), descs: &self.descs })
+        Ok(Batch { buf: live.block_bytes(), descs: &self.descs })
     }
 
     /// Hands out up to `max` frames. An empty batch means the input ended cleanly. After an
@@ -337,6 +469,15 @@ impl Capture {
             self.done = true;
             return Err(e);
         }
+        // A mapped file is read only while the lease holds: once another process wants to
+        // write or truncate it, not one more byte of the mapping is touched.
+        if !self.done
+            && let Input::Mapped(_, file) = &self.input
+            && !lease::held(file)
+        {
+            self.done = true;
+            return Err(CaptureError::new(&self.name, Some(self.abs), ErrorKind::Changed));
+        }
         if !self.done
             && let Err(e) = self.decode(max.max(1))
         {
@@ -346,8 +487,9 @@ impl Capture {
             }
             self.pending = Some(e);
         }
+        self.handed += self.descs.len() as u64;
         let buf: &[u8] = match &self.input {
-            Input::Mapped(m) => m,
+            Input::Mapped(m, _) => m,
             Input::Memory(v) => v,
             Input::Stream(s) => &s.buf[..s.end],
         };
@@ -362,14 +504,14 @@ impl Capture {
             return None;
         }
         match &self.input {
-            Input::Mapped(m) => Some(SharedBytes(Shared::Mapped(Arc::clone(m)))),
+            Input::Mapped(m, _) => Some(SharedBytes(Shared::Mapped(Arc::clone(m)))),
             Input::Memory(v) => Some(SharedBytes(Shared::Memory(Arc::clone(v)))),
             Input::Stream(_) => None,
         }
     }
 
     fn decode(&mut self, max: usize) -> Result<(), CaptureError> {
-        if let Input::Mapped(m) = &self.input
+        if let Input::Mapped(m, _) = &self.input
             && self.pos + POPULATE_WINDOW / 2 >= self.populated
             && self.populated < m.len()
         {
@@ -378,15 +520,12 @@ impl Capture {
             let _ = m.advise_range(memmap2::Advice::PopulateRead, self.populated, len);
             self.populated += len;
         }
-        if let Input::Stream(s) = &mut self.input {
-            // Move the partial record left over from the last batch to the front.
-            s.buf.copy_within(self.pos..s.end, 0);
-            s.end -= self.pos;
-            self.pos = 0;
-        }
+        // A stream's bytes before the cursor belong to batches already handed back; they are
+        // dropped when more must be read (`read_more`), not here, so a buffer full of records
+        // is not moved once per batch.
         while self.descs.len() < max {
             let (bytes, eof): (&[u8], bool) = match &self.input {
-                Input::Mapped(m) => (&m[..], true),
+                Input::Mapped(m, _) => (&m[..], true),
                 Input::Memory(v) => (&v[..], true),
                 Input::Stream(s) => (&s.buf[..s.end], s.eof),
             };
@@ -424,6 +563,13 @@ impl Capture {
             };
             let (needed, what) = need;
             let rest = bytes.len() - self.pos;
+            if eof
+                && let Input::Stream(s) = &self.input
+                && let Some((was, now)) = s.shrank()
+            {
+                let kind = ErrorKind::Shrank { was, now };
+                return Err(CaptureError::new(&self.name, Some(self.abs), kind));
+            }
             if rest == 0 && eof {
                 self.done = true;
                 return Ok(());
@@ -433,7 +579,10 @@ impl Capture {
                     ErrorKind::Truncated { what, needed: needed as u64, available: rest as u64 };
                 return Err(CaptureError::new(&self.name, Some(self.abs), kind));
             }
-            if !self.descs.is_empty() {
+            // A pipe hands out what has arrived (a live producer's packets are processed as
+            // they come); a file fills every batch, so batches end where a mapping's would.
+            let file = matches!(&self.input, Input::Stream(s) if s.file.is_some());
+            if !self.descs.is_empty() && !file {
                 return Ok(());
             }
             self.read_more()?;
@@ -449,14 +598,19 @@ impl Capture {
 
     /// Streams only: makes room (compacting, then doubling once the buffer is full of real
     /// bytes, so growth follows bytes that arrived, never a length read from the file) and
-    /// reads more.
+    /// reads more. The records of the batch being built stay, moved with their frames.
     fn read_more(&mut self) -> Result<(), CaptureError> {
         let Input::Stream(s) = &mut self.input else {
             return Ok(());
         };
-        s.buf.copy_within(self.pos..s.end, 0);
-        s.end -= self.pos;
-        self.pos = 0;
+        let base = self.abs - self.pos as u64;
+        let keep = self.descs.first().map_or(self.pos, |d| (d.offset - base) as usize);
+        s.buf.copy_within(keep..s.end, 0);
+        s.end -= keep;
+        self.pos -= keep;
+        for d in &mut self.descs {
+            d.raw.data_start -= keep;
+        }
         if s.end == s.buf.len() {
             let len = s.buf.len() * 2;
             s.buf.resize(len, 0);
@@ -465,13 +619,22 @@ impl Capture {
     }
 }
 
-/// Maps a capture file read-only.
+impl Stream {
+    fn new(reader: Box<dyn Read + Send>) -> Self {
+        Self { reader, buf: vec![0; STREAM_BUF], end: 0, eof: false, file: None, read: 0 }
+    }
+}
+
+/// Maps a capture file read-only; the caller holds a read lease on it.
 #[allow(unsafe_code)]
 fn map_file(file: &File) -> io::Result<Mmap> {
     // SAFETY: the mapping is read-only and only ever read through `&[u8]`. memmap2 asks the
-    // caller to promise that nobody truncates or rewrites the file while it is mapped; a capture
-    // file being read is assumed stable, as tcpdump and Wireshark assume. If another process
-    // truncates it anyway, the kernel raises SIGBUS on access; no memory is corrupted.
+    // caller to promise that nobody truncates or rewrites the file while it is mapped. The
+    // caller holds a read lease (crate::lease): the kernel blocks any process that opens the
+    // file for writing or truncates it until the lease is released, and the reader checks the
+    // lease before every batch and stops reading the mapping once a break has begun. The
+    // mapping keeps the open file, and so the lease, alive until the last frame borrowed from
+    // it is gone.
     let map = unsafe { Mmap::map(file)? };
     // Capture files are read once, front to back.
     let _ = map.advise(memmap2::Advice::Sequential);

@@ -179,8 +179,8 @@ fn run_filter(args: &FilterArgs) -> Result<ExitCode, Fail> {
             fw.boxes().map(|b| b.bounds).collect();
         prove(&boxes, fw.compiled(), Layout::Firewall)?;
     }
-    let mut capture = rampart_capture::Capture::open(&args.input)
-        .map_err(|e| Fail(e.to_string(), if e.is_not_a_capture() { 2 } else { 1 }))?;
+    let mut capture = crate::input::open_file(&args.input)?;
+    crate::input::refuse_overwrite(&capture, Some(&args.output))?;
     let file = std::fs::File::create(&args.output)
         .map_err(|e| Fail(format!("{}: {e}", args.output.display()), 2))?;
     let mut writer: Option<rampart_capture::PcapWriter<io::BufWriter<std::fs::File>>> = None;
@@ -209,12 +209,18 @@ fn run_filter(args: &FilterArgs) -> Result<ExitCode, Fail> {
         let _ = writeln!(out, "{}	{verdict}	{hits}", e.name);
     }
     eprintln!(
-        "{}: {} packets, {} passed ({} not IP)",
+        "{}: {} packets, {} passed ({} not IP){}",
         args.input.display(),
         counts.packets,
         counts.passed,
-        counts.non_ip
+        counts.non_ip,
+        if counts.unsupported > 0 {
+            format!(", {} not filtered and not passed (link type not parsed)", counts.unsupported)
+        } else {
+            String::new()
+        }
     );
+    crate::input::report_end(&mut capture, crate::input::Tell::Alone);
     match error {
         Some(e) => Err(Fail(
             format!("{e}\nrampart: the packets before that point were filtered"),

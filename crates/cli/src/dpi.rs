@@ -8,7 +8,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use rampart_capture::Capture;
 use rampart_dpi::{Config, FlowDpi, Proto};
 use rampart_flow::{FlowKey, Side};
 use rampart_wire::PacketMeta;
@@ -161,7 +160,8 @@ fn write_flow(out: &mut impl std::io::Write, e: &mut Entry, json: bool) -> std::
 fn label(path: &std::path::Path, json: bool, cfg: &Config, ndpi: bool) -> Result<(), Fail> {
     #[cfg(not(feature = "ndpi"))]
     let _ = ndpi;
-    let mut cap = Capture::open(path).map_err(|e| Fail(format!("{}: {e}", path.display()), 2))?;
+    let mut cap = crate::input::open_file(path)?;
+    crate::input::refuse_overwrite(&cap, None)?;
     let mut index: HashMap<FlowKey, usize> = HashMap::new();
     let mut flows: Vec<Entry> = Vec::new();
     let mut failed = None;
@@ -229,8 +229,9 @@ fn label(path: &std::path::Path, json: bool, cfg: &Config, ndpi: bool) -> Result
         write_flow(&mut out, e, json).map_err(|e| Fail(format!("cannot write: {e}"), 2))?;
     }
     out.flush().map_err(|e| Fail(format!("cannot write: {e}"), 2))?;
+    crate::input::report_end(&mut cap, crate::input::Tell::Alone);
     match failed {
-        Some(e) => Err(Fail(format!("{}: {e}", path.display()), 1)),
+        Some(e) => Err(Fail(e, 1)),
         None => Ok(()),
     }
 }

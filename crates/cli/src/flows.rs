@@ -98,12 +98,20 @@ pub(crate) fn parse_timeout(s: &str) -> Result<f64, String> {
 
 pub(crate) fn run(args: Args) -> ExitCode {
     let stop = input::stop_flag();
-    let (mut capture, mut filter) =
-        match input::prepare(&args.source, &args.live, args.filter.as_deref()) {
-            Ok(c) => c,
-            Err(e) => return e.exit(),
-        };
+    let (mut capture, mut filter) = match input::prepare(
+        &args.source,
+        &args.live,
+        262_144,
+        args.workers,
+        args.filter.as_deref(),
+    ) {
+        Ok(c) => c,
+        Err(e) => return e.exit(),
+    };
     let filter = filter.as_mut();
+    if let Err(e) = input::refuse_overwrite(&capture, args.output.as_deref()) {
+        return e.exit();
+    }
     let out: Box<dyn Write> = match &args.output {
         Some(p) => match std::fs::File::create(p) {
             Ok(f) => Box::new(f),
@@ -143,12 +151,14 @@ pub(crate) fn run(args: Args) -> ExitCode {
     // users expect): what a batch produced is flushed before the next read, which may wait
     // for packets. A file is written in big blocks.
     let by_batch = capture.is_live() || capture.size().is_none();
+    let mut watch = input::Watch::new(&capture);
     let result = writer.header().and_then(|()| {
         let mut sink = Records { writer: &mut writer, by_batch, dirty: false };
         rampart_engine::run(&mut capture, &cfg, filter, &stop, &mut sink, &mut |pos| {
             if let Some(b) = &bar {
                 b.set_position(pos);
             }
+            watch.tick();
         })
     });
     if let Some(b) = &bar {
@@ -165,15 +175,16 @@ pub(crate) fn run(args: Args) -> ExitCode {
         }
     };
     if !args.quiet {
-        print_summary(capture.name(), &outcome.summary);
+        print_summary(capture.name(), &outcome.summary, capture.is_live());
     }
+    let tell = if args.quiet { input::Tell::Quiet } else { input::Tell::Summary };
+    let dropped = input::report_end(&mut capture, tell);
     match outcome.error {
         Some(e) => {
-            eprintln!("rampart: {e}");
-            eprintln!("rampart: the flows seen before that point were written");
+            input::print_run_error(&e, "flows");
             ExitCode::from(if e.is_usage() { 2 } else { 1 })
         }
-        None => ExitCode::SUCCESS,
+        None => input::drop_status(&args.live, dropped),
     }
 }
 
@@ -218,16 +229,18 @@ fn progress_bar(capture: &Capture, quiet: bool) -> Option<indicatif::ProgressBar
     Some(bar)
 }
 
-fn print_summary(name: &str, s: &Summary) {
+fn print_summary(name: &str, s: &Summary, live: bool) {
     let secs = s.elapsed.as_secs_f64();
     let rate = if secs > 0.0 { s.packets as f64 / secs / 1e6 } else { 0.0 };
     let ns = if s.packets > 0 { secs * 1e9 / s.packets as f64 } else { 0.0 };
+    // A live capture waits for packets most of the time: a rate over wall time would say
+    // nothing about rampart's speed, so none is shown.
+    let speed = if live { String::new() } else { format!(" ({rate:.2} Mpps, {ns:.0} ns/packet)") };
     let t = &s.table;
     let mut err = io::stderr().lock();
     let _ = writeln!(
         err,
-        "{name}: {} packets, {} bytes on the wire, {} flows in {secs:.3} s \
-         ({rate:.2} Mpps, {ns:.0} ns/packet){}",
+        "{name}: {} packets, {} bytes on the wire, {} flows in {secs:.3} s{speed}{}",
         s.packets,
         s.wire_bytes,
         s.flows,
@@ -247,9 +260,6 @@ fn print_summary(name: &str, s: &Summary) {
     );
     if s.filtered > 0 {
         let _ = writeln!(err, "  filtered out: {} packets", s.filtered);
-    }
-    if let Some((got, dropped)) = s.kernel {
-        let _ = writeln!(err, "  kernel: {got} packets received, {dropped} dropped");
     }
     let d = &s.dpi;
     if d.inspected + d.by_dpi + d.by_port + d.by_address + d.unknown > 0 {

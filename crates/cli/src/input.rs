@@ -1,12 +1,21 @@
-//! Opening what `-r`/`-i`/`-f` name, shared by the subcommands.
+//! Opening what `-r`/`-i`/`-f` name, shared by the subcommands; refusing to write over the
+//! input; and what a run says about its input besides its results: loss on a live interface
+//! (while it runs and at the end), the interface's comings and goings, and records it could not
+//! take as they are.
 
+use std::io::Write as _;
 use std::net::IpAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
-use rampart_capture::{Capture, Filter, LinkType, LiveConfig};
+use rampart_capture::live::{DEFAULT_BUFFER, MIN_BUFFER};
+use rampart_capture::{
+    Capture, ErrorKind, FileAccess, FileId, Filter, LinkState, LinkType, LiveConfig, LiveMonitor,
+    LiveStats,
+};
 
 /// Where packets come from.
 #[derive(clap::Args, Debug, Clone)]
@@ -23,13 +32,47 @@ pub(crate) struct Source {
 /// Live-capture options.
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct LiveArgs {
-    /// Bytes kept of each live packet.
-    #[arg(long, value_name = "BYTES", default_value_t = 144,
+    /// Bytes kept of each live packet (default: whole packets for `flows`, 144 for `rtt` as
+    /// pping).
+    #[arg(long, value_name = "BYTES",
           value_parser = clap::value_parser!(u32).range(64..=262_144))]
-    pub snaplen: u32,
+    pub snaplen: Option<u32>,
     /// Put the interface in promiscuous mode while capturing.
     #[arg(long)]
     pub promisc: bool,
+    /// The kernel's capture buffer (the ring), in KiB as tcpdump's -B; with a suffix M or G,
+    /// in MiB or GiB. Default 256 MiB, at least 256 KiB.
+    #[arg(short = 'B', long = "buffer-size", value_name = "SIZE", value_parser = parse_buffer)]
+    pub buffer_size: Option<u64>,
+    /// When the interface does not exist or goes away, wait for one of that name and go on
+    /// capturing (for daemons) instead of exiting with status 1.
+    #[arg(long)]
+    pub wait_for_interface: bool,
+    /// Exit with status 3 when any packet was dropped (by the kernel or by rampart).
+    #[arg(long)]
+    pub fail_on_drop: bool,
+}
+
+/// A ring size: KiB as tcpdump's `-B`, or with a unit (`K`, `M`, `G`, optionally `iB`).
+fn parse_buffer(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(digits);
+    let shift = match unit.to_ascii_lowercase().as_str() {
+        "" | "k" | "kib" | "kb" => 10,
+        "m" | "mib" | "mb" => 20,
+        "g" | "gib" | "gb" => 30,
+        _ => return Err(format!("'{s}': a size in KiB, or with a unit K, M or G")),
+    };
+    let n: u64 = num.parse().map_err(|_| format!("'{s}' is not a size"))?;
+    let bytes = n.checked_shl(shift).filter(|b| b >> shift == n).ok_or("too large")?;
+    if bytes < MIN_BUFFER {
+        return Err(format!("'{s}': the ring takes at least {} KiB", MIN_BUFFER >> 10));
+    }
+    if bytes > 64 << 30 {
+        return Err(format!("'{s}': at most 64 GiB"));
+    }
+    Ok(bytes)
 }
 
 /// A failure before any packet was read: the message, and the exit status.
@@ -43,32 +86,63 @@ impl Fail {
 }
 
 /// Opens the source; for a live capture the filter (if any) is also attached in the kernel.
-fn open(src: &Source, live: &LiveArgs, filter: Option<&mut Filter>) -> Result<Capture, Fail> {
+/// `snaplen` is the command's default snap length for live capture; `workers` the threads that
+/// will read the frames.
+fn open(
+    src: &Source,
+    live: &LiveArgs,
+    snaplen: u32,
+    workers: u16,
+    filter: Option<&mut Filter>,
+) -> Result<Capture, Fail> {
     if let Some(iface) = &src.interface {
-        let mut cfg = LiveConfig { snaplen: live.snaplen, promisc: live.promisc, program: None };
+        let snaplen = live.snaplen.unwrap_or(snaplen);
+        let mut cfg = LiveConfig {
+            snaplen,
+            promisc: live.promisc,
+            program: None,
+            buffer_bytes: live.buffer_size.unwrap_or(DEFAULT_BUFFER),
+            wait_for_interface: live.wait_for_interface,
+        };
         if let Some(f) = filter {
             let link = rampart_capture::live::interface_link(iface).unwrap_or(LinkType::Ethernet);
             cfg.program =
-                Some(f.kernel_program(link, live.snaplen).map_err(|e| Fail(e.to_string(), 2))?);
+                Some(f.kernel_program(link, snaplen).map_err(|e| Fail(e.to_string(), 2))?);
         }
         return Capture::live(iface, &cfg).map_err(|e| Fail(e.to_string(), 2));
     }
     let path = src.file.as_ref().expect("clap requires -r or -i");
-    Capture::open(path).map_err(|e| {
+    // Workers read the frames of a mapped file themselves; one thread reads fastest through a
+    // buffer (BENCHMARKS.md).
+    let access = if workers > 1 { FileAccess::Mapped } else { FileAccess::Buffered };
+    open_with(path, access)
+}
+
+/// Opens a capture file for one thread: exit status 2 when it is no capture, 1 when it cannot
+/// be read.
+pub(crate) fn open_file(path: &Path) -> Result<Capture, Fail> {
+    open_with(path, FileAccess::Buffered)
+}
+
+fn open_with(path: &Path, access: FileAccess) -> Result<Capture, Fail> {
+    Capture::open_with(path, access).map_err(|e| {
         let code = if e.is_not_a_capture() { 2 } else { 1 };
         Fail(e.to_string(), code)
     })
 }
 
 /// Compiles `-f` and opens the source. The filter comes back only for files: a live capture's
-/// filter already runs in the kernel.
+/// filter already runs in the kernel. `snaplen` is the command's default live snap length,
+/// `workers` the number of threads the frames go to.
 pub(crate) fn prepare(
     src: &Source,
     live: &LiveArgs,
+    snaplen: u32,
+    workers: u16,
     expr: Option<&str>,
 ) -> Result<(Capture, Option<Filter>), Fail> {
     let mut filter = filter(expr, src)?;
-    let capture = open(src, live, filter.as_mut())?;
+    let capture = open(src, live, snaplen, workers, filter.as_mut())?;
     Ok(if capture.is_live() { (capture, None) } else { (capture, filter) })
 }
 
@@ -82,6 +156,30 @@ fn filter(expr: Option<&str>, src: &Source) -> Result<Option<Filter>, Fail> {
         .and_then(rampart_capture::live::interface_link)
         .unwrap_or(LinkType::Ethernet);
     Filter::new(expr, link).map(Some).map_err(|e| Fail(e.to_string(), 2))
+}
+
+/// Refuses an output that is the capture being read, however it is named (another path, a
+/// symbolic or hard link): `out`, or standard output when `out` is `None` and it is a file.
+/// Checked before the output is opened, since opening it for writing would empty the input.
+pub(crate) fn refuse_overwrite(capture: &Capture, out: Option<&Path>) -> Result<(), Fail> {
+    let Some(input) = capture.file_id() else { return Ok(()) };
+    let (target, name) = match out {
+        Some(p) => (FileId::of_path(p), p.display().to_string()),
+        None => {
+            let stdout = std::io::stdout();
+            (FileId::of_fd(std::os::fd::AsFd::as_fd(&stdout)), "standard output".to_string())
+        }
+    };
+    if target == Some(input) {
+        return Err(Fail(
+            format!(
+                "{}: the output ({name}) is the input capture itself; refusing to write over it",
+                capture.name()
+            ),
+            2,
+        ));
+    }
+    Ok(())
 }
 
 /// The addresses of a live interface (for the local filter); empty for files.
@@ -109,6 +207,20 @@ pub(crate) fn process_memory() -> Option<ProcessMemory> {
     Some(ProcessMemory { peak: field("VmHWM:")?, file: field("RssFile:").unwrap_or(0) })
 }
 
+/// `rtt -i` on a loopback interface without `-l`: every packet is addressed to a local
+/// address, so none would be timed. Says so, once, before capturing.
+pub(crate) fn note_loopback(src: &Source, show_local: bool) {
+    if let Some(iface) = &src.interface
+        && !show_local
+        && rampart_capture::live::is_loopback(iface)
+    {
+        eprintln!(
+            "rampart: {iface} is a loopback interface: both ends of every connection on it are \
+             local addresses, which are not timed without -l (--showLocal); add -l to time them"
+        );
+    }
+}
+
 /// A stop flag set by Ctrl-C (or SIGTERM); a second one exits at once.
 pub(crate) fn stop_flag() -> Arc<AtomicBool> {
     let stop = Arc::new(AtomicBool::new(false));
@@ -119,4 +231,250 @@ pub(crate) fn stop_flag() -> Arc<AtomicBool> {
         }
     });
     stop
+}
+
+/// Reports on a live capture while it runs: loss as it happens (at most one line per
+/// [`Watch::EVERY`] while the kernel keeps dropping) and the interface going down, up, away
+/// and back. Its [`Watch::tick`] is cheap enough to call for every batch; it does nothing for
+/// files.
+pub(crate) struct Watch {
+    monitor: Option<Arc<LiveMonitor>>,
+    name: String,
+    last_look: Instant,
+    last_report: Option<(Instant, u64)>,
+    seen: LiveStats,
+}
+
+impl Watch {
+    /// The shortest time between two loss lines.
+    const EVERY: Duration = Duration::from_secs(10);
+
+    pub(crate) fn new(capture: &Capture) -> Self {
+        let monitor = capture.live_monitor();
+        let seen = monitor.as_ref().map(|m| m.stats()).unwrap_or(LiveStats {
+            received: 0,
+            kernel_dropped: 0,
+            rampart_dropped: 0,
+            freezes: 0,
+            ring_bytes: 0,
+            state: LinkState::Up,
+            lost: 0,
+            found: 0,
+        });
+        let w = Self {
+            monitor,
+            name: capture.name().to_string(),
+            last_look: Instant::now(),
+            last_report: None,
+            seen,
+        };
+        if w.seen.state == LinkState::Gone {
+            w.say("no such interface yet; waiting for it (--wait-for-interface)");
+        }
+        w
+    }
+
+    fn say(&self, what: &str) {
+        let _ = writeln!(std::io::stderr(), "rampart: {}: {what}", self.name);
+    }
+
+    /// Looks at the counters (at most every 200 ms) and says what changed.
+    pub(crate) fn tick(&mut self) {
+        let Some(m) = &self.monitor else { return };
+        if self.last_look.elapsed() < Duration::from_millis(200) {
+            return;
+        }
+        self.last_look = Instant::now();
+        let now = m.stats();
+        let was = std::mem::replace(&mut self.seen, now);
+        if now.lost > was.lost {
+            self.say("the interface went away; waiting for an interface of that name");
+        }
+        if now.found > was.found {
+            self.say("the interface is back; capturing again");
+        } else if now.state != was.state {
+            match now.state {
+                LinkState::Down => self.say("link down; capturing again when it comes up"),
+                LinkState::Up if was.state == LinkState::Down => self.say("link up"),
+                _ => {}
+            }
+        }
+        let drops = now.kernel_dropped + now.rampart_dropped;
+        let before = self.last_report.map_or(0, |(_, d)| d);
+        let due = self.last_report.is_none_or(|(t, _)| t.elapsed() >= Self::EVERY);
+        if drops > before && due {
+            let since = match self.last_report {
+                Some((t, _)) => format!("in the last {:.0} s", t.elapsed().as_secs_f64()),
+                None => "so far".to_string(),
+            };
+            self.say(&format!(
+                "dropping packets: {} lost {since} ({} by the kernel and {} by rampart in all, \
+                 of {} received); the ring is {} (-B sets it)",
+                drops - before,
+                now.kernel_dropped,
+                now.rampart_dropped,
+                now.received,
+                mib(now.ring_bytes)
+            ));
+            self.last_report = Some((Instant::now(), drops));
+        }
+    }
+}
+
+fn mib(bytes: u64) -> String {
+    if bytes >= 1 << 20 && bytes.is_multiple_of(1 << 20) {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{} KiB", bytes >> 10)
+    }
+}
+
+/// How [`report_end`] gives a live capture's counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Tell {
+    /// As a line of the summary just printed.
+    Summary,
+    /// As a line of its own (no summary was printed).
+    Alone,
+    /// Only if packets were dropped (`-q`).
+    Quiet,
+}
+
+/// What a command says when its run ends: for a live capture, the packets received and those
+/// dropped by the kernel and by rampart (see [`Tell`]: even `-q` gets one line when any were
+/// dropped); for any capture, the records it could not take as they are, once each. Returns
+/// whether packets were dropped.
+pub(crate) fn report_end(capture: &mut Capture, tell: Tell) -> bool {
+    let mut err = std::io::stderr().lock();
+    let name = capture.name().to_string();
+    let mut dropped = false;
+    if let Some(m) = capture.live_monitor() {
+        let _ = capture.kernel_stats();
+        let s = m.stats();
+        dropped = s.kernel_dropped + s.rampart_dropped > 0;
+        let line = format!(
+            "{} packets received, {} dropped by the kernel, {} dropped by rampart",
+            s.received, s.kernel_dropped, s.rampart_dropped
+        );
+        match tell {
+            Tell::Summary => {
+                let _ = writeln!(err, "  capture: {line}; ring {}", mib(s.ring_bytes));
+            }
+            Tell::Quiet if !dropped => {}
+            Tell::Alone | Tell::Quiet => {
+                let _ = writeln!(err, "rampart: {name}: {line}");
+            }
+        }
+    }
+    let st = capture.record_stats();
+    for (link, n) in &st.unsupported {
+        let _ = writeln!(
+            err,
+            "rampart: {name}: {n} frame{} of link type {link}{} not analysed: rampart does not \
+             parse that link type",
+            plural(*n),
+            link_name(*link).map(|s| format!(" ({s})")).unwrap_or_default()
+        );
+    }
+    if st.over_snaplen > 0 {
+        let _ = writeln!(
+            err,
+            "rampart: {name}: {} record{} longer than the snap length the file declares, read \
+             whole (libpcap reads records up to 256 KiB)",
+            st.over_snaplen,
+            plural(st.over_snaplen)
+        );
+    }
+    if st.origlen_short + st.origlen_absurd > 0 {
+        let _ = writeln!(
+            err,
+            "rampart: {name}: {} record{} with an original length below the captured length \
+             and {} above 1 MiB: their captured length was counted instead",
+            st.origlen_short,
+            plural(st.origlen_short),
+            st.origlen_absurd
+        );
+    }
+    dropped
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// Names of common link types rampart does not parse (tcpdump.org's LINKTYPE_ registry).
+fn link_name(link: u32) -> Option<&'static str> {
+    Some(match link {
+        6 => "IEEE 802.5 Token Ring",
+        9 => "PPP",
+        10 => "FDDI",
+        50 => "PPP in HDLC framing",
+        51 => "PPPoE",
+        104 => "Cisco HDLC",
+        105 => "IEEE 802.11",
+        107 => "Frame Relay",
+        119 => "Prism 802.11",
+        127 => "802.11 radiotap",
+        147..=162 => "user-defined",
+        187 => "Bluetooth HCI H4",
+        189 => "USB (Linux)",
+        192 => "PPI",
+        195 => "IEEE 802.15.4",
+        201 => "Bluetooth HCI with direction",
+        204 => "PPP with direction",
+        215 => "IEEE 802.15.4 (non-ASK PHY)",
+        220 => "USB (Linux, memory-mapped)",
+        227 => "SocketCAN",
+        231 => "D-Bus",
+        249 => "USBPcap",
+        253 => "Netlink",
+        _ => return None,
+    })
+}
+
+/// The exit status for a run that otherwise succeeded: 3 when packets were dropped and
+/// `--fail-on-drop` asks for it.
+pub(crate) fn drop_status(live: &LiveArgs, dropped: bool) -> ExitCode {
+    if dropped && live.fail_on_drop { ExitCode::from(3) } else { ExitCode::SUCCESS }
+}
+
+/// Prints the error that stopped a run, then what was still written (`what`: "flows",
+/// "samples"). A live interface that went away takes one line, naming it.
+pub(crate) fn print_run_error(e: &rampart_engine::RunError, what: &str) {
+    if let rampart_engine::RunError::Capture(c) = e
+        && matches!(c.kind, ErrorKind::InterfaceGone)
+    {
+        eprintln!("rampart: {e}; every {} seen was written", what.trim_end_matches('s'));
+        return;
+    }
+    eprintln!("rampart: {e}");
+    eprintln!("rampart: the {what} seen before that point were written");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffer_sizes_as_tcpdump_with_units() {
+        assert_eq!(parse_buffer("4096"), Ok(4 << 20));
+        assert_eq!(parse_buffer("256"), Ok(256 << 10));
+        assert_eq!(parse_buffer("512K"), Ok(512 << 10));
+        assert_eq!(parse_buffer("64M"), Ok(64 << 20));
+        assert_eq!(parse_buffer("64MiB"), Ok(64 << 20));
+        assert_eq!(parse_buffer("2g"), Ok(2 << 30));
+        assert!(parse_buffer("100").unwrap_err().contains("at least 256 KiB"));
+        assert!(parse_buffer("65G").unwrap_err().contains("at most"));
+        assert!(parse_buffer("12T").is_err());
+        assert!(parse_buffer("-1").is_err());
+        assert!(parse_buffer("").is_err());
+        assert!(parse_buffer("99999999999999999999").is_err());
+    }
+
+    #[test]
+    fn ring_sizes_print_in_mib_or_kib() {
+        assert_eq!(mib(256 << 20), "256 MiB");
+        assert_eq!(mib(256 << 10), "256 KiB");
+        assert_eq!(mib((1 << 20) + (512 << 10)), "1536 KiB");
+    }
 }

@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use rampart_capture::Capture;
 use rampart_rss::{Key, PortPicker, Reta, Toeplitz, Tuple};
 
 use crate::input;
@@ -203,13 +202,13 @@ fn cmd_result(cmd: Cmd) -> Result<ExitCode, input::Fail> {
         }
         Cmd::Balance { file, key, reta } => {
             let reta = reta.reta().map_err(usage)?;
-            let mut capture = Capture::open(&file).map_err(|e| {
-                input::Fail(e.to_string(), if e.is_not_a_capture() { 2 } else { 1 })
-            })?;
+            let mut capture = input::open_file(&file)?;
+            input::refuse_overwrite(&capture, None)?;
             let stop = input::stop_flag();
             let t = Toeplitz::new(key.key);
             let (b, error) = rampart_engine::balance(&mut capture, &t, &reta, &stop);
             write_out(|o| print_balance(o, &b))?;
+            input::report_end(&mut capture, input::Tell::Alone);
             if let Some(e) = error {
                 return Err(input::Fail(
                     format!("{e}\nrampart: the counts above cover the packets before that point"),

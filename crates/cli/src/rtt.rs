@@ -153,11 +153,16 @@ impl<W: Write> Sink for Samples<'_, W> {
 pub(crate) fn run_cmd(args: Args) -> ExitCode {
     let stop = input::stop_flag();
     let (mut capture, mut filter) =
-        match input::prepare(&args.source, &args.live, args.filter.as_deref()) {
+        match input::prepare(&args.source, &args.live, 144, args.workers, args.filter.as_deref()) {
             Ok(c) => c,
             Err(e) => return e.exit(),
         };
+    if let Err(e) = input::refuse_overwrite(&capture, None) {
+        return e.exit();
+    }
+    input::note_loopback(&args.source, args.show_local);
     let live = capture.is_live();
+    let mut watch = input::Watch::new(&capture);
     let filter = filter.as_mut();
     let format = match (args.machine, args.format) {
         (true, _) => RttFormat::Machine,
@@ -216,7 +221,7 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
                     }
                     CompatEvent::Tick => out.tick(),
                 },
-                &mut |_| {},
+                &mut |_| watch.tick(),
             )
         }
         None => {
@@ -246,7 +251,7 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
                 ..FlowsConfig::default()
             };
             let mut sink = Samples { out: &mut out, summary: args.summary };
-            run(&mut capture, &cfg, filter, &stop, &mut sink, &mut |_| {})
+            run(&mut capture, &cfg, filter, &stop, &mut sink, &mut |_| watch.tick())
         }
     };
     let flushed = out.w.flush();
@@ -259,19 +264,21 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
         }
     };
     if !args.quiet && args.compat.is_none() {
-        print_summary(capture.name(), &outcome);
-    } else if !args.quiet
-        && let Some((got, dropped)) = outcome.summary.kernel
-    {
-        eprintln!("{}: kernel: {got} packets received, {dropped} dropped", capture.name());
+        print_summary(capture.name(), &outcome, live);
     }
+    // With --compat pping, the capture's line stands alone (pping's summary is not ours).
+    let tell = match (args.quiet, args.compat) {
+        (true, _) => input::Tell::Quiet,
+        (false, Some(_)) => input::Tell::Alone,
+        (false, None) => input::Tell::Summary,
+    };
+    let dropped = input::report_end(&mut capture, tell);
     match outcome.error {
         Some(e) => {
-            eprintln!("rampart: {e}");
-            eprintln!("rampart: the samples seen before that point were written");
+            input::print_run_error(&e, "samples");
             ExitCode::from(if e.is_usage() { 2 } else { 1 })
         }
-        None => ExitCode::SUCCESS,
+        None => input::drop_status(&args.live, dropped),
     }
 }
 
@@ -307,16 +314,18 @@ fn shortest_g(v: f64) -> String {
     if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
 }
 
-fn print_summary(name: &str, o: &Outcome) {
+fn print_summary(name: &str, o: &Outcome, live: bool) {
     let s = &o.summary;
     let secs = s.elapsed.as_secs_f64();
     let ns = if s.packets > 0 { secs * 1e9 / s.packets as f64 } else { 0.0 };
+    // No rate for a live capture, which waits for packets most of the time.
+    let speed = if live { String::new() } else { format!(" ({ns:.0} ns/packet)") };
     let r = &s.rtt;
     let mut err = io::stderr().lock();
     let _ = writeln!(
         err,
-        "{name}: {} packets ({} TCP), {} RTT samples ({} ts, {} seq), {} flows in {secs:.3} s \
-         ({ns:.0} ns/packet){}",
+        "{name}: {} packets ({} TCP), {} RTT samples ({} ts, {} seq), {} flows in {secs:.3} s\
+         {speed}{}",
         s.packets,
         r.tcp_packets,
         r.ts_samples + r.seq_samples,
@@ -335,9 +344,6 @@ fn print_summary(name: &str, o: &Outcome) {
              {} echoes earlier than their TSval",
             r.expired, r.table_full, r.backwards
         );
-    }
-    if let Some((got, dropped)) = s.kernel {
-        let _ = writeln!(err, "  kernel: {got} packets received, {dropped} dropped");
     }
     let problems: Vec<String> = s.problems().map(|(n, c)| format!("{n} {c}")).collect();
     if !problems.is_empty() {

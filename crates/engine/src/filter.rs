@@ -21,6 +21,9 @@ pub struct FilterCounts {
     pub passed: u64,
     /// Frames that were not IP.
     pub non_ip: u64,
+    /// Frames of a link type rampart does not parse: the rules cannot be applied to them, so
+    /// they are not passed on.
+    pub unsupported: u64,
     /// Packets that reached each entry of [`Firewall::entries`] (as netfilter's counters:
     /// jumps and `RETURN`s count too).
     pub hits: Vec<u64>,
@@ -47,6 +50,7 @@ struct Filtering<'p> {
     events: Events,
     pass: &'p mut dyn FnMut(&Frame<'_>) -> io::Result<()>,
     passed: u64,
+    unsupported: u64,
 }
 
 impl Consumer for Filtering<'_> {
@@ -54,7 +58,10 @@ impl Consumer for Filtering<'_> {
         self.events.clear();
         self.pipeline.process(frames, self.non_ip, &mut self.verdicts, &mut self.events, s);
         for (f, v) in frames.iter().zip(&self.verdicts) {
-            if *v == Verdict::Accept {
+            if !f.link.is_supported() {
+                // The rules cannot be applied to what rampart cannot parse: not passed on.
+                self.unsupported += 1;
+            } else if *v == Verdict::Accept {
                 self.passed += 1;
                 (self.pass)(f)?;
             }
@@ -64,9 +71,10 @@ impl Consumer for Filtering<'_> {
 }
 
 /// Evaluates every IP packet of `capture` against `fw` and hands the accepted ones (and,
-/// as `opts` says, the frames that are not IP) to `pass`, in capture order. Connection state
-/// is not known yet, so rules with `--ctstate` do not match; input and output interfaces are
-/// unknown for a capture file, so `-i`/`-o` rules only match negated.
+/// as `opts` says, the frames that are not IP) to `pass`, in capture order; frames of a link
+/// type rampart does not parse are only counted. Connection state is not known yet, so rules
+/// with `--ctstate` do not match; input and output interfaces are unknown for a capture file,
+/// so `-i`/`-o` rules only match negated.
 pub fn filter_capture(
     capture: &mut Capture,
     fw: &Firewall,
@@ -93,6 +101,7 @@ pub fn filter_capture_with(
         events: Events::default(),
         pass,
         passed: 0,
+        unsupported: 0,
     };
     let mut s = Summary::default();
     let error = read_batches(capture, &Limits::none(256), None, stop, &mut s, &mut f, &mut |_| {})?;
@@ -101,6 +110,7 @@ pub fn filter_capture_with(
         packets: s.packets,
         passed: f.passed,
         non_ip: s.non_ip,
+        unsupported: f.unsupported,
         hits: std::mem::take(&mut s.rule_hits),
     };
     Ok((counts, error))

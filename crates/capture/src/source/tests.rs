@@ -133,7 +133,23 @@ fn drain(mut c: Capture, batch: usize) -> (Vec<Seen>, Option<CaptureError>) {
 
 fn all_ways(bytes: &[u8]) -> Vec<(Vec<Seen>, Option<String>)> {
     let mut out = Vec::new();
+    // The same bytes as a file, read through the buffer and (under a lease) mapped; its
+    // errors name the file, so "mem" stands in for its path when they are compared.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("mem");
+    std::fs::write(&file, bytes).unwrap();
+    let from_file = |access, batch| {
+        let (v, e) = match Capture::open_with(&file, access) {
+            Ok(c) => drain(c, batch),
+            Err(e) => (Vec::new(), Some(e)),
+        };
+        (v, e.map(|e| e.to_string().replacen(&file.display().to_string(), "mem", 1)))
+    };
     for batch in [1, 3, 64] {
+        if !bytes.is_empty() {
+            out.push(from_file(FileAccess::Buffered, batch));
+            out.push(from_file(FileAccess::Mapped, batch));
+        }
         let c = Capture::from_bytes("mem", bytes.to_vec());
         let (v, e) = match c {
             Ok(c) => drain(c, batch),
@@ -263,16 +279,121 @@ fn truncated_record_keeps_earlier_frames_and_names_the_offset() {
     assert!(e.to_string().contains("file header cut off"), "{e}");
 }
 
+/// A classic pcap record header: seconds, microseconds, captured and original length.
+fn record(caplen: u32, origlen: u32) -> Vec<u8> {
+    let mut h = vec![0u8; 8];
+    h.extend_from_slice(&caplen.to_le_bytes());
+    h.extend_from_slice(&origlen.to_le_bytes());
+    h
+}
+
+fn stats_of(bytes: &[u8]) -> RecordStats {
+    let mut c = Capture::from_bytes("mem", bytes.to_vec()).unwrap();
+    while c.next_batch(64).is_ok_and(|b| !b.is_empty()) {}
+    c.record_stats()
+}
+
 #[test]
-fn record_longer_than_snaplen() {
+fn records_longer_than_the_snap_length_are_read_as_libpcap_reads_them() {
     let mut w = PcapWriter::new(Vec::new(), LinkType::Ethernet, 8, false).unwrap();
     w.write(Timestamp(0), 4, b"abcd").unwrap();
     let mut bytes = w.into_inner().unwrap();
-    bytes.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0, 0, 100, 0, 0, 0, 100, 0, 0, 0]);
+    // 100 bytes under a snap length of 8: within libpcap's 256 KiB, so read whole and counted.
+    bytes.extend_from_slice(&record(100, 100));
+    bytes.extend_from_slice(&[0xab; 100]);
+    let (v, e) = read_consistently(&bytes);
+    assert!(e.is_none(), "{e:?}");
+    assert_eq!(v.len(), 2);
+    assert_eq!(v[1].2, vec![0xab; 100]);
+    assert_eq!(stats_of(&bytes).over_snaplen, 1);
+    // Past libpcap's limit the file is corrupt: the error names the record.
+    let at = bytes.len();
+    bytes.extend_from_slice(&record(262_145, 262_145));
+    bytes.extend_from_slice(&vec![0; 262_145]);
+    let (v, e) = read_consistently(&bytes);
+    assert_eq!(v.len(), 2);
+    let e = e.unwrap();
+    assert!(
+        e.contains(&format!("byte offset {at}")) && e.contains("exceeds 262144, the largest"),
+        "{e}"
+    );
+    // A header snap length above the limit is the limit, as in libpcap.
+    let mut w = PcapWriter::new(Vec::new(), LinkType::Ethernet, u32::MAX, false).unwrap();
+    w.write(Timestamp(0), 4, b"abcd").unwrap();
+    let mut bytes = w.into_inner().unwrap();
+    bytes.extend_from_slice(&record(300_000, 300_000));
+    bytes.extend_from_slice(&vec![0; 300_000]);
     let (v, e) = read_consistently(&bytes);
     assert_eq!(v.len(), 1);
-    let e = e.unwrap();
-    assert!(e.contains("byte offset 44") && e.contains("exceeds the snap length 8"), "{e}");
+    assert!(e.unwrap().contains("exceeds 262144"));
+    // Link types with a larger limit in libpcap (USBPcap: 1 MiB) keep it.
+    let w = PcapWriter::new(Vec::new(), LinkType::Other(249), 65_535, false).unwrap();
+    let mut bytes = w.into_inner().unwrap();
+    bytes.extend_from_slice(&record(300_000, 300_000));
+    bytes.extend_from_slice(&vec![1; 300_000]);
+    let (v, e) = read_consistently(&bytes);
+    assert!(e.is_none() && v.len() == 1, "{e:?}");
+}
+
+#[test]
+fn implausible_original_lengths_are_counted_and_not_summed() {
+    let mut w = PcapWriter::new(Vec::new(), LinkType::Ethernet, 65_535, false).unwrap();
+    w.write(Timestamp(0), 60, b"ok").unwrap();
+    let mut bytes = w.into_inner().unwrap();
+    // Original length below the captured length, then 0xffffffff, then 1 MiB exactly.
+    for origlen in [3, u32::MAX, 1 << 20] {
+        bytes.extend_from_slice(&record(10, origlen));
+        bytes.extend_from_slice(b"0123456789");
+    }
+    let (v, e) = read_consistently(&bytes);
+    assert!(e.is_none());
+    let orig: Vec<u32> = v.iter().map(|s| s.1).collect();
+    assert_eq!(orig, vec![60, 10, 10, 1 << 20]);
+    let st = stats_of(&bytes);
+    assert_eq!((st.origlen_short, st.origlen_absurd, st.over_snaplen), (1, 1, 0));
+    // The same in pcapng, enhanced and simple packet blocks.
+    let mut ng = Ng::new(false);
+    ng.interface(1, 0, None);
+    ng.epb(0, 1, 2, b"abcd");
+    ng.epb(0, 1, 0xffff_fff0, b"abcd");
+    ng.spb(0xffff_fff0, b"abcd");
+    let (v, e) = read_consistently(&ng.out);
+    assert!(e.is_none());
+    assert_eq!(v.iter().map(|s| s.1).collect::<Vec<_>>(), vec![4, 4, 4]);
+    let st = stats_of(&ng.out);
+    assert_eq!((st.origlen_short, st.origlen_absurd), (1, 2));
+}
+
+#[test]
+fn pcapng_records_over_the_interface_snap_length() {
+    let mut ng = Ng::new(false);
+    ng.interface(1, 4, None);
+    ng.epb(0, 1, 10, b"0123456789");
+    let (v, e) = read_consistently(&ng.out);
+    assert!(e.is_none() && v.len() == 1, "{e:?}");
+    assert_eq!(stats_of(&ng.out).over_snaplen, 1);
+}
+
+#[test]
+fn frames_of_unparsed_link_types_are_counted_by_type() {
+    // PPP (9) in classic pcap: every frame.
+    let mut w = PcapWriter::new(Vec::new(), LinkType::Other(9), 65_535, false).unwrap();
+    for _ in 0..3 {
+        w.write(Timestamp(0), 4, b"\xff\x03\x00\x21").unwrap();
+    }
+    let st = stats_of(&w.into_inner().unwrap());
+    assert_eq!(st.unsupported, vec![(9, 3)]);
+    // pcapng with Ethernet, C-HDLC (104) and IEEE 802.11 (105) interfaces.
+    let mut ng = Ng::new(false);
+    ng.interface(1, 0, None);
+    ng.interface(104, 0, None);
+    ng.interface(105, 0, None);
+    for i in [0, 1, 1, 2, 0, 2, 1] {
+        ng.epb(i, 1, 4, b"abcd");
+    }
+    let st = stats_of(&ng.out);
+    assert_eq!(st.unsupported, vec![(104, 3), (105, 2)]);
+    assert!(stats_of(&pcap(false, &[(1, b"x")])).is_clean());
 }
 
 #[test]
@@ -322,6 +443,131 @@ fn stream_records_larger_than_the_initial_buffer() {
     let (v, e) = drain(c, 64);
     assert!(e.is_none());
     assert_eq!(v.len(), 12);
+}
+
+fn big_capture(records: usize) -> Vec<u8> {
+    let payload = [0x5a; 100];
+    let frames: Vec<(u64, &[u8])> = (0..records).map(|i| (i as u64 * 1000, &payload[..])).collect();
+    pcap(false, &frames)
+}
+
+#[test]
+fn files_read_mapped_and_buffered_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("c.pcap");
+    // Several buffer fills, with records across the buffer's edges.
+    let bytes = big_capture(30_000);
+    std::fs::write(&p, &bytes).unwrap();
+    let buffered = Capture::open_with(&p, FileAccess::Buffered).unwrap();
+    assert!(!buffered.is_mapped());
+    assert_eq!(buffered.size(), Some(bytes.len() as u64));
+    assert!(buffered.shared().is_none());
+    let (a, e) = drain(buffered, 256);
+    assert!(e.is_none(), "{e:?}");
+    let (b, _) = drain(Capture::from_bytes("c.pcap", bytes).unwrap(), 256);
+    assert_eq!(a.len(), 30_000);
+    assert_eq!(a, b);
+    let opened = Capture::open(&p).unwrap();
+    assert!(!opened.is_mapped(), "one reader: a buffer");
+    assert_eq!(opened.file_id(), FileId::of_path(&p));
+    let (c, e) = drain(opened, 100);
+    assert!(e.is_none());
+    assert_eq!(a, c);
+    let mapped = Capture::open_with(&p, FileAccess::Mapped).unwrap();
+    assert!(mapped.shared().is_some() == mapped.is_mapped());
+    let (d, e) = drain(mapped, 77);
+    assert!(e.is_none());
+    assert_eq!(a, d);
+}
+
+/// The sizes of the batches a capture hands out.
+fn batch_sizes(mut c: Capture, max: usize) -> Vec<usize> {
+    let mut v = Vec::new();
+    while let Ok(b) = c.next_batch(max) {
+        if b.is_empty() {
+            break;
+        }
+        v.push(b.len());
+    }
+    v
+}
+
+#[test]
+fn a_buffered_file_ends_its_batches_where_a_mapping_does() {
+    // Batch boundaries decide when idle flows are ended, so they must not depend on how the
+    // file is read. Records of varied lengths straddle every buffer refill.
+    let sizes: Vec<Vec<u8>> = (0..40_000).map(|i| vec![i as u8; 40 + (i * 7919) % 1400]).collect();
+    let frames: Vec<(u64, &[u8])> = sizes.iter().map(|d| (1, &d[..])).collect();
+    let bytes = pcap(false, &frames);
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("c.pcap");
+    std::fs::write(&p, &bytes).unwrap();
+    for max in [1, 256, 1000] {
+        let want = batch_sizes(Capture::from_bytes("m", bytes.clone()).unwrap(), max);
+        assert!(want[..want.len() - 1].iter().all(|&n| n == max));
+        for access in [FileAccess::Buffered, FileAccess::Mapped] {
+            let got = batch_sizes(Capture::open_with(&p, access).unwrap(), max);
+            assert_eq!(got, want, "{access:?}, batches of {max}");
+        }
+    }
+}
+
+#[test]
+fn a_buffered_file_that_shrinks_ends_with_an_error_at_the_offset_reached() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("c.pcap");
+    let bytes = big_capture(30_000);
+    std::fs::write(&p, &bytes).unwrap();
+    let mut c = Capture::open_with(&p, FileAccess::Buffered).unwrap();
+    let mut seen = c.next_batch(10).unwrap().len();
+    // Cut the file in the middle of a record, far past what the buffer holds.
+    let cut = 24 + 116 * 20_000 + 50;
+    std::fs::OpenOptions::new().write(true).open(&p).unwrap().set_len(cut).unwrap();
+    let e = loop {
+        match c.next_batch(1000) {
+            Ok(b) if b.is_empty() => panic!("a shrunk file must not end cleanly"),
+            Ok(b) => seen += b.len(),
+            Err(e) => break e,
+        }
+    };
+    assert!(
+        matches!(e.kind, ErrorKind::Shrank { was, now } if was == bytes.len() as u64 && now == cut)
+    );
+    // Every whole record before the cut was handed out, and the error names the cut record.
+    assert_eq!(seen, 20_000);
+    assert_eq!(e.offset, Some(24 + 116 * 20_000));
+    let msg = e.to_string();
+    assert!(msg.contains("c.pcap: byte offset 2320024: the file shrank"), "{msg}");
+    assert!(!e.is_not_a_capture());
+}
+
+#[test]
+fn a_mapped_file_stops_before_another_process_can_change_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("c.pcap");
+    std::fs::write(&p, big_capture(5_000)).unwrap();
+    let mut c = Capture::open_with(&p, FileAccess::Mapped).unwrap();
+    if !c.is_mapped() {
+        // No lease here (not the owner, or leases off): the buffered test covers this case.
+        return;
+    }
+    let first = c.next_batch(100).unwrap().len();
+    assert_eq!(first, 100);
+    // A writer that will not wait starts the lease break and is refused; the file is intact.
+    use std::os::unix::fs::OpenOptionsExt;
+    let e = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&p)
+        .expect_err("held off by the lease");
+    assert_eq!(e.raw_os_error(), Some(libc::EWOULDBLOCK));
+    let e = c.next_batch(100).err().expect("reading stops once the lease breaks");
+    assert!(matches!(e.kind, ErrorKind::Changed));
+    assert_eq!(e.offset, Some(24 + 116 * 100));
+    assert!(e.to_string().contains("another process opened the file for writing"), "{e}");
+    // The capture and its mapping gone, the writer gets in.
+    drop(c);
+    std::fs::OpenOptions::new().write(true).open(&p).unwrap().set_len(10).unwrap();
 }
 
 proptest::proptest! {
