@@ -76,9 +76,11 @@ pub(crate) enum VerifyCmd {
         source: Source,
     },
     /// Runs NKPL files (KATch's NetKAT language): one line per `check`, starting `ok` or
-    /// `fail`, with its time; exit status 1 if a check fails, 2 if a file has an error.
+    /// `fail`, with its time; exit status 1 if a check fails, 2 if a file has an error or
+    /// no check was found.
     Nkpl {
-        /// NKPL files, or directories whose `.nkpl` files run in name order.
+        /// NKPL files, or directories whose `.nkpl` files (sub-folders included) run in path
+        /// order.
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Write each `graphviz "name" e` statement's diagram to DIR/name.dot (without it,
