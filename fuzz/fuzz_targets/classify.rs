@@ -11,7 +11,8 @@ fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
     if let Ok(rs) = rampart_classify::iptables::parse("fuzz", text) {
         for c in &rs.chains {
-            let _ = rs.flatten(&c.name);
+            let _ = rs.reachable(&c.name);
+            let _ = rampart_classify::firewall::Firewall::from_iptables(&rs, &c.name, &Default::default());
         }
     }
     let _ = rampart_classify::ipset::parse_ipset_save("fuzz", text);

@@ -1,14 +1,14 @@
 //! An `iptables-save` subset: the filter table, chain policies, `-A` rules with `-s`/`-d`,
 //! `-p`, `-i`/`-o`, `--sport`/`--dport`, `-m multiport --sports/--dports`, `-m set
 //! --match-set NAME src|dst`, `-m conntrack --ctstate`, `-m comment`, and the targets
-//! `ACCEPT`, `DROP`, `REJECT`, `RETURN` and user chains. `!` negates `-s`, `-d`, `-p`, `-i` and
-//! `-o`. Other tables are skipped. A rule is named `CHAIN:N`, N counting from 1 within its
-//! chain, as `iptables -L --line-numbers` shows.
+//! `ACCEPT`, `DROP`, `REJECT`, `RETURN`, user chains (`-j`) and `-g`/`--goto`. `!` negates
+//! `-s`, `-d`, `-p`, `-i` and `-o`. Other tables are skipped. A rule is named `CHAIN:N`, N
+//! counting from 1 within its chain, as `iptables -L --line-numbers` shows.
 //!
-//! [`Ruleset::flatten`] lays a built-in chain out in evaluation order: a jump rule stays as an
-//! entry that only counts, the user chain follows inlined (its rules also carry the jump's
-//! matches), and `RETURN` becomes a jump past the inlined block, so first-match evaluation
-//! with jumps gives what netfilter gives, counters included.
+//! Chains stay chains: a jump is a reference to the chain's one body, never a copy, so a rule
+//! set costs what its file holds however many paths lead through it.
+//! [`Ruleset::reachable`] names the chains a packet entering one chain can reach, and
+//! refuses jump loops, naming the rules that form the loop.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -53,8 +53,11 @@ pub enum Target {
     Reject,
     /// `-j RETURN`
     Return,
-    /// `-j CHAIN`: a user chain.
+    /// `-j CHAIN`: a user chain; a `RETURN` or its end comes back here.
     Jump(String),
+    /// `-g CHAIN`: a user chain that takes this chain's place; its `RETURN` or end returns
+    /// from this chain.
+    Goto(String),
 }
 
 /// One `-A` rule.
@@ -109,28 +112,6 @@ pub struct Chain {
 pub struct Ruleset {
     /// Chains in the order they were declared.
     pub chains: Vec<Chain>,
-}
-
-/// A rule of a flattened chain: every match of the rules on the way to it, and what happens.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Flat {
-    /// The rule's name (`CHAIN:N`), or `CHAIN:policy` for the final entry.
-    pub name: String,
-    /// The matches, all of which must hold: the jump rules' and the rule's own.
-    pub all: Vec<IptRule>,
-    /// What happens on a match.
-    pub action: FlatAction,
-}
-
-/// The outcome of a flattened rule.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FlatAction {
-    /// A verdict.
-    Verdict(Target),
-    /// Go on from this entry (a `RETURN`, or the end of an inlined chain).
-    Goto(usize),
-    /// Count only, go on.
-    Continue,
 }
 
 struct Lexer<'a> {
@@ -368,6 +349,13 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
                     let value = tcp_flags(&v).ok_or_else(|| lx.error(at, "TCP flags (FIN,SYN,RST,PSH,ACK,URG,ALL,NONE)"))?;
                     r.tcp_flags = Some((mask, value & mask));
                 }
+                "-g" | "--goto" => {
+                    let (at, v) = lx.need("a chain")?;
+                    if !index.contains_key(&v) || builtin(&v) {
+                        return Err(lx.error(at, "a user chain declared earlier"));
+                    }
+                    r.target = Some(Target::Goto(v));
+                }
                 "-j" | "--jump" => {
                     let (at, v) = lx.need("a target")?;
                     r.target = Some(match v.as_str() {
@@ -382,7 +370,7 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
                 "--reject-with" => {
                     lx.need("a reject type")?;
                 }
-                _ => return Err(lx.error(wat, "a supported option (-s -d -p -i -o -m --sport --dport --tcp-flags --syn --match-set --ctstate -j)")),
+                _ => return Err(lx.error(wat, "a supported option (-s -d -p -i -o -m --sport --dport --tcp-flags --syn --match-set --ctstate -j -g)")),
             }
             if neg
                 && w != "!"
@@ -423,68 +411,94 @@ impl Ruleset {
         self.chains.iter().map(|c| (c.name.as_str(), c.rules.len())).collect()
     }
 
-    /// The built-in chain `chain` in evaluation order, ending with its policy; `None` if there
-    /// is no such chain or it jumps in a loop.
-    pub fn flatten(&self, chain: &str) -> Option<Vec<Flat>> {
-        let c = self.chains.iter().find(|c| c.name == chain)?;
-        let mut out = Vec::new();
-        self.inline(c, &[], &mut out, &mut vec![chain.to_string()])?;
-        let policy = c.policy.clone().unwrap_or(Target::Accept);
-        out.push(Flat {
-            name: format!("{chain}:policy"),
-            all: Vec::new(),
-            action: FlatAction::Verdict(policy),
-        });
-        Some(out)
-    }
-
-    fn inline(
-        &self,
-        c: &Chain,
-        outer: &[IptRule],
-        out: &mut Vec<Flat>,
-        stack: &mut Vec<String>,
-    ) -> Option<()> {
-        let start = out.len();
-        let mut returns = Vec::new();
-        for r in &c.rules {
-            let mut all = outer.to_vec();
-            all.push(r.clone());
-            match &r.target {
-                Some(Target::Jump(j)) => {
-                    if stack.contains(j) {
-                        return None;
-                    }
-                    let sub = self.chains.iter().find(|x| &x.name == j)?;
-                    // The jump rule itself, so that it is counted when it matches.
-                    out.push(Flat {
-                        name: r.name.clone(),
-                        all: all.clone(),
-                        action: FlatAction::Continue,
-                    });
-                    stack.push(j.clone());
-                    self.inline(sub, &all, out, stack)?;
-                    stack.pop();
+    /// The chains a packet entering `chain` can reach (it first), each once, in declaration
+    /// order after it; an error when there is no such chain or jumps loop.
+    pub fn reachable(&self, chain: &str) -> Result<Vec<usize>, ChainError> {
+        let index: HashMap<&str, usize> =
+            self.chains.iter().enumerate().map(|(i, c)| (c.name.as_str(), i)).collect();
+        let Some(&root) = index.get(chain) else {
+            return Err(ChainError::Missing {
+                chain: chain.to_string(),
+                known: self.chains.iter().map(|c| c.name.clone()).collect(),
+            });
+        };
+        // Depth-first, with the path of jump rules that led here (for naming a loop).
+        #[derive(Clone, Copy, PartialEq)]
+        enum Mark {
+            New,
+            Open,
+            Done,
+        }
+        let mut mark = vec![Mark::New; self.chains.len()];
+        let mut path: Vec<(usize, usize)> = Vec::new(); // (chain, rule index being followed)
+        mark[root] = Mark::Open;
+        path.push((root, 0));
+        while let Some(&mut (c, ref mut k)) = path.last_mut() {
+            let rules = &self.chains[c].rules;
+            let Some(r) = rules.get(*k) else {
+                mark[c] = Mark::Done;
+                path.pop();
+                continue;
+            };
+            *k += 1;
+            let (Some(Target::Jump(j)) | Some(Target::Goto(j))) = &r.target else { continue };
+            let Some(&d) = index.get(j.as_str()) else {
+                return Err(ChainError::Missing {
+                    chain: j.clone(),
+                    known: self.chains.iter().map(|c| c.name.clone()).collect(),
+                });
+            };
+            match mark[d] {
+                Mark::Done => {}
+                Mark::New => {
+                    mark[d] = Mark::Open;
+                    path.push((d, 0));
                 }
-                Some(Target::Return) => {
-                    returns.push(out.len());
-                    out.push(Flat { name: r.name.clone(), all, action: FlatAction::Goto(0) });
+                Mark::Open => {
+                    let from = path
+                        .iter()
+                        .position(|&(x, _)| x == d)
+                        .expect("open chains are on the path");
+                    let rules = path[from..]
+                        .iter()
+                        .map(|&(x, k)| {
+                            let r = &self.chains[x].rules[k - 1];
+                            (r.name.clone(), r.line)
+                        })
+                        .collect();
+                    return Err(ChainError::Loop { rules });
                 }
-                Some(t) => out.push(Flat {
-                    name: r.name.clone(),
-                    all,
-                    action: FlatAction::Verdict(t.clone()),
-                }),
-                None => out.push(Flat { name: r.name.clone(), all, action: FlatAction::Continue }),
             }
         }
-        let end = out.len();
-        for i in returns {
-            out[i].action = FlatAction::Goto(end);
-        }
-        let _ = start;
-        Some(())
+        let mut out = vec![root];
+        out.extend((0..self.chains.len()).filter(|&i| i != root && mark[i] == Mark::Done));
+        Ok(out)
     }
+}
+
+/// Whether `name` is one of netfilter's built-in chains.
+pub fn builtin(name: &str) -> bool {
+    matches!(name, "INPUT" | "FORWARD" | "OUTPUT" | "PREROUTING" | "POSTROUTING")
+}
+
+/// Why the chains cannot be walked from a chain.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChainError {
+    /// The chain (entered or jumped to) does not exist.
+    #[error("no chain {chain:?} (chains: {})", if known.is_empty() { "none".to_string() } else { known.join(", ") })]
+    Missing {
+        /// The name asked for.
+        chain: String,
+        /// The chains there are.
+        known: Vec<String>,
+    },
+    /// Jumps loop: each rule (name, line) jumps to the next one's chain, the last to the
+    /// first's.
+    #[error("jumps loop: {}", rules.iter().map(|(n, l)| format!("{n} (line {l})")).collect::<Vec<_>>().join(" -> "))]
+    Loop {
+        /// The jump rules that form the loop, with their lines.
+        rules: Vec<(String, usize)>,
+    },
 }
 
 #[cfg(test)]
@@ -528,30 +542,20 @@ COMMIT
     }
 
     #[test]
-    fn flattening_inlines_jumps_and_returns() {
+    fn chains_reachable_from_a_chain() {
         let rs = parse("rules", SAMPLE).unwrap();
-        let f = rs.flatten("INPUT").unwrap();
-        let names: Vec<&str> = f.iter().map(|x| x.name.as_str()).collect();
-        let want = [
-            "INPUT:1",
-            "INPUT:2",
-            "INPUT:3",
-            "SSH:1",
-            "SSH:2",
-            "INPUT:4",
-            "INPUT:5",
-            "INPUT:6",
-            "INPUT:policy",
-        ];
-        assert_eq!(names, want);
-        // The jump counts only; SSH follows inlined.
-        assert_eq!(f[2].action, FlatAction::Continue);
-        // SSH's RETURN skips the rest of SSH, to INPUT:4; both carry INPUT:3's matches.
-        assert_eq!(f[3].action, FlatAction::Goto(5));
-        assert_eq!(f[3].all.len(), 2);
-        assert_eq!(f[3].all[0].dports, vec![(22, 22)]);
-        assert_eq!(f[4].action, FlatAction::Verdict(Target::Reject));
-        assert_eq!(f[8].action, FlatAction::Verdict(Target::Drop));
+        let names =
+            |v: Vec<usize>| v.iter().map(|&i| rs.chains[i].name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(rs.reachable("INPUT").unwrap()), ["INPUT", "SSH"]);
+        assert_eq!(names(rs.reachable("FORWARD").unwrap()), ["FORWARD"]);
+        assert!(matches!(rs.reachable("NOPE"), Err(ChainError::Missing { .. })));
+        let rs = parse(
+            "r",
+            "*filter\n:INPUT ACCEPT [0:0]\n:A - [0:0]\n:B - [0:0]\n-A INPUT -j A\n-A A -p tcp -g B\n-A B -j A\nCOMMIT\n",
+        )
+        .unwrap();
+        let e = rs.reachable("INPUT").unwrap_err();
+        assert_eq!(e.to_string(), "jumps loop: A:1 (line 6) -> B:1 (line 7)");
     }
 
     #[test]
@@ -589,7 +593,7 @@ COMMIT
         let e = parse("r", "*filter\n:INPUT ACCEPT [0:0]\n").unwrap_err();
         assert!(e.expected.contains("COMMIT"), "{e}");
         let e = parse("r", "*filter\n:A - [0:0]\n:B - [0:0]\n:INPUT ACCEPT [0:0]\n-A A -j B\n-A B -j A\n-A INPUT -j A\nCOMMIT\n").unwrap();
-        assert_eq!(e.flatten("INPUT"), None, "a jump loop");
+        assert!(matches!(e.reachable("INPUT"), Err(ChainError::Loop { .. })), "a jump loop");
         // Found by the fuzzer: a column inside a multi-byte character.
         assert!(parse("r", "*filter\n:\u{b}\u{b}\u{b}\u{b}\u{b}\u{b}\u{91}orts").is_err());
     }

@@ -4,10 +4,11 @@
 //!   ranges and protocol value/mask all become ranges.
 //! - [`classbench`]: ClassBench filter files and header traces, with errors naming the file,
 //!   line and column.
-//! - [`iptables`]: an `iptables-save` subset, flattened into evaluation order.
+//! - [`iptables`]: an `iptables-save` subset; chains stay chains, jumps refer to them.
 //! - [`ipset`]: IP sets (one hash table per prefix length in use), and `ipset save` input.
-//! - [`firewall`]: `iptables-save` rule sets lowered onto the compiled classifier (IPv4 and
-//!   IPv6, interfaces, negations, port lists, sets and connection state as extra checks).
+//! - [`firewall`]: `iptables-save` rule sets lowered onto the compiled classifier, one
+//!   compiled body per chain (IPv4 and IPv6, interfaces, negations, port lists, sets and
+//!   connection state as extra checks).
 //! - [`syntax`]: rampart's own nftables-like rule syntax, read into the same model.
 //! - [`linear`]: the first-match scan every fast path is tested against.
 //! - [`Compiled`]: rules partitioned by which address fields are small (CutSplit's idea) and

@@ -20,8 +20,9 @@
 //!
 //! A `table` is a chain that packets enter, with `default accept|drop` as its policy; a
 //! `chain` is entered only by `jump`. Each line is one rule: matches, all of which must hold,
-//! then at most one verdict (`accept`, `drop`, `reject`, `return`, `jump NAME`; none counts
-//! only). Rules are named `CHAIN:N` as for iptables. Matches: `ip|ip6 saddr|daddr [!=]
+//! then at most one verdict (`accept`, `drop`, `reject`, `return`, `jump NAME`, `goto NAME`;
+//! none counts only). A `jump` comes back after the chain's end or its `return`; a `goto`
+//! does not. Rules are named `CHAIN:N` as for iptables. Matches: `ip|ip6 saddr|daddr [!=]
 //! ADDR[/LEN]|@SET`, `tcp|udp sport|dport [!=] PORT|LO-HI|{ ... }`, `tcp flags F[,F] [/ MASK]`
 //! (the flags of MASK, by default F itself, must be exactly F), `meta l4proto NAME|NUM`,
 //! `iif|oif [!=] NAME` (a trailing `*` matches any suffix), `ct state LIST`, `app NAME`.
@@ -513,14 +514,14 @@ fn rule(
             "reject" => r.target = Some(Target::Reject),
             "return" => r.target = Some(Target::Return),
             "counter" => {}
-            "jump" => {
+            "jump" | "goto" => {
                 let (c, l, col) = p.word("a chain name")?;
                 jumps.push((c.clone(), l, col));
-                r.target = Some(Target::Jump(c));
+                r.target = Some(if w == "jump" { Target::Jump(c) } else { Target::Goto(c) });
             }
             _ => {
                 p.pos -= 1;
-                return Err(p.error("a match (ip, ip6, tcp, udp, meta, iif, oif, ct, app) or a verdict (accept, drop, reject, return, jump)"));
+                return Err(p.error("a match (ip, ip6, tcp, udp, meta, iif, oif, ct, app) or a verdict (accept, drop, reject, return, jump, goto)"));
             }
         }
     }
@@ -529,7 +530,6 @@ fn rule(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::iptables::FlatAction;
 
     const SAMPLE: &str = "\
 # the design's example
@@ -561,10 +561,8 @@ chain limits {
         let v6 = f.rules[3].src.unwrap();
         assert!(v6.not && v6.addr.is_ipv6() && v6.len == 32);
         assert_eq!(f.rules[4].app, vec!["bittorrent".to_string()]);
-        let flat = rs.flatten("filter").unwrap();
-        assert_eq!(flat[3].name, "filter:4");
-        assert_eq!(flat[4].name, "limits:1");
-        assert_eq!(flat[4].action, FlatAction::Goto(6));
+        assert_eq!(f.rules[3].target, Some(Target::Jump("limits".into())));
+        assert_eq!(rs.reachable("filter").unwrap(), vec![0, 1]);
     }
 
     #[test]

@@ -175,9 +175,9 @@ fn run_filter(args: &FilterArgs) -> Result<ExitCode, Fail> {
     let fw = rampart_classify::firewall::Firewall::from_iptables(&rs, &chain, &sets)
         .map_err(|e| Fail(format!("{}: {e}", args.rules.display()), 2))?;
     if args.verify {
-        let boxes: Vec<Rule<{ rampart_classify::firewall::FW }>> =
-            fw.boxes().map(|b| b.bounds).collect();
-        prove(&boxes, fw.compiled(), Layout::Firewall)?;
+        for c in fw.chains() {
+            prove(&c.boxes(), c.compiled(), Layout::Firewall)?;
+        }
     }
     let mut capture = rampart_capture::Capture::open(&args.input)
         .map_err(|e| Fail(e.to_string(), if e.is_not_a_capture() { 2 } else { 1 }))?;
@@ -203,7 +203,7 @@ fn run_filter(args: &FilterArgs) -> Result<ExitCode, Fail> {
     let mut out = io::stdout().lock();
     for (e, hits) in fw.entries().iter().zip(&counts.hits) {
         let verdict = match &e.action {
-            rampart_classify::iptables::FlatAction::Verdict(t) => format!("{t:?}").to_uppercase(),
+            rampart_classify::firewall::Action::Verdict(t) => format!("{t:?}").to_uppercase(),
             _ => "-".into(),
         };
         let _ = writeln!(out, "{}	{verdict}	{hits}", e.name);
@@ -275,8 +275,9 @@ fn run(args: &ClassifyArgs) -> Result<(), Fail> {
     write_lines(out.iter().map(|o| o.map_or("-1".to_string(), |i| i.to_string())))
 }
 
-/// A trace through a firewall rule set: the index of the deciding rule in evaluation order
-/// (user chains inlined where they are jumped to), or -1 when the policy decided.
+/// A trace through a firewall rule set: the index of the deciding rule among the rules of the
+/// entered chain and then of each chain it reaches (in file order), or -1 when the policy
+/// decided.
 fn run_firewall(args: &ClassifyArgs, headers: &[Header]) -> Result<(), Fail> {
     let (rs, sets, chain) = match args.format {
         RuleFormat::Iptables => (load_iptables(&args.rules)?, Sets::new(), "INPUT".to_string()),

@@ -11,7 +11,7 @@ use rampart_classify::iptables::Ruleset;
 use rampart_classify::linear::first_match;
 use rampart_classify::{Header, Rule};
 use rampart_policy::dd::Manager;
-use rampart_policy::questions::{self, Comparison, Packet};
+use rampart_policy::questions::{self, Comparison, Packet, Reason};
 use rampart_policy::rules::{self, Action, Layout, Model};
 
 use crate::classify::{RuleFormat, Sets, load_iptables, load_rampart, load_rules, load_sets};
@@ -290,13 +290,30 @@ fn run_cmd(cmd: VerifyCmd) -> Result<ExitCode, Fail> {
             within_limit(&m)?;
             for s in &found {
                 let name = &model.entries[s.entry].name;
-                if s.by.is_empty() {
-                    println!("unmatchable {name}: no packet meets its conditions");
-                    continue;
+                let names = |v: &[usize]| {
+                    v.iter().map(|&j| model.entries[j].name.as_str()).collect::<Vec<_>>().join(",")
+                };
+                match s.reason {
+                    Reason::Unmatchable => {
+                        println!("unmatchable {name}: no packet meets its conditions");
+                    }
+                    Reason::Unreached => {
+                        let chain = &model.chains[model.entries[s.entry].chain];
+                        let why = if chain.arrive == rampart_policy::dd::FALSE {
+                            format!("no packet reaches chain {}", chain.name)
+                        } else {
+                            format!(
+                                "no packet that reaches chain {} meets its conditions",
+                                chain.name
+                            )
+                        };
+                        println!("unreachable {name}: {why} (jumps: {})", names(&s.by));
+                    }
+                    Reason::Covered => {
+                        let how = if s.actions_differ { "actions differ" } else { "same action" };
+                        println!("shadowed {name} by {}; {how}", names(&s.by));
+                    }
                 }
-                let by: Vec<&str> = s.by.iter().map(|&j| model.entries[j].name.as_str()).collect();
-                let how = if s.actions_differ { "actions differ" } else { "same action" };
-                println!("shadowed {name} by {}; {how}", by.join(","));
             }
             eprintln!(
                 "rampart: {} of {} rules can never decide a packet ({:.1} ms)",

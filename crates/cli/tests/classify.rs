@@ -85,5 +85,5 @@ fn classify_prints_the_deciding_rule() {
         trace.to_str().unwrap(),
     ]);
     assert!(out.status.success());
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "4\n-1\n");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "6\n-1\n");
 }
