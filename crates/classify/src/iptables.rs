@@ -476,6 +476,16 @@ impl Ruleset {
     }
 }
 
+/// `A -> B -> A` for the jump rules `A:1`, `B:3`.
+fn loop_chains(rules: &[(String, usize)]) -> String {
+    let chain = |n: &str| n.rsplit_once(':').map_or(n, |(c, _)| c).to_string();
+    let mut names: Vec<String> = rules.iter().map(|(n, _)| chain(n)).collect();
+    if let Some(first) = names.first().cloned() {
+        names.push(first);
+    }
+    names.join(" -> ")
+}
+
 /// Whether `name` is one of netfilter's built-in chains.
 pub fn builtin(name: &str) -> bool {
     matches!(name, "INPUT" | "FORWARD" | "OUTPUT" | "PREROUTING" | "POSTROUTING")
@@ -494,7 +504,7 @@ pub enum ChainError {
     },
     /// Jumps loop: each rule (name, line) jumps to the next one's chain, the last to the
     /// first's.
-    #[error("jumps loop: {}", rules.iter().map(|(n, l)| format!("{n} (line {l})")).collect::<Vec<_>>().join(" -> "))]
+    #[error("chains jump in a loop: {} ({})", loop_chains(rules), rules.iter().map(|(n, l)| format!("{n} at line {l}")).collect::<Vec<_>>().join(", "))]
     Loop {
         /// The jump rules that form the loop, with their lines.
         rules: Vec<(String, usize)>,
@@ -555,7 +565,10 @@ COMMIT
         )
         .unwrap();
         let e = rs.reachable("INPUT").unwrap_err();
-        assert_eq!(e.to_string(), "jumps loop: A:1 (line 6) -> B:1 (line 7)");
+        assert_eq!(
+            e.to_string(),
+            "chains jump in a loop: A -> B -> A (A:1 at line 6, B:1 at line 7)"
+        );
     }
 
     #[test]

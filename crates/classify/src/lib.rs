@@ -10,6 +10,8 @@
 //!   compiled body per chain (IPv4 and IPv6, interfaces, negations, port lists, sets and
 //!   connection state as extra checks).
 //! - [`syntax`]: rampart's own nftables-like rule syntax, read into the same model.
+//! - [`source`]: rule files and traces read as text, gzip or zstd decompressed, and which
+//!   rule format a text is in.
 //! - [`linear`]: the first-match scan every fast path is tested against.
 //! - [`Compiled`]: rules partitioned by which address fields are small (CutSplit's idea) and
 //!   each partition compiled into a binary decision tree over elementary-interval boundaries
@@ -31,6 +33,7 @@ pub mod iptables;
 pub mod linear;
 mod live;
 mod rule;
+pub mod source;
 pub mod syntax;
 
 pub use compiled::{Compiled, CompiledStats, Options, Start, Step};
