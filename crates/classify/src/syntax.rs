@@ -323,6 +323,22 @@ fn rule(
     line: usize,
 ) -> Result<IptRule, ParseError> {
     let mut r = IptRule { name, line, ..IptRule::default() };
+    // The matches given so far: nftables ANDs repeated matches, which the rule model cannot
+    // hold, so a second one of a kind is refused rather than read with another meaning.
+    let mut given: Vec<&'static str> = Vec::new();
+    let mut once = |p: &Parser<'_>, l: usize, c: usize, what: &'static str| {
+        if given.contains(&what) {
+            return Err(err(
+                p.file,
+                l,
+                c,
+                &format!("one {what} match per rule (a second one is not supported)"),
+                &format!("{what:?} again"),
+            ));
+        }
+        given.push(what);
+        Ok(())
+    };
     loop {
         if matches!(p.peek(), Some(Token { tok: Tok::Newline, .. }) | None) || p.is_sym('}') {
             return Ok(r);
@@ -338,6 +354,7 @@ fn rule(
                     p.pos -= 1;
                     return Err(p.error("saddr or daddr"));
                 }
+                once(p, wl, wc, if dir == "saddr" { "saddr" } else { "daddr" })?;
                 let not = p.not();
                 if p.is_sym('@') {
                     p.pos += 1;
@@ -364,7 +381,7 @@ fn rule(
             }
             "tcp" | "udp" => {
                 let proto = if w == "tcp" { 6 } else { 17 };
-                if r.proto.is_some_and(|(x, _)| x != proto) {
+                if r.proto.is_some_and(|(x, not)| x != proto || not) {
                     return Err(err(
                         p.file,
                         wl,
@@ -374,7 +391,21 @@ fn rule(
                     ));
                 }
                 r.proto = Some((proto, false));
-                let (dir, _, _) = p.word("sport, dport or flags")?;
+                let (dir, dl, dc) = p.word("sport, dport or flags")?;
+                if matches!(dir.as_str(), "sport" | "dport" | "flags") {
+                    once(
+                        p,
+                        dl,
+                        dc,
+                        if dir == "sport" {
+                            "sport"
+                        } else if dir == "dport" {
+                            "dport"
+                        } else {
+                            "flags"
+                        },
+                    )?;
+                }
                 if dir == "flags" && proto == 6 {
                     // `tcp flags syn` (set), `tcp flags syn / syn,ack` (of those, exactly syn).
                     let (v, l, c) = p.word("TCP flags like syn or syn,ack")?;
@@ -455,6 +486,15 @@ fn rule(
                     p.pos -= 1;
                     return Err(p.error("l4proto"));
                 }
+                if r.proto.is_some() {
+                    return Err(err(
+                        p.file,
+                        wl,
+                        wc,
+                        "one protocol match per rule (a second one is not supported)",
+                        "\"meta\"",
+                    ));
+                }
                 let not = p.not();
                 let (v, l, c) = p.word("a protocol")?;
                 let n = match v.as_str() {
@@ -470,12 +510,14 @@ fn rule(
                 r.proto = Some((n, not));
             }
             "iif" | "oif" => {
+                once(p, wl, wc, if w == "iif" { "iif" } else { "oif" })?;
                 let not = p.not();
                 let (v, _, _) = p.word("an interface name")?;
                 let v = v.strip_suffix('*').map_or(v.clone(), |s| format!("{s}+"));
                 if w == "iif" { r.iif = Some((v, not)) } else { r.oif = Some((v, not)) }
             }
             "ct" => {
+                once(p, wl, wc, "ct")?;
                 let (k, _, _) = p.word("state")?;
                 if k != "state" {
                     p.pos -= 1;
@@ -506,6 +548,7 @@ fn rule(
                 }
             }
             "app" => {
+                once(p, wl, wc, "app")?;
                 let (v, _, _) = p.word("an application name")?;
                 r.app.push(v);
             }
