@@ -208,9 +208,14 @@ pub(crate) fn rules(cmd: RulesCmd) -> ExitCode {
         }
         Ok(Loaded::Firewall { rs, sets, fw, format, .. }) => {
             let reached: Vec<&str> = fw.chains().iter().map(|c| c.name.as_str()).collect();
-            for (chain, n) in rs.counts() {
-                let note = if reached.contains(&chain) { "" } else { " (not reached)" };
-                println!("{chain}: {n} rules{note}");
+            for c in &rs.chains {
+                // A user chain no jump from the entered chain leads to is worth saying.
+                let note = if c.policy.is_none() && !reached.contains(&c.name.as_str()) {
+                    format!(" (not reached from {})", reached[0])
+                } else {
+                    String::new()
+                };
+                println!("{}: {} rules{note}", c.name, c.rules.len());
             }
             if format == RuleFormat::Rampart || !sets.is_empty() {
                 println!("{} sets", sets.len());
