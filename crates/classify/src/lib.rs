@@ -21,8 +21,8 @@
 //! - [`Classifier`]: updates while lookups go on (a compiled base rebuilt in the background,
 //!   tombstones and a delta for the changes since, snapshots swapped with `arc-swap`).
 //!
-//! Work in progress: IPv6, IP sets, the iptables and rampart rule syntaxes, a faster delta
-//! (TupleMerge) and batched lookups with prefetch are still to come.
+//! Still to come: nftables rule sets (lowered onto the same chains, jumps and gotos), a
+//! faster delta (TupleMerge) and batched lookups with prefetch.
 
 pub mod classbench;
 mod compiled;
