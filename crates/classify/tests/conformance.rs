@@ -10,6 +10,8 @@
 //!   rampart refuses them itself.
 //! - rampart's own syntax against its documented grammar: each file's first line says
 //!   `# expect: ok` or `# expect: LINE:COLUMN` of the first error.
+//! - every shared ClassBench filter set and trace, plain or gzipped, against the counts its
+//!   README gives.
 //!
 //! File names say what each case is: `ok-*`, `bad-*` (iptables refuses it) or
 //! `unsupported-*`.
@@ -217,5 +219,39 @@ fn rampart_syntax_corpus_meets_its_grammar() {
                 assert_eq!(at, format!("{}:{}", e.line, e.column), "{name}: {e}");
             }
         }
+    }
+}
+
+/// Every shared ClassBench file, plain or gzipped, reads as its README counts it: rules per
+/// filter set, headers per trace.
+#[test]
+fn classbench_corpus_matches_its_readme() {
+    let Some(dir) = rampart_testkit::shared("classbench_corpus_matches_its_readme", "classbench")
+    else {
+        return;
+    };
+    let sets = [
+        ("acl1_1k", 878, "acl1_1k_trace", 8_780),
+        ("fw1_1k", 761, "fw1_1k_trace", 7_610),
+        ("ipc1_1k", 923, "ipc1_1k_trace", 9_325),
+        ("acl1_10k", 9_761, "acl1_10k_trace.gz", 97_611),
+        ("fw1_10k", 9_416, "fw1_10k_trace.gz", 94_182),
+        ("ipc1_10k", 8_739, "ipc1_10k_trace.gz", 87_474),
+        ("acl1_100k.gz", 99_800, "acl1_100k_trace.gz", 347_911),
+        ("fw1_100k.gz", 96_446, "fw1_100k_trace.gz", 289_338),
+        ("ipc1_100k.gz", 99_761, "ipc1_100k_trace.gz", 299_285),
+    ];
+    for (rules, n, trace, m) in sets {
+        let text = rampart_classify::source::read_text(&dir.join(rules)).unwrap();
+        assert_eq!(
+            rampart_classify::source::detect(&text),
+            Ok(rampart_classify::source::Format::ClassBench),
+            "{rules}"
+        );
+        let r = rampart_classify::classbench::parse_rules(rules, &text).unwrap();
+        assert_eq!(r.len(), n, "{rules}");
+        let text = rampart_classify::source::read_text(&dir.join(trace)).unwrap();
+        let t = rampart_classify::classbench::parse_trace(trace, &text).unwrap();
+        assert_eq!(t.len(), m, "{trace}");
     }
 }
