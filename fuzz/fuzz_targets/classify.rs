@@ -1,4 +1,4 @@
-//! Rule and set parsers never panic; rules the ClassBench parser accepts compile, and the compiled
+//! Rule and set parsers, the decompressing reader and format detection never panic; rules the ClassBench parser accepts compile, and the compiled
 //! classifier agrees with the linear scan on headers drawn from the input.
 #![no_main]
 
@@ -8,10 +8,16 @@ use rampart_classify::linear::first_match;
 use rampart_classify::{Compiled, Header};
 
 fuzz_target!(|data: &[u8]| {
+    // Compressed or not, any bytes give text or an error naming the file.
+    if let Err(e) = rampart_classify::source::decode("fuzz", data.to_vec()) {
+        assert!(e.to_string().starts_with("fuzz: "));
+    }
     let Ok(text) = std::str::from_utf8(data) else { return };
+    let _ = rampart_classify::source::detect(text);
     if let Ok(rs) = rampart_classify::iptables::parse("fuzz", text) {
         for c in &rs.chains {
-            let _ = rs.flatten(&c.name);
+            let _ = rs.reachable(&c.name);
+            let _ = rampart_classify::firewall::Firewall::from_iptables(&rs, &c.name, &Default::default());
         }
     }
     let _ = rampart_classify::ipset::parse_ipset_save("fuzz", text);

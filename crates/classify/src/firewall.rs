@@ -1,18 +1,26 @@
-//! Firewall rule sets (`iptables-save` for now) lowered onto the compiled classifier.
+//! Firewall rule sets (`iptables-save`, rampart syntax) lowered onto the compiled classifier.
 //!
-//! Each flattened rule becomes one or more boxes over [`FW`] fields (family, source and
-//! destination address as four 32-bit words each, ports, protocol, input and output
-//! interface): negations and port lists are unions, so a rule can need several boxes, all
-//! pointing back to it. Conditions that are not ranges (IP sets, connection state) are checked
-//! when a box matches. Jumps past inlined chains (`RETURN`) are followed by asking for the first
-//! match at or after the jump's target.
+//! Chains stay chains: each chain a packet can reach is compiled once, on its own rules'
+//! conditions, and a jump is a reference to that compiled body. Lowering therefore costs what
+//! the file holds, however many jump paths lead to a chain. Each rule becomes one or more
+//! boxes over [`FW`] fields (family, source and destination address as four 32-bit words
+//! each, ports, protocol, input and output interface): negations and port lists are unions,
+//! so a rule can need several boxes, all pointing back to it. Conditions that are not ranges
+//! (IP sets, connection state, TCP flags) are checked when a box matches.
+//!
+//! A packet walks the chains as netfilter does (first matching rule; a jump enters the
+//! chain and comes back after its end or a `RETURN`; a goto does not come back; the entered
+//! chain's policy when it falls off the end), except that a chain entered a second time by
+//! the same packet is not walked again: its outcome is the same, so it is remembered, and the
+//! counters it would add are added by multiplying. A packet's cost is bounded by the rules,
+//! not by the paths through the chains.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 
 use crate::compiled::{Compiled, Options};
 use crate::ipset::IpSet;
-use crate::iptables::{CtState, Flat, FlatAction, IptRule, Net, Ruleset, Target};
+use crate::iptables::{ChainError, CtState, IptRule, Net, Ruleset, Target};
 use crate::rule::{Header, Rule};
 
 /// Fields of a firewall header: family, source words 0-3, destination words 0-3, source port,
@@ -90,9 +98,9 @@ pub struct Decision {
 /// Why a rule set could not be lowered.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FirewallError {
-    /// No such chain, or it jumps in a loop.
-    #[error("chain {0} does not exist or jumps in a loop")]
-    Chain(String),
+    /// No such chain, or jumps loop.
+    #[error("{0}")]
+    Chain(#[from] ChainError),
     /// A rule names a set that was not given.
     #[error("rule {rule} uses set {set}, which is not defined")]
     Set {
@@ -101,6 +109,62 @@ pub enum FirewallError {
         /// The set.
         set: String,
     },
+}
+
+/// What a rule of a lowered rule set does when it matches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// A verdict: `Accept`, `Drop` or `Reject`.
+    Verdict(Target),
+    /// Enter chain k (an index into [`Firewall::chains`]) and come back after it.
+    Jump(usize),
+    /// Go to chain k in place of this one.
+    Goto(usize),
+    /// Leave this chain (back to where it was jumped from).
+    Return,
+    /// Count only, and go on.
+    Continue,
+}
+
+/// A rule of a lowered rule set (or, last, the entered chain's policy).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// `CHAIN:N`, or `CHAIN:policy` for the last entry.
+    pub name: String,
+    /// Its line in the rule file (0 for the policy).
+    pub line: usize,
+    /// The chain it belongs to (an index into [`Firewall::chains`]).
+    pub chain: usize,
+    /// What it does.
+    pub action: Action,
+}
+
+/// One chain of a lowered rule set: its rules and their compiled boxes.
+#[derive(Clone, Debug)]
+pub struct LoweredChain {
+    /// Its name.
+    pub name: String,
+    /// Its rules: a range of [`Firewall::entries`].
+    pub entries: std::ops::Range<usize>,
+    compiled: Compiled<FW>,
+    /// Per box: its entry, and its extra conditions.
+    entry_of: Vec<u32>,
+    checks: Vec<Checks>,
+}
+
+impl LoweredChain {
+    /// The compiled structure over this chain's boxes.
+    pub fn compiled(&self) -> &Compiled<FW> {
+        &self.compiled
+    }
+
+    /// The boxes, in the order they were compiled (box `i` is rule `i` of
+    /// [`LoweredChain::compiled`]).
+    pub fn boxes(&self) -> Vec<Rule<FW>> {
+        (0..self.entry_of.len())
+            .map(|i| self.compiled.rule(i).unwrap_or(Rule { lo: [0; FW], hi: [0; FW] }))
+            .collect()
+    }
 }
 
 /// Interface names mapped to numbers in name order, so that a `+` wildcard is a range.
@@ -220,8 +284,9 @@ struct Checks {
     src_sets: Vec<usize>,
     dst_sets: Vec<usize>,
     ct: Vec<Vec<CtState>>,
-    /// An application match: nothing labels applications yet, so it never matches.
-    app: bool,
+    /// Application names (one must match): nothing labels applications yet, so a rule with
+    /// them never matches.
+    apps: Vec<String>,
     /// (mask, value) pairs over the TCP flags.
     flags: Vec<(u8, u8)>,
 }
@@ -231,7 +296,7 @@ impl Checks {
         self.src_sets.is_empty()
             && self.dst_sets.is_empty()
             && self.ct.is_empty()
-            && !self.app
+            && self.apps.is_empty()
             && self.flags.is_empty()
     }
 }
@@ -239,17 +304,35 @@ impl Checks {
 /// A rule set ready to evaluate packets.
 #[derive(Clone, Debug)]
 pub struct Firewall {
-    entries: Vec<Flat>,
-    compiled: Compiled<FW>,
-    /// Per box: its entry, and its extra conditions.
-    entry_of: Vec<u32>,
-    checks: Vec<Checks>,
+    /// Every rule of every chain the entered chain reaches, chain by chain, then the policy.
+    entries: Vec<Entry>,
+    /// Those chains, the entered one first.
+    chains: Vec<LoweredChain>,
     sets: Vec<IpSet>,
     names: Names,
 }
 
+/// One walk through a chain (and the chains it goes to in its place).
+#[derive(Default)]
+struct Run {
+    /// Entries it matched itself.
+    hits: Vec<u32>,
+    /// Walks it jumped into (new, or remembered from an earlier jump).
+    calls: Vec<u32>,
+}
+
+/// A chain being walked.
+struct Frame {
+    run: u32,
+    chain: usize,
+    /// The next entry to consider.
+    pos: usize,
+    /// The chains this frame walked (the first, then each goto's).
+    chains: Vec<usize>,
+}
+
 impl Firewall {
-    /// Lowers built-in chain `chain` of an `iptables-save` rule set; `sets` are the IP sets
+    /// Lowers chain `chain` of a rule set and every chain it reaches; `sets` are the IP sets
     /// its rules may name.
     pub fn from_iptables(
         rs: &Ruleset,
@@ -259,12 +342,12 @@ impl Firewall {
         Self::from_iptables_with_names(rs, chain, sets, &[])
     }
 
-    /// The interface names chain `chain` of `rs` mentions (a `+` wildcard as its prefix and
-    /// the prefix's successor), sorted: what interface ranks are made of.
+    /// The interface names the chains reachable from `chain` mention (a `+` wildcard as its
+    /// prefix and the prefix's successor), sorted: what interface ranks are made of.
     pub fn interface_names(rs: &Ruleset, chain: &str) -> Result<Vec<String>, FirewallError> {
-        let entries = rs.flatten(chain).ok_or_else(|| FirewallError::Chain(chain.to_string()))?;
+        let order = rs.reachable(chain)?;
         let mut names: Vec<String> = Vec::new();
-        for r in entries.iter().flat_map(|e| &e.all) {
+        for r in order.iter().flat_map(|&c| &rs.chains[c].rules) {
             for (n, _) in r.iif.iter().chain(&r.oif) {
                 match n.strip_suffix('+') {
                     Some(p) => {
@@ -288,81 +371,114 @@ impl Firewall {
         sets: &HashMap<String, IpSet>,
         extra_names: &[String],
     ) -> Result<Self, FirewallError> {
-        let entries = rs.flatten(chain).ok_or_else(|| FirewallError::Chain(chain.to_string()))?;
+        let order = rs.reachable(chain)?;
         let mut names = Self::interface_names(rs, chain)?;
         names.extend_from_slice(extra_names);
         names.sort();
         names.dedup();
         let names = Names(names);
+        let position: HashMap<&str, usize> =
+            order.iter().enumerate().map(|(k, &c)| (rs.chains[c].name.as_str(), k)).collect();
+        let mut entries = Vec::new();
+        for (k, &c) in order.iter().enumerate() {
+            for r in &rs.chains[c].rules {
+                let action = match &r.target {
+                    None => Action::Continue,
+                    Some(Target::Return) => Action::Return,
+                    Some(Target::Jump(j)) => Action::Jump(position[j.as_str()]),
+                    Some(Target::Goto(j)) => Action::Goto(position[j.as_str()]),
+                    Some(t) => Action::Verdict(t.clone()),
+                };
+                entries.push(Entry { name: r.name.clone(), line: r.line, chain: k, action });
+            }
+        }
+        let policy = rs.chains[order[0]].policy.clone().unwrap_or(Target::Accept);
+        entries.push(Entry {
+            name: format!("{chain}:policy"),
+            line: 0,
+            chain: 0,
+            action: Action::Verdict(policy),
+        });
         let mut set_index: HashMap<&str, usize> = HashMap::new();
         let mut set_list = Vec::new();
-        let mut boxes: Vec<Rule<FW>> = Vec::new();
-        let mut entry_of = Vec::new();
-        let mut checks = Vec::new();
-        for (ei, e) in entries.iter().enumerate() {
-            let mut c = Checks::default();
-            for r in &e.all {
-                for (set, list) in [(&r.src_set, &mut c.src_sets), (&r.dst_set, &mut c.dst_sets)] {
+        let mut chains = Vec::new();
+        let mut next = 0usize;
+        for (k, &c) in order.iter().enumerate() {
+            let rules = &rs.chains[c].rules;
+            let range = next..next + rules.len();
+            next = range.end;
+            let mut boxes: Vec<Rule<FW>> = Vec::new();
+            let mut entry_of = Vec::new();
+            let mut checks = Vec::new();
+            for (ei, r) in range.clone().zip(rules) {
+                let mut ch = Checks::default();
+                for (set, list) in [(&r.src_set, &mut ch.src_sets), (&r.dst_set, &mut ch.dst_sets)]
+                {
                     if let Some(name) = set {
                         let s = sets.get(name).ok_or_else(|| FirewallError::Set {
-                            rule: e.name.clone(),
+                            rule: r.name.clone(),
                             set: name.clone(),
                         })?;
-                        let next = set_list.len();
-                        let i = *set_index.entry(name.as_str()).or_insert(next);
-                        if i == next {
+                        let fresh = set_list.len();
+                        let i = *set_index.entry(name.as_str()).or_insert(fresh);
+                        if i == fresh {
                             set_list.push(s.clone());
                         }
                         list.push(i);
                     }
                 }
                 if !r.ct.is_empty() {
-                    c.ct.push(r.ct.clone());
+                    ch.ct.push(r.ct.clone());
                 }
-                c.app |= !r.app.is_empty();
-                c.flags.extend(r.tcp_flags);
+                ch.apps.clone_from(&r.app);
+                ch.flags.extend(r.tcp_flags);
+                for b in lower(std::slice::from_ref(r), &names) {
+                    boxes.push(b);
+                    entry_of.push(ei as u32);
+                    checks.push(ch.clone());
+                }
             }
-            for b in lower(&e.all, &names) {
-                boxes.push(b);
-                entry_of.push(ei as u32);
-                checks.push(c.clone());
-            }
+            // Boxes with conditions, and boxes that do not decide, never hide later ones.
+            let opaque = (0..boxes.len())
+                .map(|i| {
+                    !checks[i].is_empty()
+                        || !matches!(entries[entry_of[i] as usize].action, Action::Verdict(_))
+                })
+                .collect();
+            let compiled =
+                Compiled::with_options(&boxes, &Options { partition: [SRC, DST], opaque });
+            chains.push(LoweredChain {
+                name: rs.chains[c].name.clone(),
+                entries: range,
+                compiled,
+                entry_of,
+                checks,
+            });
+            debug_assert_eq!(chains.len(), k + 1);
         }
-        // Boxes with conditions, and boxes that do not decide, never hide later ones.
-        let opaque = (0..boxes.len())
-            .map(|i| {
-                !checks[i].is_empty()
-                    || !matches!(entries[entry_of[i] as usize].action, FlatAction::Verdict(_))
-            })
-            .collect();
-        let compiled = Compiled::with_options(&boxes, &Options { partition: [SRC, DST], opaque });
-        Ok(Self { entries, compiled, entry_of, checks, sets: set_list, names })
+        Ok(Self { entries, chains, sets: set_list, names })
     }
 
-    /// The compiled structure over the boxes (box `i` is the `i`-th of [`Firewall::boxes`]).
-    pub fn compiled(&self) -> &Compiled<FW> {
-        &self.compiled
+    /// The chains, the entered one first, then the others it reaches in file order.
+    pub fn chains(&self) -> &[LoweredChain] {
+        &self.chains
     }
 
-    /// The lowered boxes in evaluation order, with their conditions.
+    /// The lowered boxes, chain by chain, with their conditions.
     pub fn boxes(&self) -> impl Iterator<Item = LoweredBox<'_>> {
-        (0..self.entry_of.len()).map(move |i| {
-            let c = &self.checks[i];
-            let entry = self.entry_of[i] as usize;
-            LoweredBox {
-                entry,
-                bounds: self.compiled.rule(i).unwrap_or(Rule { lo: [0; FW], hi: [0; FW] }),
-                src_sets: c.src_sets.iter().map(|&k| &self.sets[k]).collect(),
-                dst_sets: c.dst_sets.iter().map(|&k| &self.sets[k]).collect(),
-                ct: &c.ct,
-                apps: self.entries[entry]
-                    .all
-                    .iter()
-                    .filter(|r| !r.app.is_empty())
-                    .map(|r| r.app.as_slice())
-                    .collect(),
-                tcp_flags: &c.flags,
-            }
+        self.chains.iter().flat_map(move |c| {
+            (0..c.entry_of.len()).map(move |i| {
+                let ch = &c.checks[i];
+                LoweredBox {
+                    entry: c.entry_of[i] as usize,
+                    bounds: c.compiled.rule(i).unwrap_or(Rule { lo: [0; FW], hi: [0; FW] }),
+                    src_sets: ch.src_sets.iter().map(|&k| &self.sets[k]).collect(),
+                    dst_sets: ch.dst_sets.iter().map(|&k| &self.sets[k]).collect(),
+                    ct: &ch.ct,
+                    apps: if ch.apps.is_empty() { Vec::new() } else { vec![ch.apps.as_slice()] },
+                    tcp_flags: &ch.flags,
+                }
+            })
         })
     }
 
@@ -377,13 +493,24 @@ impl Firewall {
         self.names.rank(name)
     }
 
-    /// Sizes of the compiled structure (boxes count as rules).
+    /// Sizes of the compiled structures, summed over the chains (boxes count as rules).
     pub fn stats(&self) -> crate::CompiledStats {
-        self.compiled.stats()
+        let mut t = crate::CompiledStats::default();
+        for c in &self.chains {
+            let s = c.compiled.stats();
+            t.rules += s.rules;
+            t.partitions += s.partitions;
+            t.nodes += s.nodes;
+            t.leaf_entries += s.leaf_entries;
+            t.depth = t.depth.max(s.depth);
+            t.bytes += s.bytes;
+        }
+        t
     }
 
-    /// The flattened rules, in evaluation order (the last is the chain's policy).
-    pub fn entries(&self) -> &[Flat] {
+    /// The rules, chain by chain in [`Firewall::chains`] order; the last entry is the
+    /// entered chain's policy.
+    pub fn entries(&self) -> &[Entry] {
         &self.entries
     }
 
@@ -421,51 +548,121 @@ impl Firewall {
         self.evaluate_counting(p, &mut [])
     }
 
-    /// [`Firewall::evaluate`], also adding one to `hits[e]` for every entry `e` the packet
-    /// matched on its way (jumps, counting rules and `RETURN`s too, as netfilter's counters do;
-    /// the policy's entry when it decided). `hits` shorter than the entries counts nothing.
+    /// [`Firewall::evaluate`], also adding to `hits[e]` the number of times the packet matched
+    /// entry `e` on its way (jumps, counting rules and `RETURN`s too, as netfilter's counters
+    /// do; the policy's entry when it decided). `hits` shorter than the entries counts
+    /// nothing.
     pub fn evaluate_counting(&self, p: &Packet<'_>, hits: &mut [u64]) -> Decision {
         let count = hits.len() == self.entries.len();
         let policy = self.entries.len() - 1;
-        let mut hit = |e: usize| {
-            if count {
-                hits[e] += 1;
+        let decided = match self.header(p) {
+            Some(h) => self.walk(&h, p, count.then_some(&mut *hits)),
+            None => None,
+        };
+        let e = decided.unwrap_or(policy);
+        if count && decided.is_none() {
+            hits[policy] = hits[policy].saturating_add(1);
+        }
+        self.decision(e)
+    }
+
+    /// Walks the chains from the entered one; the deciding entry, or `None` when the packet
+    /// falls off the entered chain.
+    fn walk(&self, h: &Header<FW>, p: &Packet<'_>, hits: Option<&mut [u64]>) -> Option<usize> {
+        let mut runs: Vec<Run> = vec![Run::default()];
+        // Chains known to return for this packet, and the walk that found it out.
+        let mut returns: Vec<(usize, u32)> = Vec::new();
+        let mut done: Vec<u32> = Vec::new();
+        let mut stack: Vec<Frame> =
+            vec![Frame { run: 0, chain: 0, pos: self.chains[0].entries.start, chains: vec![0] }];
+        let decided = loop {
+            let f = stack.last_mut().expect("a chain is being walked");
+            let c = &self.chains[f.chain];
+            let pos = f.pos;
+            let found = c.compiled.classify_live(h, |b| {
+                c.entry_of[b as usize] as usize >= pos && self.checks_pass(&c.checks[b as usize], p)
+            });
+            let action = found.map(|b| {
+                let e = c.entry_of[b] as usize;
+                runs[f.run as usize].hits.push(e as u32);
+                (e, &self.entries[e].action)
+            });
+            let returned = match action {
+                None | Some((_, Action::Return)) => true,
+                Some((e, Action::Verdict(_))) => break Some(e),
+                Some((e, Action::Continue)) => {
+                    f.pos = e + 1;
+                    false
+                }
+                Some((e, &Action::Jump(d))) => {
+                    f.pos = e + 1;
+                    let known = returns.iter().find(|&&(x, _)| x == d).map(|&(_, r)| r);
+                    let run = f.run as usize;
+                    match known {
+                        Some(r) => runs[run].calls.push(r),
+                        None => {
+                            let r = runs.len() as u32;
+                            runs.push(Run::default());
+                            runs[run].calls.push(r);
+                            let start = self.chains[d].entries.start;
+                            stack.push(Frame { run: r, chain: d, pos: start, chains: vec![d] });
+                        }
+                    }
+                    false
+                }
+                Some((_, &Action::Goto(d))) => {
+                    match returns.iter().find(|&&(x, _)| x == d).map(|&(_, r)| r) {
+                        Some(r) => {
+                            runs[f.run as usize].calls.push(r);
+                            true
+                        }
+                        None => {
+                            f.chain = d;
+                            f.pos = self.chains[d].entries.start;
+                            f.chains.push(d);
+                            false
+                        }
+                    }
+                }
+            };
+            if returned {
+                let f = stack.pop().expect("the frame that returned");
+                returns.extend(f.chains.iter().map(|&c| (c, f.run)));
+                done.push(f.run);
+                if stack.is_empty() {
+                    break None;
+                }
             }
         };
-        let Some(h) = self.header(p) else {
-            hit(policy);
-            return self.decision(policy);
-        };
-        let mut start = 0usize;
-        loop {
-            let found = self.compiled.classify_live(&h, |b| {
-                self.entry_of[b as usize] as usize >= start && self.checks_pass(b as usize, p)
-            });
-            let Some(b) = found else {
-                hit(policy);
-                return self.decision(policy);
-            };
-            let e = self.entry_of[b] as usize;
-            hit(e);
-            match &self.entries[e].action {
-                FlatAction::Verdict(_) => return self.decision(e),
-                FlatAction::Goto(k) => start = *k,
-                FlatAction::Continue => start = e + 1,
+        if let Some(hits) = hits {
+            // The frames still open complete now, innermost first; then every walk's
+            // counters count as often as the walks that called it ran.
+            done.extend(stack.iter().rev().map(|f| f.run));
+            let mut times = vec![0u64; runs.len()];
+            times[0] = 1;
+            for &r in done.iter().rev() {
+                let t = times[r as usize];
+                for &e in &runs[r as usize].hits {
+                    hits[e as usize] = hits[e as usize].saturating_add(t);
+                }
+                for &c in &runs[r as usize].calls {
+                    times[c as usize] = times[c as usize].saturating_add(t);
+                }
             }
         }
+        decided
     }
 
     fn decision(&self, entry: usize) -> Decision {
         let verdict = match &self.entries[entry].action {
-            FlatAction::Verdict(t) => t.clone(),
+            Action::Verdict(t) => t.clone(),
             _ => Target::Accept,
         };
         Decision { verdict, entry }
     }
 
-    fn checks_pass(&self, b: usize, p: &Packet<'_>) -> bool {
-        let c = &self.checks[b];
-        !c.app
+    fn checks_pass(&self, c: &Checks, p: &Packet<'_>) -> bool {
+        c.apps.is_empty()
             && c.flags.iter().all(|&(m, v)| p.tcp_flags & m == v)
             && c.src_sets.iter().all(|&s| self.sets[s].contains(p.src))
             && c.dst_sets.iter().all(|&s| self.sets[s].contains(p.dst))
@@ -473,7 +670,7 @@ impl Firewall {
     }
 }
 
-/// The boxes of one flattened rule (the conjunction of `all`).
+/// The boxes of a conjunction of rules (one rule, or a rule and what it is tested with).
 fn lower(all: &[IptRule], names: &Names) -> Vec<Rule<FW>> {
     // Families the addresses allow.
     let mut fam: Union = None;

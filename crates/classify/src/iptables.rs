@@ -1,14 +1,24 @@
-//! An `iptables-save` subset: the filter table, chain policies, `-A` rules with `-s`/`-d`,
-//! `-p`, `-i`/`-o`, `--sport`/`--dport`, `-m multiport --sports/--dports`, `-m set
-//! --match-set NAME src|dst`, `-m conntrack --ctstate`, `-m comment`, and the targets
-//! `ACCEPT`, `DROP`, `REJECT`, `RETURN` and user chains. `!` negates `-s`, `-d`, `-p`, `-i` and
-//! `-o`. Other tables are skipped. A rule is named `CHAIN:N`, N counting from 1 within its
-//! chain, as `iptables -L --line-numbers` shows.
+//! An `iptables-save` subset: the filter table, chain policies, `-A` rules (with or without
+//! the `[packets:bytes]` counters of `iptables-save -c`) with `-s`/`-d`, `-p`, `-i`/`-o`,
+//! `--sport`/`--dport`, `-m multiport --sports/--dports`, `-m set --match-set NAME src|dst`,
+//! `-m conntrack --ctstate`, `-m state --state`, `-m comment`, `--tcp-flags`/`--syn`, and the
+//! targets `ACCEPT`, `DROP`, `REJECT`, `RETURN`, user chains (`-j`), `-g`/`--goto`, and `LOG`
+//! and `NFLOG` (which only log: the rule counts and the packet goes on). `!` negates `-s`,
+//! `-d`, `-p`, `-i` and `-o`. The nat, mangle, raw and security tables are skipped. A rule is
+//! named `CHAIN:N`, N counting from 1 within its chain, as `iptables -L --line-numbers` shows.
 //!
-//! [`Ruleset::flatten`] lays a built-in chain out in evaluation order: a jump rule stays as an
-//! entry that only counts, the user chain follows inlined (its rules also carry the jump's
-//! matches), and `RETURN` becomes a jump past the inlined block, so first-match evaluation
-//! with jumps gives what netfilter gives, counters included.
+//! Rules are read as `iptables-restore` reads them, checked against it on a corpus
+//! (`tests/conformance.rs`): an option must follow the match it belongs to (`-m tcp`, or the
+//! `-p` that loads it), a match's protocol must be given, each of `-s -d -p -i -o -j` once,
+//! chains declared once and policies only on built-in chains. What rampart does not model (a
+//! match like `limit`, a target like `MARK`, `! --dport`) is refused by name, never read
+//! with another meaning. One extension: IPv4 and IPv6 rules (`ip6tables-save`'s) may share
+//! a file, each rule matching the family of its addresses.
+//!
+//! Chains stay chains: a jump is a reference to the chain's one body, never a copy, so a rule
+//! set costs what its file holds however many paths lead through it.
+//! [`Ruleset::reachable`] names the chains a packet entering one chain can reach, and
+//! refuses jump loops, naming the rules that form the loop.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -53,8 +63,11 @@ pub enum Target {
     Reject,
     /// `-j RETURN`
     Return,
-    /// `-j CHAIN`: a user chain.
+    /// `-j CHAIN`: a user chain; a `RETURN` or its end comes back here.
     Jump(String),
+    /// `-g CHAIN`: a user chain that takes this chain's place; its `RETURN` or end returns
+    /// from this chain.
+    Goto(String),
 }
 
 /// One `-A` rule.
@@ -109,28 +122,6 @@ pub struct Chain {
 pub struct Ruleset {
     /// Chains in the order they were declared.
     pub chains: Vec<Chain>,
-}
-
-/// A rule of a flattened chain: every match of the rules on the way to it, and what happens.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Flat {
-    /// The rule's name (`CHAIN:N`), or `CHAIN:policy` for the final entry.
-    pub name: String,
-    /// The matches, all of which must hold: the jump rules' and the rule's own.
-    pub all: Vec<IptRule>,
-    /// What happens on a match.
-    pub action: FlatAction,
-}
-
-/// The outcome of a flattened rule.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum FlatAction {
-    /// A verdict.
-    Verdict(Target),
-    /// Go on from this entry (a `RETURN`, or the end of an inlined chain).
-    Goto(usize),
-    /// Count only, go on.
-    Continue,
 }
 
 struct Lexer<'a> {
@@ -195,21 +186,35 @@ fn net(lx: &Lexer<'_>, at: usize, w: &str, not: bool) -> Result<Net, ParseError>
     Ok(Net { addr: masked(addr, len), len, not })
 }
 
-fn ports(lx: &Lexer<'_>, at: usize, w: &str) -> Result<Vec<(u16, u16)>, ParseError> {
+/// A port, a range `LO:HI` (open ends allowed outside multiport), or with `multi` a list of
+/// up to 15 ports (a range counts twice), as iptables reads them.
+fn ports(lx: &Lexer<'_>, at: usize, w: &str, multi: bool) -> Result<Vec<(u16, u16)>, ParseError> {
     let mut out = Vec::new();
     let mut col = at;
+    let mut slots = 0;
     for part in w.split(',') {
         let one = |s: &str| s.parse::<u16>().ok();
         let r = match part.split_once(':') {
             Some((a, b)) => {
-                let lo = if a.is_empty() { Some(0) } else { one(a) };
-                let hi = if b.is_empty() { Some(65535) } else { one(b) };
-                lo.zip(hi).filter(|(l, h)| l <= h)
+                slots += 2;
+                let open = |s: &str, v: u16| if s.is_empty() && !multi { Some(v) } else { one(s) };
+                open(a, 0).zip(open(b, 65535)).filter(|(l, h)| l <= h)
             }
-            None => one(part).map(|p| (p, p)),
+            None => {
+                slots += 1;
+                one(part).map(|p| (p, p))
+            }
         };
-        out.push(r.ok_or_else(|| lx.error(col, "a port, a range LO:HI or a list of them"))?);
+        let what = if multi {
+            "a port, a range LO:HI or a list of them"
+        } else {
+            "a port or a range LO:HI"
+        };
+        out.push(r.ok_or_else(|| lx.error(col, what))?);
         col += part.len() + 1;
+    }
+    if multi && slots > 15 {
+        return Err(lx.error(at, "at most 15 ports (a range counts as two)"));
     }
     Ok(out)
 }
@@ -250,7 +255,157 @@ fn proto(w: &str) -> Option<u8> {
     }
 }
 
-/// Parses `iptables-save` output; `file` names it in errors.
+/// Matches netfilter has that rampart does not read.
+const UNSUPPORTED_MATCHES: &[&str] = &[
+    "addrtype",
+    "ah",
+    "bpf",
+    "cgroup",
+    "cluster",
+    "connbytes",
+    "connlabel",
+    "connlimit",
+    "connmark",
+    "cpu",
+    "dccp",
+    "devgroup",
+    "dscp",
+    "dst",
+    "ecn",
+    "esp",
+    "frag",
+    "hashlimit",
+    "hbh",
+    "helper",
+    "hl",
+    "icmp",
+    "icmp6",
+    "iprange",
+    "ipv6header",
+    "ipvs",
+    "length",
+    "limit",
+    "mac",
+    "mark",
+    "mh",
+    "nfacct",
+    "osf",
+    "owner",
+    "physdev",
+    "pkttype",
+    "policy",
+    "quota",
+    "rateest",
+    "realm",
+    "recent",
+    "rpfilter",
+    "rt",
+    "sctp",
+    "socket",
+    "statistic",
+    "string",
+    "tcpmss",
+    "time",
+    "tos",
+    "ttl",
+    "u32",
+    "udplite",
+];
+
+/// Targets netfilter has that rampart does not read (they decide or change packets in ways
+/// rampart does not model).
+const UNSUPPORTED_TARGETS: &[&str] = &[
+    "AUDIT",
+    "CHECKSUM",
+    "CLASSIFY",
+    "CLUSTERIP",
+    "CONNMARK",
+    "CONNSECMARK",
+    "CT",
+    "DNAT",
+    "DSCP",
+    "ECN",
+    "HL",
+    "HMARK",
+    "IDLETIMER",
+    "LED",
+    "MARK",
+    "MASQUERADE",
+    "NETMAP",
+    "NFQUEUE",
+    "NOTRACK",
+    "QUEUE",
+    "RATEEST",
+    "REDIRECT",
+    "SECMARK",
+    "SET",
+    "SNAT",
+    "SYNPROXY",
+    "TCPMSS",
+    "TCPOPTSTRIP",
+    "TEE",
+    "TOS",
+    "TPROXY",
+    "TRACE",
+    "TTL",
+    "ULOG",
+];
+
+/// Options of the LOG and NFLOG targets, and whether each takes a value. These targets only
+/// log, so a rule with them counts and goes on, as in netfilter.
+const LOG_OPTIONS: &[(&str, bool)] = &[
+    ("--log-prefix", true),
+    ("--log-level", true),
+    ("--log-tcp-sequence", false),
+    ("--log-tcp-options", false),
+    ("--log-ip-options", false),
+    ("--log-uid", false),
+    ("--log-macdecode", false),
+    ("--nflog-group", true),
+    ("--nflog-prefix", true),
+    ("--nflog-range", true),
+    ("--nflog-size", true),
+    ("--nflog-threshold", true),
+];
+
+/// The tables of `iptables-save` output.
+const TABLES: &[&str] = &["filter", "nat", "mangle", "raw", "security"];
+
+/// The protocol name iptables loads an implicit match by.
+fn proto_match_name(p: u8) -> Option<&'static str> {
+    match p {
+        6 => Some("tcp"),
+        17 => Some("udp"),
+        132 => Some("sctp"),
+        33 => Some("dccp"),
+        136 => Some("udplite"),
+        1 => Some("icmp"),
+        58 => Some("icmp6"),
+        _ => None,
+    }
+}
+
+/// Which match an option belongs to.
+fn option_match(w: &str) -> Option<&'static [&'static str]> {
+    Some(match w {
+        "--sport" | "--source-port" | "--dport" | "--destination-port" => &["tcp", "udp"],
+        "--tcp-flags" | "--syn" => &["tcp"],
+        "--sports" | "--source-ports" | "--dports" | "--destination-ports" | "--ports" => {
+            &["multiport"]
+        }
+        "--ctstate" => &["conntrack"],
+        "--state" => &["state"],
+        "--match-set" => &["set"],
+        "--comment" => &["comment"],
+        _ => return None,
+    })
+}
+
+/// Parses `iptables-save` output (IPv4 and IPv6 rules may share one file: each rule matches
+/// the family of its addresses); `file` names it in errors. Rules are read as
+/// `iptables-restore` reads them: an option belongs to a match loaded before it (`-m`, or
+/// the one `-p` names), each flag is given once, and a construct rampart does not model is
+/// refused by name rather than read with another meaning.
 pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
     let mut rs = Ruleset::default();
     let mut index: HashMap<String, usize> = HashMap::new();
@@ -263,10 +418,17 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
             continue;
         }
         if let Some(name) = t.strip_prefix('*') {
-            table = Some(name.trim().to_string());
+            let name = name.trim();
+            if !TABLES.contains(&name) {
+                return Err(lx.error(at + 1, "a table: filter, nat, mangle, raw or security"));
+            }
+            table = Some(name.to_string());
             continue;
         }
         if t.trim() == "COMMIT" {
+            if table.is_none() {
+                return Err(lx.error(at, "a table ('*filter') before COMMIT"));
+            }
             table = None;
             continue;
         }
@@ -279,17 +441,43 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
         if let Some(decl) = t.strip_prefix(':') {
             let mut parts = decl.split_whitespace();
             let name = parts.next().ok_or_else(|| lx.error(at + 1, "a chain name"))?;
+            if index.contains_key(name) {
+                return Err(
+                    lx.error(at + 1, &format!("a new chain name ({name} is declared twice)"))
+                );
+            }
+            let policy_at = at + 2 + name.len();
             let policy = match parts.next() {
                 Some("ACCEPT") => Some(Target::Accept),
                 Some("DROP") => Some(Target::Drop),
                 Some("-") => None,
-                _ => return Err(lx.error(at + 2 + name.len(), "a policy: ACCEPT, DROP or -")),
+                _ => return Err(lx.error(policy_at, "a policy: ACCEPT, DROP or -")),
             };
+            if policy.is_some() && !builtin(name) {
+                return Err(lx.error(
+                    policy_at,
+                    &format!(
+                        "- as the policy of user chain {name} (only built-in chains have one)"
+                    ),
+                ));
+            }
             index.insert(name.to_string(), rs.chains.len());
             rs.chains.push(Chain { name: name.to_string(), policy, rules: Vec::new() });
             continue;
         }
-        let (wat, w) = lx.need("-A")?;
+        // `iptables-save -c` puts the rule's counters first.
+        let (mut wat, mut w) = lx.need("-A")?;
+        if w.starts_with('[')
+            && w.ends_with(']')
+            && w[1..w.len() - 1]
+                .split_once(':')
+                .is_some_and(|(a, b)| a.parse::<u64>().is_ok() && b.parse::<u64>().is_ok())
+        {
+            (wat, w) = lx.need("-A")?;
+        }
+        if matches!(w.as_str(), "-I" | "-D" | "-R" | "-N" | "-X" | "-P" | "-F" | "-Z" | "-E") {
+            return Err(lx.error(wat, &format!("-A ({w} is not supported: rampart reads iptables-save output, which appends rules with -A)")));
+        }
         if w != "-A" {
             return Err(lx.error(wat, "'-A', a chain declaration (':NAME POLICY') or COMMIT"));
         }
@@ -300,40 +488,121 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
         let n = rs.chains[ci].rules.len() + 1;
         let mut r = IptRule { name: format!("{chain}:{n}"), line: i + 1, ..IptRule::default() };
         let mut not = false;
+        // Matches loaded so far (`-m`, or implicitly by `-p`), with where they were loaded.
+        let mut loaded: Vec<(String, usize)> = Vec::new();
+        let mut target_name: Option<String> = None;
+        let mut seen: Vec<&'static str> = Vec::new();
+        let mut once = |lx: &Lexer<'_>, at: usize, flag: &'static str| {
+            if seen.contains(&flag) {
+                return Err(lx.error(
+                    at,
+                    &format!("one {flag} per rule (multiple {flag} flags are not allowed)"),
+                ));
+            }
+            seen.push(flag);
+            Ok(())
+        };
         while let Some((wat, w)) = lx.word() {
             let neg = std::mem::take(&mut not);
+            if neg
+                && !matches!(
+                    w.as_str(),
+                    "-s" | "--source"
+                        | "-d"
+                        | "--destination"
+                        | "-p"
+                        | "--protocol"
+                        | "-i"
+                        | "--in-interface"
+                        | "-o"
+                        | "--out-interface"
+                )
+            {
+                return Err(lx.error(
+                    wat,
+                    &format!("-s, -d, -p, -i or -o after '!' ('! {w}' is not supported)"),
+                ));
+            }
+            // An option of a match that is not loaded: iptables loads the match `-p` names
+            // when it knows the option, and refuses it otherwise.
+            if let Some(owners) = option_match(&w)
+                && !loaded.iter().any(|(m, _)| owners.contains(&m.as_str()))
+            {
+                let implicit =
+                    r.proto.and_then(|(p, not)| (!not).then(|| proto_match_name(p)).flatten());
+                match implicit {
+                    Some(m) if owners.contains(&m) => loaded.push((m.to_string(), wat)),
+                    Some(m @ ("sctp" | "dccp" | "udplite")) if w.contains("port") => {
+                        return Err(lx.error(
+                            wat,
+                            &format!(
+                                "an option rampart reads (ports of the {m} match are not supported)"
+                            ),
+                        ));
+                    }
+                    _ => {
+                        let need = owners
+                            .iter()
+                            .map(|m| format!("-m {m}"))
+                            .collect::<Vec<_>>()
+                            .join(" or ");
+                        return Err(
+                            lx.error(wat, &format!("{need} (or the -p it belongs to) before {w}"))
+                        );
+                    }
+                }
+            }
             match w.as_str() {
                 "!" => not = true,
                 "-s" | "--source" | "-d" | "--destination" => {
+                    let src = w.starts_with("-s") || w == "--source";
+                    once(&lx, wat, if src { "-s" } else { "-d" })?;
                     let (at, v) = lx.need("an address or prefix")?;
                     let n = net(&lx, at, &v, neg)?;
-                    if w.starts_with("-s") || w == "--source" { r.src = Some(n) } else { r.dst = Some(n) }
+                    if src { r.src = Some(n) } else { r.dst = Some(n) }
                 }
                 "-p" | "--protocol" => {
+                    once(&lx, wat, "-p")?;
                     let (at, v) = lx.need("a protocol")?;
                     match proto(&v) {
                         Some(p) => r.proto = Some((p, neg)),
-                        None if v == "all" => {}
+                        None if v.eq_ignore_ascii_case("all") => {}
                         None => return Err(lx.error(at, "a protocol name or number")),
                     }
                 }
                 "-i" | "--in-interface" | "-o" | "--out-interface" => {
+                    let input = w.starts_with("-i") || w == "--in-interface";
+                    once(&lx, wat, if input { "-i" } else { "-o" })?;
                     let (_, v) = lx.need("an interface name")?;
-                    if w.starts_with("-i") || w == "--in-interface" { r.iif = Some((v, neg)) } else { r.oif = Some((v, neg)) }
+                    if input { r.iif = Some((v, neg)) } else { r.oif = Some((v, neg)) }
                 }
                 "-m" | "--match" => {
                     let (at, m) = lx.need("a match module")?;
                     if !matches!(m.as_str(), "tcp" | "udp" | "multiport" | "set" | "conntrack" | "state" | "comment") {
-                        return Err(lx.error(at, "a supported match: tcp, udp, multiport, set, conntrack, state, comment"));
+                        let what = if UNSUPPORTED_MATCHES.contains(&m.as_str()) {
+                            format!("a match rampart reads: tcp, udp, multiport, set, conntrack, state, comment (the {m} match is not supported)")
+                        } else {
+                            "a match: tcp, udp, multiport, set, conntrack, state, comment".to_string()
+                        };
+                        return Err(lx.error(at, &what));
                     }
+                    loaded.push((m, at));
                 }
-                "--sport" | "--source-port" | "--sports" | "--source-ports" => {
+                "--sport" | "--source-port" | "--dport" | "--destination-port" => {
                     let (at, v) = lx.need("ports")?;
-                    r.sports = ports(&lx, at, &v)?;
+                    let list = ports(&lx, at, &v, false)?;
+                    if list.len() > 1 {
+                        return Err(lx.error(at, "one port or range LO:HI (lists need -m multiport)"));
+                    }
+                    if w.contains("source") || w == "--sport" { r.sports = list } else { r.dports = list }
                 }
-                "--dport" | "--destination-port" | "--dports" | "--destination-ports" => {
+                "--sports" | "--source-ports" | "--dports" | "--destination-ports" | "--ports" => {
                     let (at, v) = lx.need("ports")?;
-                    r.dports = ports(&lx, at, &v)?;
+                    if w == "--ports" {
+                        return Err(lx.error(wat, "--sports or --dports (--ports, either direction, is not supported)"));
+                    }
+                    let list = ports(&lx, at, &v, true)?;
+                    if w.contains("source") || w == "--sports" { r.sports = list } else { r.dports = list }
                 }
                 "--match-set" => {
                     let (_, name) = lx.need("a set name")?;
@@ -341,7 +610,7 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
                     match dir.as_str() {
                         "src" => r.src_set = Some(name),
                         "dst" => r.dst_set = Some(name),
-                        _ => return Err(lx.error(at, "src or dst")),
+                        _ => return Err(lx.error(at, "src or dst (one direction; more are not supported)")),
                     }
                 }
                 "--ctstate" | "--state" => {
@@ -353,6 +622,7 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
                             "RELATED" => CtState::Related,
                             "INVALID" => CtState::Invalid,
                             "UNTRACKED" => CtState::Untracked,
+                            "SNAT" | "DNAT" => return Err(lx.error(at, &format!("NEW, ESTABLISHED, RELATED, INVALID or UNTRACKED (state {s} is not supported)"))),
                             _ => return Err(lx.error(at, "NEW, ESTABLISHED, RELATED, INVALID or UNTRACKED")),
                         });
                     }
@@ -368,38 +638,68 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
                     let value = tcp_flags(&v).ok_or_else(|| lx.error(at, "TCP flags (FIN,SYN,RST,PSH,ACK,URG,ALL,NONE)"))?;
                     r.tcp_flags = Some((mask, value & mask));
                 }
-                "-j" | "--jump" => {
+                "-j" | "--jump" | "-g" | "--goto" => {
+                    once(&lx, wat, "-j")?;
+                    let goto = w == "-g" || w == "--goto";
                     let (at, v) = lx.need("a target")?;
-                    r.target = Some(match v.as_str() {
-                        "ACCEPT" => Target::Accept,
-                        "DROP" => Target::Drop,
-                        "REJECT" => Target::Reject,
-                        "RETURN" => Target::Return,
-                        c if index.contains_key(c) => Target::Jump(c.to_string()),
+                    r.target = match v.as_str() {
+                        _ if goto => {
+                            if !index.contains_key(&v) || builtin(&v) {
+                                return Err(lx.error(at, "a user chain declared earlier"));
+                            }
+                            Some(Target::Goto(v.clone()))
+                        }
+                        "ACCEPT" => Some(Target::Accept),
+                        "DROP" => Some(Target::Drop),
+                        "REJECT" => Some(Target::Reject),
+                        "RETURN" => Some(Target::Return),
+                        // They only log: the rule counts and the packet goes on.
+                        "LOG" | "NFLOG" => None,
+                        c if index.contains_key(c) && !builtin(c) => Some(Target::Jump(c.to_string())),
+                        c if UNSUPPORTED_TARGETS.contains(&c) => {
+                            return Err(lx.error(at, &format!("a target rampart reads: ACCEPT, DROP, REJECT, RETURN, LOG, NFLOG or a user chain (the {c} target is not supported)")));
+                        }
                         _ => return Err(lx.error(at, "ACCEPT, DROP, REJECT, RETURN or a declared chain")),
-                    });
+                    };
+                    target_name = Some(v);
                 }
                 "--reject-with" => {
+                    if target_name.as_deref() != Some("REJECT") {
+                        return Err(lx.error(wat, "-j REJECT before --reject-with"));
+                    }
                     lx.need("a reject type")?;
                 }
-                _ => return Err(lx.error(wat, "a supported option (-s -d -p -i -o -m --sport --dport --tcp-flags --syn --match-set --ctstate -j)")),
+                o if LOG_OPTIONS.iter().any(|(n, _)| *n == o) => {
+                    if !matches!(target_name.as_deref(), Some("LOG" | "NFLOG")) {
+                        return Err(lx.error(wat, &format!("-j LOG or -j NFLOG before {o}")));
+                    }
+                    if LOG_OPTIONS.iter().any(|&(n, v)| n == o && v) {
+                        lx.need("a value")?;
+                    }
+                }
+                _ => return Err(lx.error(wat, "a supported option (-s -d -p -i -o -m --sport --dport --tcp-flags --syn --match-set --ctstate -j -g)")),
             }
-            if neg
-                && w != "!"
-                && !matches!(
-                    w.as_str(),
-                    "-s" | "--source"
-                        | "-d"
-                        | "--destination"
-                        | "-p"
-                        | "--protocol"
-                        | "-i"
-                        | "--in-interface"
-                        | "-o"
-                        | "--out-interface"
-                )
-            {
-                return Err(lx.error(wat, "-s, -d, -p, -i or -o after '!'"));
+        }
+        if not {
+            return Err(lx.error(line.len(), "an option after '!'"));
+        }
+        // What iptables checks once the rule is read: a match's protocol.
+        for (m, at) in &loaded {
+            let ok: &[u8] = match m.as_str() {
+                "tcp" => &[6],
+                "udp" => &[17],
+                "multiport" => &[6, 17, 33, 132, 136],
+                _ => continue,
+            };
+            if !r.proto.is_some_and(|(p, not)| !not && ok.contains(&p)) {
+                let want = if m == "multiport" {
+                    "-p tcp or -p udp"
+                } else if m == "tcp" {
+                    "-p tcp"
+                } else {
+                    "-p udp"
+                };
+                return Err(lx.error(*at, &format!("{want} for the {m} match")));
             }
         }
         rs.chains[ci].rules.push(r);
@@ -423,68 +723,104 @@ impl Ruleset {
         self.chains.iter().map(|c| (c.name.as_str(), c.rules.len())).collect()
     }
 
-    /// The built-in chain `chain` in evaluation order, ending with its policy; `None` if there
-    /// is no such chain or it jumps in a loop.
-    pub fn flatten(&self, chain: &str) -> Option<Vec<Flat>> {
-        let c = self.chains.iter().find(|c| c.name == chain)?;
-        let mut out = Vec::new();
-        self.inline(c, &[], &mut out, &mut vec![chain.to_string()])?;
-        let policy = c.policy.clone().unwrap_or(Target::Accept);
-        out.push(Flat {
-            name: format!("{chain}:policy"),
-            all: Vec::new(),
-            action: FlatAction::Verdict(policy),
-        });
-        Some(out)
-    }
-
-    fn inline(
-        &self,
-        c: &Chain,
-        outer: &[IptRule],
-        out: &mut Vec<Flat>,
-        stack: &mut Vec<String>,
-    ) -> Option<()> {
-        let start = out.len();
-        let mut returns = Vec::new();
-        for r in &c.rules {
-            let mut all = outer.to_vec();
-            all.push(r.clone());
-            match &r.target {
-                Some(Target::Jump(j)) => {
-                    if stack.contains(j) {
-                        return None;
-                    }
-                    let sub = self.chains.iter().find(|x| &x.name == j)?;
-                    // The jump rule itself, so that it is counted when it matches.
-                    out.push(Flat {
-                        name: r.name.clone(),
-                        all: all.clone(),
-                        action: FlatAction::Continue,
-                    });
-                    stack.push(j.clone());
-                    self.inline(sub, &all, out, stack)?;
-                    stack.pop();
+    /// The chains a packet entering `chain` can reach (it first), each once, in declaration
+    /// order after it; an error when there is no such chain or jumps loop.
+    pub fn reachable(&self, chain: &str) -> Result<Vec<usize>, ChainError> {
+        let index: HashMap<&str, usize> =
+            self.chains.iter().enumerate().map(|(i, c)| (c.name.as_str(), i)).collect();
+        let Some(&root) = index.get(chain) else {
+            return Err(ChainError::Missing {
+                chain: chain.to_string(),
+                known: self.chains.iter().map(|c| c.name.clone()).collect(),
+            });
+        };
+        // Depth-first, with the path of jump rules that led here (for naming a loop).
+        #[derive(Clone, Copy, PartialEq)]
+        enum Mark {
+            New,
+            Open,
+            Done,
+        }
+        let mut mark = vec![Mark::New; self.chains.len()];
+        let mut path: Vec<(usize, usize)> = Vec::new(); // (chain, rule index being followed)
+        mark[root] = Mark::Open;
+        path.push((root, 0));
+        while let Some(&mut (c, ref mut k)) = path.last_mut() {
+            let rules = &self.chains[c].rules;
+            let Some(r) = rules.get(*k) else {
+                mark[c] = Mark::Done;
+                path.pop();
+                continue;
+            };
+            *k += 1;
+            let (Some(Target::Jump(j)) | Some(Target::Goto(j))) = &r.target else { continue };
+            let Some(&d) = index.get(j.as_str()) else {
+                return Err(ChainError::Missing {
+                    chain: j.clone(),
+                    known: self.chains.iter().map(|c| c.name.clone()).collect(),
+                });
+            };
+            match mark[d] {
+                Mark::Done => {}
+                Mark::New => {
+                    mark[d] = Mark::Open;
+                    path.push((d, 0));
                 }
-                Some(Target::Return) => {
-                    returns.push(out.len());
-                    out.push(Flat { name: r.name.clone(), all, action: FlatAction::Goto(0) });
+                Mark::Open => {
+                    let from = path
+                        .iter()
+                        .position(|&(x, _)| x == d)
+                        .expect("open chains are on the path");
+                    let rules = path[from..]
+                        .iter()
+                        .map(|&(x, k)| {
+                            let r = &self.chains[x].rules[k - 1];
+                            (r.name.clone(), r.line)
+                        })
+                        .collect();
+                    return Err(ChainError::Loop { rules });
                 }
-                Some(t) => out.push(Flat {
-                    name: r.name.clone(),
-                    all,
-                    action: FlatAction::Verdict(t.clone()),
-                }),
-                None => out.push(Flat { name: r.name.clone(), all, action: FlatAction::Continue }),
             }
         }
-        let end = out.len();
-        for i in returns {
-            out[i].action = FlatAction::Goto(end);
-        }
-        let _ = start;
-        Some(())
+        let mut out = vec![root];
+        out.extend((0..self.chains.len()).filter(|&i| i != root && mark[i] == Mark::Done));
+        Ok(out)
     }
+}
+
+/// `A -> B -> A` for the jump rules `A:1`, `B:3`.
+fn loop_chains(rules: &[(String, usize)]) -> String {
+    let chain = |n: &str| n.rsplit_once(':').map_or(n, |(c, _)| c).to_string();
+    let mut names: Vec<String> = rules.iter().map(|(n, _)| chain(n)).collect();
+    if let Some(first) = names.first().cloned() {
+        names.push(first);
+    }
+    names.join(" -> ")
+}
+
+/// Whether `name` is one of the filter table's built-in chains.
+pub fn builtin(name: &str) -> bool {
+    matches!(name, "INPUT" | "FORWARD" | "OUTPUT")
+}
+
+/// Why the chains cannot be walked from a chain.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ChainError {
+    /// The chain (entered or jumped to) does not exist.
+    #[error("no chain {chain:?} (chains: {})", if known.is_empty() { "none".to_string() } else { known.join(", ") })]
+    Missing {
+        /// The name asked for.
+        chain: String,
+        /// The chains there are.
+        known: Vec<String>,
+    },
+    /// Jumps loop: each rule (name, line) jumps to the next one's chain, the last to the
+    /// first's.
+    #[error("chains jump in a loop: {} ({})", loop_chains(rules), rules.iter().map(|(n, l)| format!("{n} at line {l}")).collect::<Vec<_>>().join(", "))]
+    Loop {
+        /// The jump rules that form the loop, with their lines.
+        rules: Vec<(String, usize)>,
+    },
 }
 
 #[cfg(test)]
@@ -528,30 +864,23 @@ COMMIT
     }
 
     #[test]
-    fn flattening_inlines_jumps_and_returns() {
+    fn chains_reachable_from_a_chain() {
         let rs = parse("rules", SAMPLE).unwrap();
-        let f = rs.flatten("INPUT").unwrap();
-        let names: Vec<&str> = f.iter().map(|x| x.name.as_str()).collect();
-        let want = [
-            "INPUT:1",
-            "INPUT:2",
-            "INPUT:3",
-            "SSH:1",
-            "SSH:2",
-            "INPUT:4",
-            "INPUT:5",
-            "INPUT:6",
-            "INPUT:policy",
-        ];
-        assert_eq!(names, want);
-        // The jump counts only; SSH follows inlined.
-        assert_eq!(f[2].action, FlatAction::Continue);
-        // SSH's RETURN skips the rest of SSH, to INPUT:4; both carry INPUT:3's matches.
-        assert_eq!(f[3].action, FlatAction::Goto(5));
-        assert_eq!(f[3].all.len(), 2);
-        assert_eq!(f[3].all[0].dports, vec![(22, 22)]);
-        assert_eq!(f[4].action, FlatAction::Verdict(Target::Reject));
-        assert_eq!(f[8].action, FlatAction::Verdict(Target::Drop));
+        let names =
+            |v: Vec<usize>| v.iter().map(|&i| rs.chains[i].name.clone()).collect::<Vec<_>>();
+        assert_eq!(names(rs.reachable("INPUT").unwrap()), ["INPUT", "SSH"]);
+        assert_eq!(names(rs.reachable("FORWARD").unwrap()), ["FORWARD"]);
+        assert!(matches!(rs.reachable("NOPE"), Err(ChainError::Missing { .. })));
+        let rs = parse(
+            "r",
+            "*filter\n:INPUT ACCEPT [0:0]\n:A - [0:0]\n:B - [0:0]\n-A INPUT -j A\n-A A -p tcp -g B\n-A B -j A\nCOMMIT\n",
+        )
+        .unwrap();
+        let e = rs.reachable("INPUT").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "chains jump in a loop: A -> B -> A (A:1 at line 6, B:1 at line 7)"
+        );
     }
 
     #[test]
@@ -561,10 +890,10 @@ COMMIT
         assert_eq!(rs.chains[0].rules[1].tcp_flags, Some((0x12, 0x10)));
         let e = parse(
             "r",
-            "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT --tcp-flags SYN,BOGUS SYN\nCOMMIT\n",
+            "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -p tcp --tcp-flags SYN,BOGUS SYN\nCOMMIT\n",
         )
         .unwrap_err();
-        assert_eq!(e.column, 22);
+        assert_eq!(e.column, 29);
     }
 
     #[test]
@@ -589,7 +918,7 @@ COMMIT
         let e = parse("r", "*filter\n:INPUT ACCEPT [0:0]\n").unwrap_err();
         assert!(e.expected.contains("COMMIT"), "{e}");
         let e = parse("r", "*filter\n:A - [0:0]\n:B - [0:0]\n:INPUT ACCEPT [0:0]\n-A A -j B\n-A B -j A\n-A INPUT -j A\nCOMMIT\n").unwrap();
-        assert_eq!(e.flatten("INPUT"), None, "a jump loop");
+        assert!(matches!(e.reachable("INPUT"), Err(ChainError::Loop { .. })), "a jump loop");
         // Found by the fuzzer: a column inside a multi-byte character.
         assert!(parse("r", "*filter\n:\u{b}\u{b}\u{b}\u{b}\u{b}\u{b}\u{91}orts").is_err());
     }

@@ -4,11 +4,14 @@
 //!   ranges and protocol value/mask all become ranges.
 //! - [`classbench`]: ClassBench filter files and header traces, with errors naming the file,
 //!   line and column.
-//! - [`iptables`]: an `iptables-save` subset, flattened into evaluation order.
+//! - [`iptables`]: an `iptables-save` subset; chains stay chains, jumps refer to them.
 //! - [`ipset`]: IP sets (one hash table per prefix length in use), and `ipset save` input.
-//! - [`firewall`]: `iptables-save` rule sets lowered onto the compiled classifier (IPv4 and
-//!   IPv6, interfaces, negations, port lists, sets and connection state as extra checks).
+//! - [`firewall`]: `iptables-save` rule sets lowered onto the compiled classifier, one
+//!   compiled body per chain (IPv4 and IPv6, interfaces, negations, port lists, sets and
+//!   connection state as extra checks).
 //! - [`syntax`]: rampart's own nftables-like rule syntax, read into the same model.
+//! - [`source`]: rule files and traces read as text, gzip or zstd decompressed, and which
+//!   rule format a text is in.
 //! - [`linear`]: the first-match scan every fast path is tested against.
 //! - [`Compiled`]: rules partitioned by which address fields are small (CutSplit's idea) and
 //!   each partition compiled into a binary decision tree over elementary-interval boundaries
@@ -18,8 +21,8 @@
 //! - [`Classifier`]: updates while lookups go on (a compiled base rebuilt in the background,
 //!   tombstones and a delta for the changes since, snapshots swapped with `arc-swap`).
 //!
-//! Work in progress: IPv6, IP sets, the iptables and rampart rule syntaxes, a faster delta
-//! (TupleMerge) and batched lookups with prefetch are still to come.
+//! Still to come: nftables rule sets (lowered onto the same chains, jumps and gotos), a
+//! faster delta (TupleMerge) and batched lookups with prefetch.
 
 pub mod classbench;
 mod compiled;
@@ -30,6 +33,7 @@ pub mod iptables;
 pub mod linear;
 mod live;
 mod rule;
+pub mod source;
 pub mod syntax;
 
 pub use compiled::{Compiled, CompiledStats, Options, Start, Step};

@@ -20,8 +20,9 @@
 //!
 //! A `table` is a chain that packets enter, with `default accept|drop` as its policy; a
 //! `chain` is entered only by `jump`. Each line is one rule: matches, all of which must hold,
-//! then at most one verdict (`accept`, `drop`, `reject`, `return`, `jump NAME`; none counts
-//! only). Rules are named `CHAIN:N` as for iptables. Matches: `ip|ip6 saddr|daddr [!=]
+//! then at most one verdict (`accept`, `drop`, `reject`, `return`, `jump NAME`, `goto NAME`;
+//! none counts only). A `jump` comes back after the chain's end or its `return`; a `goto`
+//! does not. Rules are named `CHAIN:N` as for iptables. Matches: `ip|ip6 saddr|daddr [!=]
 //! ADDR[/LEN]|@SET`, `tcp|udp sport|dport [!=] PORT|LO-HI|{ ... }`, `tcp flags F[,F] [/ MASK]`
 //! (the flags of MASK, by default F itself, must be exactly F), `meta l4proto NAME|NUM`,
 //! `iif|oif [!=] NAME` (a trailing `*` matches any suffix), `ct state LIST`, `app NAME`.
@@ -322,6 +323,22 @@ fn rule(
     line: usize,
 ) -> Result<IptRule, ParseError> {
     let mut r = IptRule { name, line, ..IptRule::default() };
+    // The matches given so far: nftables ANDs repeated matches, which the rule model cannot
+    // hold, so a second one of a kind is refused rather than read with another meaning.
+    let mut given: Vec<&'static str> = Vec::new();
+    let mut once = |p: &Parser<'_>, l: usize, c: usize, what: &'static str| {
+        if given.contains(&what) {
+            return Err(err(
+                p.file,
+                l,
+                c,
+                &format!("one {what} match per rule (a second one is not supported)"),
+                &format!("{what:?} again"),
+            ));
+        }
+        given.push(what);
+        Ok(())
+    };
     loop {
         if matches!(p.peek(), Some(Token { tok: Tok::Newline, .. }) | None) || p.is_sym('}') {
             return Ok(r);
@@ -337,6 +354,7 @@ fn rule(
                     p.pos -= 1;
                     return Err(p.error("saddr or daddr"));
                 }
+                once(p, wl, wc, if dir == "saddr" { "saddr" } else { "daddr" })?;
                 let not = p.not();
                 if p.is_sym('@') {
                     p.pos += 1;
@@ -363,7 +381,7 @@ fn rule(
             }
             "tcp" | "udp" => {
                 let proto = if w == "tcp" { 6 } else { 17 };
-                if r.proto.is_some_and(|(x, _)| x != proto) {
+                if r.proto.is_some_and(|(x, not)| x != proto || not) {
                     return Err(err(
                         p.file,
                         wl,
@@ -373,7 +391,21 @@ fn rule(
                     ));
                 }
                 r.proto = Some((proto, false));
-                let (dir, _, _) = p.word("sport, dport or flags")?;
+                let (dir, dl, dc) = p.word("sport, dport or flags")?;
+                if matches!(dir.as_str(), "sport" | "dport" | "flags") {
+                    once(
+                        p,
+                        dl,
+                        dc,
+                        if dir == "sport" {
+                            "sport"
+                        } else if dir == "dport" {
+                            "dport"
+                        } else {
+                            "flags"
+                        },
+                    )?;
+                }
                 if dir == "flags" && proto == 6 {
                     // `tcp flags syn` (set), `tcp flags syn / syn,ack` (of those, exactly syn).
                     let (v, l, c) = p.word("TCP flags like syn or syn,ack")?;
@@ -454,6 +486,15 @@ fn rule(
                     p.pos -= 1;
                     return Err(p.error("l4proto"));
                 }
+                if r.proto.is_some() {
+                    return Err(err(
+                        p.file,
+                        wl,
+                        wc,
+                        "one protocol match per rule (a second one is not supported)",
+                        "\"meta\"",
+                    ));
+                }
                 let not = p.not();
                 let (v, l, c) = p.word("a protocol")?;
                 let n = match v.as_str() {
@@ -469,12 +510,14 @@ fn rule(
                 r.proto = Some((n, not));
             }
             "iif" | "oif" => {
+                once(p, wl, wc, if w == "iif" { "iif" } else { "oif" })?;
                 let not = p.not();
                 let (v, _, _) = p.word("an interface name")?;
                 let v = v.strip_suffix('*').map_or(v.clone(), |s| format!("{s}+"));
                 if w == "iif" { r.iif = Some((v, not)) } else { r.oif = Some((v, not)) }
             }
             "ct" => {
+                once(p, wl, wc, "ct")?;
                 let (k, _, _) = p.word("state")?;
                 if k != "state" {
                     p.pos -= 1;
@@ -505,6 +548,7 @@ fn rule(
                 }
             }
             "app" => {
+                once(p, wl, wc, "app")?;
                 let (v, _, _) = p.word("an application name")?;
                 r.app.push(v);
             }
@@ -513,14 +557,14 @@ fn rule(
             "reject" => r.target = Some(Target::Reject),
             "return" => r.target = Some(Target::Return),
             "counter" => {}
-            "jump" => {
+            "jump" | "goto" => {
                 let (c, l, col) = p.word("a chain name")?;
                 jumps.push((c.clone(), l, col));
-                r.target = Some(Target::Jump(c));
+                r.target = Some(if w == "jump" { Target::Jump(c) } else { Target::Goto(c) });
             }
             _ => {
                 p.pos -= 1;
-                return Err(p.error("a match (ip, ip6, tcp, udp, meta, iif, oif, ct, app) or a verdict (accept, drop, reject, return, jump)"));
+                return Err(p.error("a match (ip, ip6, tcp, udp, meta, iif, oif, ct, app) or a verdict (accept, drop, reject, return, jump, goto)"));
             }
         }
     }
@@ -529,7 +573,6 @@ fn rule(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::iptables::FlatAction;
 
     const SAMPLE: &str = "\
 # the design's example
@@ -561,10 +604,8 @@ chain limits {
         let v6 = f.rules[3].src.unwrap();
         assert!(v6.not && v6.addr.is_ipv6() && v6.len == 32);
         assert_eq!(f.rules[4].app, vec!["bittorrent".to_string()]);
-        let flat = rs.flatten("filter").unwrap();
-        assert_eq!(flat[3].name, "filter:4");
-        assert_eq!(flat[4].name, "limits:1");
-        assert_eq!(flat[4].action, FlatAction::Goto(6));
+        assert_eq!(f.rules[3].target, Some(Target::Jump("limits".into())));
+        assert_eq!(rs.reachable("filter").unwrap(), vec![0, 1]);
     }
 
     #[test]

@@ -46,7 +46,8 @@ const ADDRS: &[&str] = &[
     "fe80::1",
     "2002::1",
 ];
-const PORTS: &[&str] = &["22", "80", "443", "1000:2000", "80,443", "53,1024:65535", ":1023"];
+const PORTS: &[&str] = &["22", "80", "443", "1000:2000", "80,443", "53,1024:65535", "0:1023"];
+const PORT: &[&str] = &["22", "53", "443", "1000:2000", ":1023", "1024:"];
 const IFACES: &[&str] = &["lo", "eth0", "eth1", "eth+", "wlan+", "+"];
 const PKT_IFACES: &[&str] = &["lo", "eth0", "eth1", "eth10", "wlan0", "", "e"];
 
@@ -60,8 +61,14 @@ fn rule(rng: &mut Rng, chain: &str, jumps: &[&str]) -> String {
         s += &format!(" {}-d {}", neg(rng), rng.pick(PREFIXES));
     }
     let proto = *rng.pick(&["tcp", "udp", "icmp", ""]);
+    let mut ports = false;
+    let mut tcp = false;
     if !proto.is_empty() {
-        s += &format!(" {}-p {proto}", neg(rng));
+        let n = neg(rng);
+        s += &format!(" {n}-p {proto}");
+        // Port and flag options belong to the tcp and udp matches, as in iptables.
+        ports = n.is_empty() && proto != "icmp";
+        tcp = n.is_empty() && proto == "tcp";
     }
     if rng.chance(3) {
         s += &format!(" {}-i {}", neg(rng), rng.pick(IFACES));
@@ -69,11 +76,11 @@ fn rule(rng: &mut Rng, chain: &str, jumps: &[&str]) -> String {
     if rng.chance(5) {
         s += &format!(" {}-o {}", neg(rng), rng.pick(IFACES));
     }
-    if rng.chance(3) {
+    if ports && rng.chance(3) {
         s += &format!(" -m multiport --dports {}", rng.pick(PORTS));
     }
-    if rng.chance(4) {
-        s += &format!(" --sport {}", rng.pick(PORTS));
+    if ports && rng.chance(4) {
+        s += &format!(" --sport {}", rng.pick(PORT));
     }
     if rng.chance(6) {
         s += &format!(
@@ -88,7 +95,7 @@ fn rule(rng: &mut Rng, chain: &str, jumps: &[&str]) -> String {
             rng.pick(&["NEW", "ESTABLISHED,RELATED", "INVALID"])
         );
     }
-    if rng.chance(6) {
+    if tcp && rng.chance(6) {
         s += rng.pick::<&str>(&[
             " --syn",
             " --tcp-flags SYN,ACK ACK",

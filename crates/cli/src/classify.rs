@@ -7,6 +7,9 @@ use std::time::Instant;
 
 use clap::{Subcommand, ValueEnum};
 use rampart_classify::classbench::{parse_rules, parse_trace};
+use rampart_classify::firewall::{Firewall, FirewallError};
+use rampart_classify::iptables::{ChainError, Ruleset};
+use rampart_classify::source::Format;
 use rampart_classify::{Classifier, Compiled, Header, Rule};
 
 use crate::input::Fail;
@@ -23,29 +26,160 @@ pub(crate) enum RuleFormat {
     Rampart,
 }
 
+impl RuleFormat {
+    fn of(f: Format) -> Self {
+        match f {
+            Format::ClassBench => RuleFormat::Classbench,
+            Format::Iptables => RuleFormat::Iptables,
+            Format::Rampart => RuleFormat::Rampart,
+        }
+    }
+}
+
+/// How to read a rule file: the options every command that reads one shares.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub(crate) struct RuleSource {
+    /// Its format (default: told from its first line: `@` is ClassBench, `*filter`, `:CHAIN`
+    /// or `-A` iptables-save, `table`, `chain` or `set` rampart syntax).
+    #[arg(long, value_enum)]
+    pub format: Option<RuleFormat>,
+    /// The chain packets enter (default: INPUT for iptables, the first table for rampart).
+    #[arg(long)]
+    pub chain: Option<String>,
+    /// IP sets the rules name (`ipset save` output).
+    #[arg(long, value_name = "FILE")]
+    pub sets: Option<PathBuf>,
+}
+
+/// A rule file read and checked.
+pub(crate) enum Loaded {
+    /// A ClassBench list.
+    ClassBench(Vec<Rule>),
+    /// A firewall rule set, its sets, and it lowered.
+    Firewall { rs: Ruleset, sets: Sets, fw: Box<Firewall>, format: RuleFormat },
+}
+
+/// Reads a rule file the one way every command does: decompressed if need be, its format
+/// told from its text unless given, parsed, and for firewall rule sets the entered chain,
+/// every chain it reaches, their jumps and the sets they name checked by lowering them.
+pub(crate) fn load(path: &Path, src: &RuleSource) -> Result<Loaded, Fail> {
+    load_with_names(path, src, &[])
+}
+
+/// [`load`], ranking interfaces over `names` too (see
+/// [`Firewall::from_iptables_with_names`]).
+pub(crate) fn load_with_names(
+    path: &Path,
+    src: &RuleSource,
+    names: &[String],
+) -> Result<Loaded, Fail> {
+    let (rs, sets, chain, format) = read_rule_set(path, src)?;
+    let Some((rs, sets, chain)) = rs.map(|rs| (rs, sets, chain)) else {
+        let rules = parse_rules(&path.display().to_string(), &read(path)?)
+            .map_err(|e| Fail(e.to_string(), 2))?;
+        if rules.is_empty() {
+            return Err(Fail(format!("{}: no rules", path.display()), 2));
+        }
+        return Ok(Loaded::ClassBench(rules));
+    };
+    let fw = Firewall::from_iptables_with_names(&rs, &chain, &sets, names)
+        .map_err(|e| firewall_error(path, &rs, e))?;
+    Ok(Loaded::Firewall { rs, sets, fw: Box::new(fw), format })
+}
+
+/// A firewall rule set parsed, with its sets and entered chain (`None` for ClassBench).
+type Parsed = (Option<Ruleset>, Sets, String, RuleFormat);
+
+/// Parses a rule file without lowering it.
+pub(crate) fn read_rule_set(path: &Path, src: &RuleSource) -> Result<Parsed, Fail> {
+    let text = read(path)?;
+    let name = path.display().to_string();
+    let format = match src.format {
+        Some(f) => f,
+        None => RuleFormat::of(
+            rampart_classify::source::detect(&text).map_err(|e| Fail(format!("{name}: {e}"), 2))?,
+        ),
+    };
+    let (rs, mut sets, first) = match format {
+        RuleFormat::Classbench => return Ok((None, Sets::new(), String::new(), format)),
+        RuleFormat::Iptables => {
+            let rs = rampart_classify::iptables::parse(&name, &text)
+                .map_err(|e| Fail(e.to_string(), 2))?;
+            if rs.chains.is_empty() {
+                return Err(Fail(
+                    format!(
+                        "{name}: no chain in a *filter table (iptables-save output declares them as ':INPUT ACCEPT [0:0]' between '*filter' and 'COMMIT')"
+                    ),
+                    2,
+                ));
+            }
+            (rs, Sets::new(), "INPUT".to_string())
+        }
+        RuleFormat::Rampart => {
+            let (rs, sets) = rampart_classify::syntax::parse(&name, &text)
+                .map_err(|e| Fail(e.to_string(), 2))?;
+            let Some(first) = rs.chains.iter().find(|c| c.policy.is_some()) else {
+                return Err(Fail(
+                    format!("{name}: no table (packets enter a 'table NAME {{ ... }}')"),
+                    2,
+                ));
+            };
+            let first = first.name.clone();
+            (rs, sets, first)
+        }
+    };
+    if let Some(p) = &src.sets {
+        sets.extend(load_sets(p)?);
+    }
+    let chain = src.chain.clone().unwrap_or(first);
+    Ok((Some(rs), sets, chain, format))
+}
+
+/// A lowering error, with the file and, for a jump loop, the line of its first rule.
+pub(crate) fn firewall_error(path: &Path, rs: &Ruleset, e: FirewallError) -> Fail {
+    let at = match &e {
+        FirewallError::Chain(ChainError::Loop { rules }) => {
+            rules.first().map_or(String::new(), |(_, line)| format!(":{line}"))
+        }
+        FirewallError::Set { rule, .. } => rs
+            .chains
+            .iter()
+            .flat_map(|c| &c.rules)
+            .find(|r| &r.name == rule)
+            .map_or(String::new(), |r| format!(":{}", r.line)),
+        FirewallError::Chain(ChainError::Missing { .. }) => String::new(),
+    };
+    let hint = if matches!(e, FirewallError::Chain(ChainError::Missing { .. })) {
+        "; give --chain"
+    } else {
+        ""
+    };
+    Fail(format!("{}{at}: {e}{hint}", path.display()), 2)
+}
+
 /// `rampart rules` subcommands.
 #[derive(Subcommand, Debug)]
 pub(crate) enum RulesCmd {
-    /// Parse a rule file, report the first error with file:line:column, count the rules.
+    /// Read a rule file as `filter`, `classify` and `verify` do (the same format detection,
+    /// the same checks of chains, jumps and sets), report the first error with its place,
+    /// count the rules.
     Check {
-        /// The rule file.
+        /// The rule file (gzip or zstd compressed files are read too).
         file: PathBuf,
-        /// Its format.
-        #[arg(long, value_enum, default_value = "classbench")]
-        format: RuleFormat,
+        #[command(flatten)]
+        source: RuleSource,
     },
 }
 
 /// Arguments of `rampart classify`.
 #[derive(clap::Args, Debug)]
 pub(crate) struct ClassifyArgs {
-    /// The rule file.
+    /// The rule file (gzip or zstd compressed files are read too).
     #[arg(long, value_name = "FILE")]
     rules: PathBuf,
-    /// Its format.
-    #[arg(long, value_enum, default_value = "classbench")]
-    format: RuleFormat,
-    /// A ClassBench header trace: print the 0-based index of the first matching rule for each
+    #[command(flatten)]
+    source: RuleSource,
+    /// A ClassBench header trace (gzip or zstd compressed traces are read too): print the 0-based index of the first matching rule for each
     /// header, or -1, one per line.
     #[arg(long, value_name = "TRACE")]
     trace: PathBuf,
@@ -56,69 +190,46 @@ pub(crate) struct ClassifyArgs {
     #[arg(long)]
     bench: bool,
     /// First prove the compiled classifier equal to the rule list (exit 3 with a packet if
-    /// it is not; ClassBench input).
+    /// it is not).
     #[arg(long)]
     verify: bool,
-    /// IP sets the rules name (`ipset save` output; iptables and rampart formats).
-    #[arg(long, value_name = "FILE")]
-    sets: Option<PathBuf>,
 }
 
 fn read(path: &Path) -> Result<String, Fail> {
-    std::fs::read_to_string(path).map_err(|e| Fail(format!("{}: {e}", path.display()), 2))
-}
-
-pub(crate) fn load_rules(path: &Path, _format: RuleFormat) -> Result<Vec<Rule>, Fail> {
-    parse_rules(&path.display().to_string(), &read(path)?).map_err(|e| Fail(e.to_string(), 2))
+    rampart_classify::source::read_text(path).map_err(|e| Fail(e.to_string(), 2))
 }
 
 pub(crate) fn rules(cmd: RulesCmd) -> ExitCode {
-    match cmd {
-        RulesCmd::Check { file, format: RuleFormat::Iptables } => match load_iptables(&file) {
-            Ok(rs) => {
-                for (chain, n) in rs.counts() {
-                    println!("{chain}: {n} rules");
-                }
-                ExitCode::SUCCESS
+    let RulesCmd::Check { file, source } = cmd;
+    match load(&file, &source) {
+        Ok(Loaded::ClassBench(rules)) => {
+            println!("{}: {} rules", file.display(), rules.len());
+            ExitCode::SUCCESS
+        }
+        Ok(Loaded::Firewall { rs, sets, fw, format, .. }) => {
+            let reached: Vec<&str> = fw.chains().iter().map(|c| c.name.as_str()).collect();
+            for c in &rs.chains {
+                // A user chain no jump from the entered chain leads to is worth saying.
+                let note = if c.policy.is_none() && !reached.contains(&c.name.as_str()) {
+                    format!(" (not reached from {})", reached[0])
+                } else {
+                    String::new()
+                };
+                println!("{}: {} rules{note}", c.name, c.rules.len());
             }
-            Err(e) => e.exit(),
-        },
-        RulesCmd::Check { file, format: RuleFormat::Rampart } => match load_rampart(&file) {
-            Ok((rs, sets)) => {
-                for (chain, n) in rs.counts() {
-                    println!("{chain}: {n} rules");
-                }
+            if format == RuleFormat::Rampart || !sets.is_empty() {
                 println!("{} sets", sets.len());
-                ExitCode::SUCCESS
             }
-            Err(e) => e.exit(),
-        },
-        RulesCmd::Check { file, format } => match load_rules(&file, format) {
-            Ok(rules) => {
-                println!("{}: {} rules", file.display(), rules.len());
-                ExitCode::SUCCESS
-            }
-            Err(e) => e.exit(),
-        },
+            ExitCode::SUCCESS
+        }
+        Err(e) => e.exit(),
     }
 }
 
 pub(crate) type Sets = std::collections::HashMap<String, rampart_classify::ipset::IpSet>;
 
-pub(crate) fn load_rampart(
-    path: &Path,
-) -> Result<(rampart_classify::iptables::Ruleset, Sets), Fail> {
-    rampart_classify::syntax::parse(&path.display().to_string(), &read(path)?)
-        .map_err(|e| Fail(e.to_string(), 2))
-}
-
 pub(crate) fn load_sets(path: &Path) -> Result<Sets, Fail> {
     rampart_classify::ipset::parse_ipset_save(&path.display().to_string(), &read(path)?)
-        .map_err(|e| Fail(e.to_string(), 2))
-}
-
-pub(crate) fn load_iptables(path: &Path) -> Result<rampart_classify::iptables::Ruleset, Fail> {
-    rampart_classify::iptables::parse(&path.display().to_string(), &read(path)?)
         .map_err(|e| Fail(e.to_string(), 2))
 }
 
@@ -128,18 +239,11 @@ pub(crate) struct FilterArgs {
     /// Capture to filter.
     #[arg(short = 'r', long = "read", value_name = "IN")]
     input: PathBuf,
-    /// The rule file.
+    /// The rule file (gzip or zstd compressed files are read too).
     #[arg(long, value_name = "FILE")]
     rules: PathBuf,
-    /// Its format.
-    #[arg(long, value_enum, default_value = "rampart")]
-    format: RuleFormat,
-    /// The chain packets enter (default: INPUT for iptables, the first table for rampart).
-    #[arg(long)]
-    chain: Option<String>,
-    /// IP sets the rules name (`ipset save` output).
-    #[arg(long, value_name = "FILE")]
-    sets: Option<PathBuf>,
+    #[command(flatten)]
+    source: RuleSource,
     /// Where to write the packets the rules accept (classic pcap).
     #[arg(short = 'w', long = "write", value_name = "OUT")]
     output: PathBuf,
@@ -157,27 +261,19 @@ pub(crate) fn filter(args: FilterArgs) -> ExitCode {
 }
 
 fn run_filter(args: &FilterArgs) -> Result<ExitCode, Fail> {
-    let (rs, mut sets, first) = match args.format {
-        RuleFormat::Iptables => (load_iptables(&args.rules)?, Sets::new(), "INPUT".to_string()),
-        RuleFormat::Rampart => {
-            let (rs, sets) = load_rampart(&args.rules)?;
-            let first = rs.chains.iter().find(|c| c.policy.is_some()).map(|c| c.name.clone());
-            (rs, sets, first.unwrap_or_default())
-        }
-        RuleFormat::Classbench => {
-            return Err(Fail("rampart filter takes rampart or iptables rules".into(), 2));
-        }
+    let Loaded::Firewall { fw, .. } = load(&args.rules, &args.source)? else {
+        return Err(Fail(
+            format!(
+                "{}: rampart filter takes iptables-save or rampart rules, not a ClassBench list",
+                args.rules.display()
+            ),
+            2,
+        ));
     };
-    if let Some(p) = &args.sets {
-        sets.extend(load_sets(p)?);
-    }
-    let chain = args.chain.clone().unwrap_or(first);
-    let fw = rampart_classify::firewall::Firewall::from_iptables(&rs, &chain, &sets)
-        .map_err(|e| Fail(format!("{}: {e}", args.rules.display()), 2))?;
     if args.verify {
-        let boxes: Vec<Rule<{ rampart_classify::firewall::FW }>> =
-            fw.boxes().map(|b| b.bounds).collect();
-        prove(&boxes, fw.compiled(), Layout::Firewall)?;
+        for c in fw.chains() {
+            prove(&c.boxes(), c.compiled(), Layout::Firewall)?;
+        }
     }
     let mut capture = crate::input::open_file(&args.input)?;
     crate::input::refuse_overwrite(&capture, Some(&args.output))?;
@@ -203,7 +299,7 @@ fn run_filter(args: &FilterArgs) -> Result<ExitCode, Fail> {
     let mut out = io::stdout().lock();
     for (e, hits) in fw.entries().iter().zip(&counts.hits) {
         let verdict = match &e.action {
-            rampart_classify::iptables::FlatAction::Verdict(t) => format!("{t:?}").to_uppercase(),
+            rampart_classify::firewall::Action::Verdict(t) => format!("{t:?}").to_uppercase(),
             _ => "-".into(),
         };
         let _ = writeln!(out, "{}	{verdict}	{hits}", e.name);
@@ -242,10 +338,13 @@ fn run(args: &ClassifyArgs) -> Result<(), Fail> {
     let trace = parse_trace(&args.trace.display().to_string(), &read(&args.trace)?)
         .map_err(|e| Fail(e.to_string(), 2))?;
     let headers: Vec<Header> = trace.iter().map(|t| t.header).collect();
-    if args.format != RuleFormat::Classbench {
-        return run_firewall(args, &headers);
-    }
-    let rules = load_rules(&args.rules, args.format)?;
+    let started = Instant::now();
+    let rules = match load(&args.rules, &args.source)? {
+        Loaded::ClassBench(rules) => rules,
+        Loaded::Firewall { rs, fw, .. } => {
+            return run_firewall(args, &headers, &rs, &fw, started.elapsed());
+        }
+    };
     let started = Instant::now();
     let compiled = Compiled::new(&rules);
     let build = started.elapsed();
@@ -281,25 +380,21 @@ fn run(args: &ClassifyArgs) -> Result<(), Fail> {
     write_lines(out.iter().map(|o| o.map_or("-1".to_string(), |i| i.to_string())))
 }
 
-/// A trace through a firewall rule set: the index of the deciding rule in evaluation order
-/// (user chains inlined where they are jumped to), or -1 when the policy decided.
-fn run_firewall(args: &ClassifyArgs, headers: &[Header]) -> Result<(), Fail> {
-    let (rs, sets, chain) = match args.format {
-        RuleFormat::Iptables => (load_iptables(&args.rules)?, Sets::new(), "INPUT".to_string()),
-        _ => {
-            let (rs, sets) = load_rampart(&args.rules)?;
-            let first = rs.chains.iter().find(|c| c.policy.is_some()).map(|c| c.name.clone());
-            (rs, sets, first.unwrap_or_default())
+/// A trace through a firewall rule set: the index of the deciding rule among the rules of the
+/// entered chain and then of each chain it reaches (in file order), or -1 when the policy
+/// decided.
+fn run_firewall(
+    args: &ClassifyArgs,
+    headers: &[Header],
+    rs: &Ruleset,
+    fw: &Firewall,
+    build: std::time::Duration,
+) -> Result<(), Fail> {
+    if args.verify {
+        for c in fw.chains() {
+            prove(&c.boxes(), c.compiled(), Layout::Firewall)?;
         }
-    };
-    let mut sets = sets;
-    if let Some(p) = &args.sets {
-        sets.extend(load_sets(p)?);
     }
-    let started = Instant::now();
-    let fw = rampart_classify::firewall::Firewall::from_iptables(&rs, &chain, &sets)
-        .map_err(|e| Fail(format!("{}: {e}", args.rules.display()), 2))?;
-    let build = started.elapsed();
     let packet = |h: &Header| rampart_classify::firewall::Packet {
         src: std::net::IpAddr::from(h.0[0].to_be_bytes()),
         dst: std::net::IpAddr::from(h.0[1].to_be_bytes()),

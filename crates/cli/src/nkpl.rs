@@ -9,17 +9,18 @@ use rampart_policy::nkpl::{Check, Event, Session, show_packet};
 
 use crate::input::Fail;
 
-/// The files to run: each file as given, each directory's `.nkpl` files in name order.
+/// The files to run: each file as given, and each directory's `.nkpl` files, sub-folders
+/// included, in path order (as `katch run DIR` walks a tree; links to directories are not
+/// followed, so a link cycle cannot loop). A directory without any is an error.
 fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Fail> {
     let mut out = Vec::new();
     for p in paths {
         if p.is_dir() {
-            let rd = std::fs::read_dir(p)
-                .map_err(|e| Fail(format!("{}: cannot list: {e}", p.display()), 2))?;
-            let mut found: Vec<PathBuf> = rd
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|f| f.extension().is_some_and(|x| x == "nkpl") && f.is_file())
-                .collect();
+            let mut found = Vec::new();
+            walk(p, &mut found)?;
+            if found.is_empty() {
+                return Err(Fail(format!("{}: no .nkpl file in it or below it", p.display()), 2));
+            }
             found.sort();
             out.extend(found);
         } else {
@@ -27,6 +28,24 @@ fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Fail> {
         }
     }
     Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), Fail> {
+    let rd = std::fs::read_dir(dir)
+        .map_err(|e| Fail(format!("{}: cannot list: {e}", dir.display()), 2))?;
+    for entry in rd {
+        let entry = entry.map_err(|e| Fail(format!("{}: cannot list: {e}", dir.display()), 2))?;
+        let path = entry.path();
+        let is_link = entry.file_type().is_ok_and(|t| t.is_symlink());
+        if path.is_dir() {
+            if !is_link {
+                walk(&path, out)?;
+            }
+        } else if path.extension().is_some_and(|x| x == "nkpl") {
+            out.push(path);
+        }
+    }
+    Ok(())
 }
 
 fn ms(d: Duration) -> String {
@@ -180,6 +199,12 @@ fn run_on(paths: &[PathBuf], dot: Option<&Path>, limit: usize) -> Result<ExitCod
         if errors > 0 { format!(", {errors} errors") } else { String::new() },
         started.elapsed().as_secs_f64()
     );
+    if ok + failed == 0 && errors == 0 {
+        return Err(Fail(
+            format!("no check found in {}: nothing was verified", plural(files.len(), "file")),
+            2,
+        ));
+    }
     Ok(if errors > 0 {
         ExitCode::from(2)
     } else if failed > 0 {

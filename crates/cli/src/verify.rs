@@ -7,30 +7,14 @@ use std::time::Instant;
 
 use clap::Subcommand;
 use rampart_classify::firewall::{Firewall, Packet as FwPacket};
-use rampart_classify::iptables::Ruleset;
 use rampart_classify::linear::first_match;
 use rampart_classify::{Header, Rule};
 use rampart_policy::dd::Manager;
-use rampart_policy::questions::{self, Comparison, Packet};
+use rampart_policy::questions::{self, Comparison, Packet, Reason};
 use rampart_policy::rules::{self, Action, Layout, Model};
 
-use crate::classify::{RuleFormat, Sets, load_iptables, load_rampart, load_rules, load_sets};
+use crate::classify::{Loaded as Read, RuleSource as Source, firewall_error, load, read_rule_set};
 use crate::input::Fail;
-
-/// Where the rules come from.
-#[derive(clap::Args, Debug, Clone)]
-pub(crate) struct Source {
-    /// Their format (default: guessed from the text: `@` lines are ClassBench, `-A`/`*filter`
-    /// lines iptables-save, anything else rampart syntax).
-    #[arg(long, value_enum)]
-    format: Option<RuleFormat>,
-    /// The chain packets enter (default: INPUT for iptables, the first table for rampart).
-    #[arg(long)]
-    chain: Option<String>,
-    /// IP sets the rules name (`ipset save` output).
-    #[arg(long, value_name = "FILE")]
-    sets: Option<PathBuf>,
-}
 
 /// `rampart verify` subcommands.
 #[derive(Subcommand, Debug)]
@@ -76,9 +60,11 @@ pub(crate) enum VerifyCmd {
         source: Source,
     },
     /// Runs NKPL files (KATch's NetKAT language): one line per `check`, starting `ok` or
-    /// `fail`, with its time; exit status 1 if a check fails, 2 if a file has an error.
+    /// `fail`, with its time; exit status 1 if a check fails, 2 if a file has an error or
+    /// no check was found.
     Nkpl {
-        /// NKPL files, or directories whose `.nkpl` files run in name order.
+        /// NKPL files, or directories whose `.nkpl` files (sub-folders included) run in path
+        /// order.
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Write each `graphviz "name" e` statement's diagram to DIR/name.dot (without it,
@@ -97,43 +83,12 @@ enum Loaded {
     Firewall(Box<Firewall>),
 }
 
-fn guess(path: &Path) -> Result<RuleFormat, Fail> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| Fail(format!("{}: {e}", path.display()), 2))?;
-    let first = text.lines().map(str::trim).find(|l| !l.is_empty() && !l.starts_with('#'));
-    Ok(match first {
-        Some(l) if l.starts_with('@') => RuleFormat::Classbench,
-        Some(l) if l.starts_with('*') || l.starts_with(':') || l.starts_with("-A ") => {
-            RuleFormat::Iptables
-        }
-        _ => RuleFormat::Rampart,
-    })
-}
-
-/// Reads a firewall rule set and the chain to enter.
-fn ruleset(path: &Path, format: RuleFormat, src: &Source) -> Result<(Ruleset, Sets, String), Fail> {
-    let (rs, mut sets, first) = match format {
-        RuleFormat::Iptables => (load_iptables(path)?, Sets::new(), "INPUT".to_string()),
-        _ => {
-            let (rs, sets) = load_rampart(path)?;
-            let first = rs.chains.iter().find(|c| c.policy.is_some()).map(|c| c.name.clone());
-            (rs, sets, first.unwrap_or_default())
-        }
-    };
-    if let Some(p) = &src.sets {
-        sets.extend(load_sets(p)?);
-    }
-    let chain = src.chain.clone().unwrap_or(first);
-    Ok((rs, sets, chain))
-}
-
 /// Loads one or two rule sets (two share interface ranks and application names) into one
-/// manager.
-fn load(paths: &[&Path], src: &Source) -> Result<(Manager, Vec<(Loaded, Model)>), Fail> {
-    let formats: Vec<RuleFormat> =
-        paths.iter().map(|p| src.format.map_or_else(|| guess(p), Ok)).collect::<Result<_, _>>()?;
-    let classbench = formats.iter().all(|f| *f == RuleFormat::Classbench);
-    if !classbench && formats.contains(&RuleFormat::Classbench) {
+/// manager, read and checked as every command reads rule files.
+fn load_models(paths: &[&Path], src: &Source) -> Result<(Manager, Vec<(Loaded, Model)>), Fail> {
+    let parsed = paths.iter().map(|p| read_rule_set(p, src)).collect::<Result<Vec<_>, _>>()?;
+    let classbench = parsed.iter().all(|p| p.0.is_none());
+    if !classbench && parsed.iter().any(|p| p.0.is_none()) {
         return Err(Fail(
             "a ClassBench list and a firewall rule set have different fields".into(),
             2,
@@ -143,24 +98,20 @@ fn load(paths: &[&Path], src: &Source) -> Result<(Manager, Vec<(Loaded, Model)>)
         let mut m = rules::manager(Layout::ClassBench);
         let mut out = Vec::new();
         for p in paths {
-            let rs = load_rules(p, RuleFormat::Classbench)?;
+            let Read::ClassBench(rs) = load(p, src)? else { unreachable!("told ClassBench above") };
             let model = rules::classbench(&mut m, &rs);
             out.push((Loaded::ClassBench(rs), model));
         }
         return Ok((m, out));
     }
-    let sets: Vec<(Ruleset, Sets, String)> =
-        paths.iter().zip(&formats).map(|(p, f)| ruleset(p, *f, src)).collect::<Result<_, _>>()?;
     let mut names = Vec::new();
-    for ((rs, _, chain), p) in sets.iter().zip(paths) {
-        names.extend(
-            Firewall::interface_names(rs, chain)
-                .map_err(|e| Fail(format!("{}: {e}", p.display()), 2))?,
-        );
+    for ((rs, _, chain, _), p) in parsed.iter().zip(paths) {
+        let rs = rs.as_ref().expect("a firewall rule set");
+        names.extend(Firewall::interface_names(rs, chain).map_err(|e| firewall_error(p, rs, e))?);
     }
     let mut apps: Vec<String> = Vec::new();
-    for (rs, _, _) in &sets {
-        for c in &rs.chains {
+    for (rs, _, _, _) in &parsed {
+        for c in &rs.as_ref().expect("a firewall rule set").chains {
             for r in &c.rules {
                 for a in &r.app {
                     if !apps.iter().any(|x| x.eq_ignore_ascii_case(a)) {
@@ -174,9 +125,10 @@ fn load(paths: &[&Path], src: &Source) -> Result<(Manager, Vec<(Loaded, Model)>)
     names.dedup();
     let mut m = rules::firewall_manager(names.len(), apps.len());
     let mut out = Vec::new();
-    for ((rs, s, chain), p) in sets.iter().zip(paths) {
-        let fw = Firewall::from_iptables_with_names(rs, chain, s, &names)
-            .map_err(|e| Fail(format!("{}: {e}", p.display()), 2))?;
+    for ((rs, sets, chain, _), p) in parsed.iter().zip(paths) {
+        let rs = rs.as_ref().expect("a firewall rule set");
+        let fw = Firewall::from_iptables_with_names(rs, chain, sets, &names)
+            .map_err(|e| firewall_error(p, rs, e))?;
         let model = rules::firewall(&mut m, &fw, &mut apps);
         out.push((Loaded::Firewall(Box::new(fw)), model));
     }
@@ -269,7 +221,7 @@ fn run_cmd(cmd: VerifyCmd) -> Result<ExitCode, Fail> {
         VerifyCmd::Nkpl { files, dot, limit } => crate::nkpl::run(&files, dot.as_deref(), limit),
         VerifyCmd::Test { rules, packet, source } => {
             let p = Packet::parse(&packet).map_err(|e| Fail(e.to_string(), 2))?;
-            let (m, loaded) = load(&[&rules], &source)?;
+            let (m, loaded) = load_models(&[&rules], &source)?;
             let (l, model) = &loaded[0];
             let v = p.fields(model).ok_or_else(|| {
                 Fail("an IPv6 packet cannot be classified against ClassBench rules".into(), 2)
@@ -282,19 +234,36 @@ fn run_cmd(cmd: VerifyCmd) -> Result<ExitCode, Fail> {
         }
         VerifyCmd::Shadowed { rules, source } => {
             let started = Instant::now();
-            let (mut m, loaded) = load(&[&rules], &source)?;
+            let (mut m, loaded) = load_models(&[&rules], &source)?;
             let (_, model) = &loaded[0];
             let found = questions::shadowed(&mut m, model);
             within_limit(&m)?;
             for s in &found {
                 let name = &model.entries[s.entry].name;
-                if s.by.is_empty() {
-                    println!("unmatchable {name}: no packet meets its conditions");
-                    continue;
+                let names = |v: &[usize]| {
+                    v.iter().map(|&j| model.entries[j].name.as_str()).collect::<Vec<_>>().join(",")
+                };
+                match s.reason {
+                    Reason::Unmatchable => {
+                        println!("unmatchable {name}: no packet meets its conditions");
+                    }
+                    Reason::Unreached => {
+                        let chain = &model.chains[model.entries[s.entry].chain];
+                        let why = if chain.arrive == rampart_policy::dd::FALSE {
+                            format!("no packet reaches chain {}", chain.name)
+                        } else {
+                            format!(
+                                "no packet that reaches chain {} meets its conditions",
+                                chain.name
+                            )
+                        };
+                        println!("unreachable {name}: {why} (jumps: {})", names(&s.by));
+                    }
+                    Reason::Covered => {
+                        let how = if s.actions_differ { "actions differ" } else { "same action" };
+                        println!("shadowed {name} by {}; {how}", names(&s.by));
+                    }
                 }
-                let by: Vec<&str> = s.by.iter().map(|&j| model.entries[j].name.as_str()).collect();
-                let how = if s.actions_differ { "actions differ" } else { "same action" };
-                println!("shadowed {name} by {}; {how}", by.join(","));
             }
             eprintln!(
                 "rampart: {} of {} rules can never decide a packet ({:.1} ms)",
@@ -305,7 +274,7 @@ fn run_cmd(cmd: VerifyCmd) -> Result<ExitCode, Fail> {
             Ok(ExitCode::SUCCESS)
         }
         VerifyCmd::Compare { a, b, source } => {
-            let (mut m, mut loaded) = load(&[&a, &b], &source)?;
+            let (mut m, mut loaded) = load_models(&[&a, &b], &source)?;
             let (second, first) = loaded.split_at_mut(1);
             let (la, ma) = &mut second[0];
             let (lb, mb) = &mut first[0];
@@ -337,7 +306,7 @@ fn run_cmd(cmd: VerifyCmd) -> Result<ExitCode, Fail> {
             }
         }
         VerifyCmd::Search { rules, constraint, action, source } => {
-            let (mut m, mut loaded) = load(&[&rules], &source)?;
+            let (mut m, mut loaded) = load_models(&[&rules], &source)?;
             let (l, model) = &mut loaded[0];
             let set = questions::constraint(&mut m, model, &constraint)
                 .map_err(|e| Fail(e.to_string(), 2))?;

@@ -13,7 +13,15 @@ fn rules_check_counts_per_chain_and_reports_errors() {
     let out = rampart(&["rules", "check", &fixture("sample.rampart"), "--format", "rampart"]);
     assert!(out.status.success());
     assert_eq!(String::from_utf8_lossy(&out.stdout), "input: 5 rules\nweb: 2 rules\n1 sets\n");
-    let out = rampart(&["rules", "check", &fixture("sample.iptables"), "--format", "iptables"]);
+    let out = rampart(&[
+        "rules",
+        "check",
+        &fixture("sample.iptables"),
+        "--format",
+        "iptables",
+        "--sets",
+        &fixture("sample.ipset"),
+    ]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("INPUT: 5 rules\n"));
     let dir = tempfile::tempdir().unwrap();
@@ -85,5 +93,119 @@ fn classify_prints_the_deciding_rule() {
         trace.to_str().unwrap(),
     ]);
     assert!(out.status.success());
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "4\n-1\n");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "6\n-1\n");
+}
+
+/// Runs rampart; (exit status, standard output, standard error).
+fn run(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = rampart(args);
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn one_way_to_read_rules_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let put = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let trace = put("t.trace", "167772163\t1\t53\t9\t17\t0\t0\n");
+    let capture = repo().join("samples/mixed.pcap").display().to_string();
+    let out = dir.path().join("out.pcap").display().to_string();
+    let bad = [
+        (
+            put(
+                "loop.ipt",
+                "*filter\n:INPUT DROP [0:0]\n:A - [0:0]\n:B - [0:0]\n-A INPUT -j A\n-A A -p tcp -j B\n-A B -j A\nCOMMIT\n",
+            ),
+            "loop.ipt:6: chains jump in a loop: A -> B -> A (A:1 at line 6, B:1 at line 7)",
+        ),
+        (
+            put(
+                "loop.rules",
+                "table t {\n  jump a\n}\nchain a {\n  goto b\n}\nchain b {\n  tcp dport 1 jump a\n}\n",
+            ),
+            "loop.rules:5: chains jump in a loop: a -> b -> a",
+        ),
+        (put("empty.rules", "# nothing yet\n\n"), "empty.rules: empty rule file"),
+        (put("sets-only.rules", "set s = { 10.0.0.1 }\n"), "sets-only.rules: no table"),
+        (
+            put("nat-only.ipt", "*nat\n:PREROUTING ACCEPT [0:0]\nCOMMIT\n"),
+            "nat-only.ipt: no chain in a *filter table",
+        ),
+        (
+            put("prose.txt", "allow ssh from the office\n"),
+            "prose.txt: line 1: cannot tell the rule format",
+        ),
+        (
+            put("nochain.ipt", "*filter\n:FORWARD DROP [0:0]\nCOMMIT\n"),
+            "nochain.ipt: no chain \"INPUT\" (chains: FORWARD); give --chain",
+        ),
+    ];
+    for (file, want) in &bad {
+        let commands: [Vec<&str>; 5] = [
+            vec!["rules", "check", file],
+            vec!["filter", "-r", &capture, "--rules", file, "-w", &out],
+            vec!["classify", "--rules", file, "--trace", &trace],
+            vec!["verify", "shadowed", file],
+            vec!["verify", "test", file, "--packet", "tcp 10.0.0.1:1 -> 10.0.0.2:2"],
+        ];
+        for args in &commands {
+            let (code, _, err) = run(args);
+            assert_eq!(code, Some(2), "{args:?}: {err}");
+            assert!(err.contains(want), "{args:?}: {err}");
+        }
+    }
+    // The README's own `rules check rules.txt`: the format is told from the text.
+    let (code, stdout, err) = run(&["rules", "check", &fixture("sample.rampart")]);
+    assert_eq!(
+        (code, stdout.as_str()),
+        (Some(0), "input: 5 rules\nweb: 2 rules\n1 sets\n"),
+        "{err}"
+    );
+    // A set the rules name must be given, for rules check as for filter.
+    let (code, _, err) = run(&["rules", "check", &fixture("sample.iptables")]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("sample.iptables:10: rule INPUT:5 uses set blocked"), "{err}");
+    // --format still overrides: rampart text read as iptables-save fails where it says.
+    let (code, _, err) =
+        run(&["rules", "check", &fixture("sample.rampart"), "--format", "iptables"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("sample.rampart:1:1: expected a table"), "{err}");
+}
+
+#[test]
+fn compressed_rule_files_and_traces_read_as_their_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = fixture("sample.rampart");
+    let want = run(&["rules", "check", &plain]).1;
+    for (tool, ext) in [("gzip", "gz"), ("zstd", "zst")] {
+        let Some(path) = rampart_testkit::tool("compressed_rule_files_and_traces", tool) else {
+            continue;
+        };
+        let packed = dir.path().join(format!("rules.{ext}"));
+        let out = std::process::Command::new(&path).args(["-c", &plain]).output().unwrap();
+        assert!(out.status.success());
+        std::fs::write(&packed, out.stdout).unwrap();
+        let (code, got, err) = run(&["rules", "check", packed.to_str().unwrap()]);
+        assert_eq!((code, got.as_str()), (Some(0), want.as_str()), "{tool}: {err}");
+    }
+    // The shared ClassBench traces are gzipped: classify reads them as they are.
+    let Some(data) = common::shared_data("compressed_rule_files_and_traces") else { return };
+    let cb = data.join("classbench");
+    let (code, plain_out, err) = run(&[
+        "classify",
+        "--rules",
+        cb.join("acl1_10k").to_str().unwrap(),
+        "--trace",
+        cb.join("acl1_10k_trace.gz").to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(plain_out.lines().count(), 97_611);
+    assert!(plain_out.lines().any(|l| l != "-1"));
 }

@@ -194,3 +194,40 @@ fn nkpl_on_the_katch_inputs() {
     assert_eq!(code, Some(0), "{out}{err}");
     assert_eq!(out.lines().filter(|l| l.starts_with("ok ")).count(), 33, "{out}");
 }
+
+#[test]
+fn verify_nkpl_reads_a_multi_line_file_and_recurses_into_sub_folders() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("sub/deeper")).unwrap();
+    std::fs::write(
+        dir.path().join("multi.nkpl"),
+        "-- statements over several lines, as KATch allows\nnet =\n  @sw=0 ⋅ @sw←1\n  ∪ @sw=1 ⋅ @sw←2\ncheck\n\t@sw=0 ⋅ (net ⋅ δ)⋆ ⋅ @sw=2\n  ≢ ∅\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("sub/deeper/left.nkpl"),
+        "a = @sw=1 ∪ @sw=2 ∪ @sw=3\ncheck a - @sw=1 - @sw=2 ≡ @sw=3\ncheck @sw=3?⋆ ≡ ε\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("sub/notes.txt"), "not NKPL").unwrap();
+    let (code, out, err) = stdout(&["verify", "nkpl", dir.path().to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(err.contains("3 checks in 2 files: 3 hold, 0 fail"), "{err}");
+    assert!(out.contains("multi.nkpl:5  check @sw=0 ⋅ (net ⋅ δ)⋆ ⋅ @sw=2 ≢ ∅"), "{out}");
+    assert!(out.contains("left.nkpl:2  check a - @sw=1 - @sw=2 ≡ @sw=3"), "{out}");
+}
+
+#[test]
+fn verify_nkpl_without_a_check_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let only = dir.path().join("bindings.nkpl");
+    std::fs::write(&only, "x = @a=1\n-- no check here\n").unwrap();
+    let (code, _, err) = stdout(&["verify", "nkpl", only.to_str().unwrap()]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no check found in 1 file"), "{err}");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let (code, _, err) = stdout(&["verify", "nkpl", empty.to_str().unwrap()]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no .nkpl file"), "{err}");
+}

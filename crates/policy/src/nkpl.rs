@@ -1,24 +1,60 @@
-//! NKPL, KATch's NetKAT language: a parser and a runner for its statements.
+//! NKPL, KATch's NetKAT language, read as KATch reads it: a parser ([`grammar`]) and a
+//! runner for its statements.
 //!
-//! One statement per line; `--` starts a comment. Statements:
-//! `check e1 ≡ e2` (also `==`), `check e1 ≢ e2` (also `!==`), `name = e` or `name = 42`,
-//! `import "file"` (relative to the importing file), `for i ∈ a..b do statement` (also `in`
-//! or `=`; `a..b` inclusive), `print e`, `forward e`, `backward e` and
-//! `graphviz "path" e`.
+//! # Grammar
 //!
-//! Expressions, loosest first (each operator also has the ASCII spelling in brackets):
-//! - `forward e`, `backward e`, `exists @f e`, `forall @f e`, `rangesum @f a..b`;
-//! - union `∪` (`+`, `|`, `∨`);
-//! - sequence `⋅` (`;`, `∧`);
-//! - `⊕` (`^`, `xor`), `∩` (`intersect`), `∖` (`-`), grouping to the right as in KATch;
-//! - a postfix `?` (no effect: it marks a filter);
-//! - star `⋆` (`*`);
-//! - negation `¬` (`!`), of a predicate only;
-//! - atoms: `∅` `⊥` (`drop`), `ε` `⊤` (`skip`), `δ` (`dup`), a name bound by `=`,
-//!   `@f=v`, `@f≠v` (`!=`), `@f←v` (`:=`), and parentheses.
+//! Each row is one production of KATch's parser (`src/main/scala/Parser.scala` at commit
+//! `c47e741` of `cornell-netlab/KATch`; the line structure is `Runner.runFile`), tightest last.
+//! Alternatives are tried in order and the first that parses is taken; keywords are plain
+//! text, so `forwardx` is `forward x` in rampart as in KATch. Whitespace (space, tab, carriage
+//! return, line feed) may stand between any two tokens, never inside a number, name or field.
+//!
+//! | rampart | form | KATch |
+//! | --- | --- | --- |
+//! | lines | a line starting with a space or a tab continues the statement above; blank lines and lines whose first non-blank characters are `--` are dropped, also between continuation lines | `Runner.runFile` |
+//! | statement | check, binding, import, run, print, for, graphviz (first that parses); the whole statement must be read | `stmt`, `parseStmt` |
+//! | check | `check` e (`≡` \| `==` \| `≢` \| `!==`) e | `checkStmt` |
+//! | binding | name `=` (e \| integer) | `letStmt`, `expr`, `valExpr` |
+//! | import | `import` `"` path `"`, path of `a-z A-Z 0-9 . / _ -`, relative to the importing file | `importStmt` |
+//! | run | `forward` e \| `backward` e (prints the packet set) | `runStmt` |
+//! | print | `print` (e \| integer) | `printStmt` |
+//! | for | `for` name (`=` \| `in` \| `∈`) integer `..` integer `do` statement (inclusive; the variable stays bound to the last value) | `forStmt` |
+//! | graphviz | `graphviz` `"` path `"` e | `graphvizStmt` |
+//! | e | `forward` u \| `backward` u \| `exists` field u \| `forall` field u \| `rangesum` field integer `..` integer \| u | `exprNK` |
+//! | u, union (loosest) | c ((`∪` \| `+` \| `\|` \| `∨`) c)* | `exprU` |
+//! | c, sequence | z ((`⋅` \| `∧` \| `;`) z)* | `exprC` |
+//! | z, difference, intersection, xor | q ((`⊕` \| `^` \| `xor` \| `∩` \| `intersect` \| `-` \| `∖`) q)*: one precedence level, grouped to the left (`a ∖ b ∖ c` is `(a ∖ b) ∖ c`, `a ∩ b ⊕ c` is `(a ∩ b) ⊕ c`) | `exprZ` |
+//! | q | s `?`* (the marks mean nothing) | `exprQ` |
+//! | s, star | n (`⋆` \| `*`)* | `exprS` |
+//! | n, negation | (`¬` \| `!`)* a; of a predicate only | `exprN`, `negate` |
+//! | a, atom | `∅` \| `⊥` \| `drop` \| `ε` \| `⊤` \| `skip` \| `δ` \| `dup` \| test \| assignment \| `(` e `)` \| name | `exprA`, `empty`, `one`, `dup` |
+//! | test | field `=` value `?`* \| field (`≠` \| `!=`) value `?`* (so `@a=3?⋆` is `(@a=3)⋆`, while `(e)?⋆` does not parse) | `test` |
+//! | assignment | field (`←` \| `:=`) value | `mut` |
+//! | field | `@` then a letter, then letters and digits (no `_`) | `field` |
+//! | name | a letter, then letters, digits and `_` (a name that starts with `drop`, `skip` or `dup` reads as that keyword) | `varName` |
+//! | value | integer \| name bound to an integer | `value` |
+//! | integer | `-`? digits, 32-bit signed | `integer` |
+//!
+//! rampart's extensions, none of which changes the meaning of a file KATch reads:
+//!
+//! | extension | form | KATch |
+//! | --- | --- | --- |
+//! | comment after a statement | `--` to the end of the line, outside a quoted path | comment lines only; `--` elsewhere never parses |
+//! | sequence | `·` (U+00B7) as `⋅` | not read |
+//! | not equivalent | `=/=` as `≢` | not read |
+//! | bounds by name | `for i ∈ lo..hi` and `rangesum @f lo..hi` with names bound to integers | integers only |
+//! | value alias | `b = a` with `a` bound to an integer binds `b` to it | an error when `b` is used |
+//! | negation | `¬` of any predicate: a name bound to one, or `∖ ∩ ⊕ ⋆` over tests | tests and sums and sequences of them written in place |
+//! | quantifiers | `exists`/`forall` over any predicate | a single test |
+//! | trailing whitespace | after every statement | refused after an integer binding or an import |
+//!
+//! Reports name the file line (and column) of a statement's first line, where KATch counts
+//! statements.
 //!
 //! Values are 32-bit signed integers or names bound to one. Values are stored with the sign
 //! bit flipped so that their order as `u32` is their order as integers.
+
+pub mod grammar;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -28,6 +64,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::netkat::{Counterexample, DUP, Exp, Netkat, ONE, ZERO};
 use crate::spp::Prog;
+use grammar::{BinOp, Expr, Source, Stmt, Term, Value};
 
 /// A value as stored in the diagrams.
 pub fn encode(v: i32) -> u32 {
@@ -183,6 +220,9 @@ impl Default for Session {
     }
 }
 
+/// An error inside one statement: offset in it (`None`: about the whole statement) and why.
+type StmtError = (Option<usize>, String);
+
 impl Session {
     /// A fresh session.
     pub fn new() -> Self {
@@ -198,7 +238,7 @@ impl Session {
         }
     }
 
-    /// Sets how deeply expressions may nest (parentheses and `∖ ∩ ⊕` chains). Parsing and
+    /// Sets how deeply expressions may nest (parentheses and `for` bodies). Parsing and
     /// checking recurse over the nesting, so the caller's stack must fit it: about 4 KiB per
     /// level is plenty in release builds.
     pub fn set_nesting(&mut self, levels: usize) {
@@ -252,29 +292,32 @@ impl Session {
             });
         }
         self.importing.push(path.to_path_buf());
-        let r = self.run_lines(path, text, on);
+        let r = self.run_statements(path, text, on);
         self.importing.pop();
         r
     }
 
-    fn run_lines(
+    fn run_statements(
         &mut self,
         path: &Path,
         text: &str,
         on: &mut dyn FnMut(Event),
     ) -> Result<(), Error> {
-        for (i, raw) in text.split('\n').enumerate() {
-            let line: Vec<char> = strip_comment(raw).chars().collect();
-            if line.iter().all(|c| c.is_whitespace()) {
-                continue;
-            }
-            let mut p = Parser { s: &line, at: 0, depth: 0, max: self.nesting };
-            self.statement(&mut p, path, i + 1, on).map_err(|(col, message)| Error {
-                file: path.to_path_buf(),
-                line: i + 1,
-                col,
-                message,
-            })?;
+        let sources = grammar::statements(text).map_err(|line| Error {
+            file: path.to_path_buf(),
+            line,
+            col: 1,
+            message: "an indented line continues a statement, but no statement comes before it"
+                .into(),
+        })?;
+        for src in &sources {
+            let error = |(at, message): StmtError| {
+                let (line, col) = at.map_or((src.line(), 0), |at| src.place(at));
+                Error { file: path.to_path_buf(), line, col, message }
+            };
+            let stmt = grammar::parse_statement(&src.text, self.nesting)
+                .map_err(|e| error((Some(e.at), e.message)))?;
+            self.exec(&stmt, src, path, on).map_err(error)?;
         }
         Ok(())
     }
@@ -289,38 +332,26 @@ impl Session {
         f
     }
 
-    fn statement(
+    fn exec(
         &mut self,
-        p: &mut Parser<'_>,
+        stmt: &Stmt,
+        src: &Source,
         file: &Path,
-        line: usize,
         on: &mut dyn FnMut(Event),
-    ) -> Result<(), (usize, String)> {
-        p.ws();
-        let start = p.at;
-        let word = p.peek_word();
-        match word.as_deref() {
-            Some("check") => {
-                p.word();
+    ) -> Result<(), StmtError> {
+        let line = src.line();
+        match stmt {
+            Stmt::Check { left, equal: claims_equal, right } => {
                 let t0 = Instant::now();
-                let a = self.expr(p)?;
-                p.ws();
-                let claims_equal = if p.eat("≡") || p.eat("==") {
-                    true
-                } else if p.eat("≢") || p.eat("!==") || p.eat("=/=") {
-                    false
-                } else {
-                    return Err(p.err("expected ≡ or ≢"));
-                };
-                let b = self.expr(p)?;
-                p.end()?;
+                let a = self.eval(left)?;
+                let b = self.eval(right)?;
                 let fields = self.fields.len();
                 let (equal, counterexample) = match self.netkat.equiv(a, b, fields, &near_zero) {
                     Ok(_) => (Some(true), None),
                     Err(Some(c)) => (Some(false), Some(c)),
                     Err(None) => (None, None),
                 };
-                let mut text: String = p.s[start..].iter().collect::<String>().trim().to_string();
+                let mut text = src.one_line();
                 for (var, v) in &self.looping {
                     text.push_str(&format!("  [{var}={v}]"));
                 }
@@ -328,126 +359,98 @@ impl Session {
                     file: file.to_path_buf(),
                     line,
                     text,
-                    claims_equal,
+                    claims_equal: *claims_equal,
                     equal,
                     counterexample,
                     elapsed: t0.elapsed(),
                     fields: self.fields.clone(),
                 }));
                 if equal.is_none() {
-                    return Err((0, "gave up: the diagrams grew past the node limit".into()));
+                    return Err((None, "gave up: the diagrams grew past the node limit".into()));
                 }
                 Ok(())
             }
-            Some("import") => {
-                p.word();
-                let name = p.string()?;
-                p.end()?;
+            Stmt::Let(name, Term::Int(v)) => {
+                self.env.insert(name.clone(), Binding::Value(*v));
+                Ok(())
+            }
+            Stmt::Let(name, Term::Exp(Expr::Name(other, at))) => {
+                // A name alone binds whatever it is bound to (for values, rampart's extension).
+                let b = *self.env.get(other).ok_or_else(|| undefined(other, *at))?;
+                self.env.insert(name.clone(), b);
+                Ok(())
+            }
+            Stmt::Let(name, Term::Exp(e)) => {
+                let e = self.eval(e)?;
+                self.env.insert(name.clone(), Binding::Exp(e));
+                Ok(())
+            }
+            Stmt::Import(name) => {
                 if !self.imports {
-                    return Err((0, "imports are turned off".into()));
+                    return Err((None, "imports are turned off".into()));
                 }
                 let base = file.parent().unwrap_or(Path::new(""));
-                let target = base.join(&name);
+                let target = base.join(name);
                 let canon = target.canonicalize().unwrap_or(target.clone());
                 if self.importing.iter().any(|f| f.canonicalize().ok().as_ref() == Some(&canon)) {
-                    return Err((0, format!("import cycle through \"{name}\"")));
+                    return Err((None, format!("import cycle through \"{name}\"")));
                 }
-                self.run_file(&target, on).map_err(|e| (0, format!("in import: {e}")))
+                self.run_file(&target, on).map_err(|e| (None, format!("in import: {e}")))
             }
-            Some("for") => {
-                p.word();
-                p.ws();
-                let var = p.word().ok_or_else(|| p.err("expected a loop variable"))?;
-                p.ws();
-                if !(p.eat("∈") || p.eat_word("in") || p.eat("=")) {
-                    return Err(p.err("expected ∈"));
-                }
-                let lo = self.value(p)?;
-                p.ws();
-                if !p.eat("..") {
-                    return Err(p.err("expected .."));
-                }
-                let hi = self.value(p)?;
-                p.ws();
-                if !p.eat_word("do") {
-                    return Err(p.err("expected do"));
-                }
-                if i64::from(hi) - i64::from(lo) >= FOR_MAX {
-                    return Err(p.err(&format!("a loop may run at most {FOR_MAX} times")));
-                }
-                let body = p.at;
-                let saved = self.env.get(&var).copied();
-                for i in lo..=hi {
-                    self.env.insert(var.clone(), Binding::Value(i));
-                    p.at = body;
-                    self.looping.push((var.clone(), i));
-                    let r = self.statement(p, file, line, on);
-                    self.looping.pop();
-                    r?;
-                }
-                match saved {
-                    Some(b) => self.env.insert(var, b),
-                    None => self.env.remove(&var),
-                };
-                Ok(())
-            }
-            Some("print" | "forward" | "backward") => {
-                let w = p.word().unwrap_or_default();
-                let e = self.expr(p)?;
-                p.end()?;
-                let prog = match w.as_str() {
-                    "forward" => self.netkat.forward(e),
-                    "backward" => self.netkat.backward(e),
-                    _ => self.netkat.erase(e),
-                };
+            Stmt::Run { forward, expr } => {
+                let e = self.eval(expr)?;
+                let prog = if *forward { self.netkat.forward(e) } else { self.netkat.backward(e) };
                 let lines = self.describe(prog);
                 on(Event::Print { file: file.to_path_buf(), line, lines });
                 Ok(())
             }
-            Some("graphviz") => {
-                p.word();
-                let path = p.string()?;
-                let e = self.expr(p)?;
-                p.end()?;
+            Stmt::Print(t) => {
+                let lines = match t {
+                    Term::Int(v) => vec![v.to_string()],
+                    Term::Exp(Expr::Name(n, at)) => match self.env.get(n) {
+                        Some(Binding::Value(v)) => vec![v.to_string()],
+                        Some(Binding::Exp(e)) => {
+                            let prog = self.netkat.erase(*e);
+                            self.describe(prog)
+                        }
+                        None => return Err(undefined(n, *at)),
+                    },
+                    Term::Exp(e) => {
+                        let e = self.eval(e)?;
+                        let prog = self.netkat.erase(e);
+                        self.describe(prog)
+                    }
+                };
+                on(Event::Print { file: file.to_path_buf(), line, lines });
+                Ok(())
+            }
+            Stmt::For { var, from, to, body } => {
+                let lo = self.value(from)?;
+                let hi = self.value(to)?;
+                if i64::from(hi) - i64::from(lo) >= FOR_MAX {
+                    return Err((None, format!("a loop may run at most {FOR_MAX} times")));
+                }
+                // As in KATch, the variable stays bound to its last value after the loop.
+                for i in lo..=hi {
+                    self.env.insert(var.clone(), Binding::Value(i));
+                    self.looping.push((var.clone(), i));
+                    let r = self.exec(body, src, file, on);
+                    self.looping.pop();
+                    r?;
+                }
+                Ok(())
+            }
+            Stmt::Graphviz(path, e) => {
+                let e = self.eval(e)?;
                 let prog = self.netkat.erase(e);
                 let fields = self.fields.clone();
                 let dot = self
                     .netkat
                     .programs
                     .dot(prog, &|f| fields[f as usize].clone(), &|v| decode(v).to_string());
-                on(Event::Graphviz { file: file.to_path_buf(), line, path, dot });
+                on(Event::Graphviz { file: file.to_path_buf(), line, path: path.clone(), dot });
                 Ok(())
             }
-            Some(_) => {
-                let name = p.word().unwrap_or_default();
-                p.ws();
-                if !p.eat("=") {
-                    return Err(p.err("expected a statement (check, import, for, print, name = …)"));
-                }
-                p.ws();
-                let save = p.at;
-                if let Some(v) = p.integer() {
-                    p.ws();
-                    if p.done() {
-                        self.env.insert(name, Binding::Value(v.map_err(|m| p.err(&m))?));
-                        return Ok(());
-                    }
-                }
-                p.at = save;
-                if let Some(w) = p.word() {
-                    p.ws();
-                    if let (true, Some(&b)) = (p.done(), self.env.get(&w)) {
-                        self.env.insert(name, b);
-                        return Ok(());
-                    }
-                }
-                p.at = save;
-                let e = self.expr(p)?;
-                p.end()?;
-                self.env.insert(name, Binding::Exp(e));
-                Ok(())
-            }
-            None => Err(p.err("expected a statement")),
         }
     }
 
@@ -469,357 +472,125 @@ impl Session {
         lines
     }
 
-    fn value(&mut self, p: &mut Parser<'_>) -> Result<i32, (usize, String)> {
-        p.ws();
-        if let Some(v) = p.integer() {
-            return v.map_err(|m| p.err(&m));
-        }
-        let at = p.at;
-        let Some(w) = p.word() else {
-            return Err(p.err("expected a value"));
-        };
-        match self.env.get(&w) {
-            Some(Binding::Value(v)) => Ok(*v),
-            Some(Binding::Exp(_)) => Err((at + 1, format!("{w} is an expression, not a value"))),
-            None => Err((at + 1, format!("{w} is not defined"))),
-        }
-    }
-
-    fn field_name(&mut self, p: &mut Parser<'_>) -> Result<u32, (usize, String)> {
-        p.ws();
-        if !p.eat("@") {
-            return Err(p.err("expected a field (@name)"));
-        }
-        let name = p.word().ok_or_else(|| p.err("expected a field name"))?;
-        Ok(self.field(&name))
-    }
-
-    fn as_prog(&self, e: Exp, what: &str, p: &Parser<'_>) -> Result<Prog, (usize, String)> {
-        match self.netkat.as_prog(e) {
-            Some(x) if self.netkat.programs.is_filter(x) => Ok(x),
-            _ => {
-                Err(p.err(&format!("{what} needs a predicate (tests only, no dup or assignment)")))
-            }
-        }
-    }
-
-    fn expr(&mut self, p: &mut Parser<'_>) -> Result<Exp, (usize, String)> {
-        p.ws();
-        match p.peek_word().as_deref() {
-            Some("forward") => {
-                p.word();
-                let e = self.union(p)?;
-                let f = self.netkat.forward(e);
-                Ok(self.netkat.prog(f))
-            }
-            Some("backward") => {
-                p.word();
-                let e = self.union(p)?;
-                let f = self.netkat.backward(e);
-                Ok(self.netkat.prog(f))
-            }
-            Some(q @ ("exists" | "forall")) => {
-                let forall = q == "forall";
-                p.word();
-                let f = self.field_name(p)?;
-                let e = self.union(p)?;
-                let x = self.as_prog(e, q, p)?;
-                let r = self.netkat.programs.quantify(f, x, forall);
-                Ok(self.netkat.prog(r))
-            }
-            Some("rangesum") => {
-                p.word();
-                let f = self.field_name(p)?;
-                let lo = self.value(p)?;
-                p.ws();
-                if !p.eat("..") {
-                    return Err(p.err("expected .."));
+    fn value(&self, v: &Value) -> Result<i32, StmtError> {
+        match v {
+            Value::Int(v) => Ok(*v),
+            Value::Name(n, at) => match self.env.get(n) {
+                Some(Binding::Value(v)) => Ok(*v),
+                Some(Binding::Exp(_)) => {
+                    Err((Some(*at), format!("{n} is an expression, not a value")))
                 }
-                let hi = self.value(p)?;
-                let r = self.netkat.programs.range(f, encode(lo), encode(hi));
-                Ok(self.netkat.prog(r))
-            }
-            _ => self.union(p),
+                None => Err(undefined(n, *at)),
+            },
         }
     }
 
-    fn union(&mut self, p: &mut Parser<'_>) -> Result<Exp, (usize, String)> {
-        let mut items = vec![self.seq(p)?];
-        loop {
-            p.ws();
-            if p.eat("∪") || p.eat("∨") || p.eat("+") || p.eat("|") {
-                items.push(self.seq(p)?);
-            } else {
-                return Ok(self.netkat.sum(&items));
-            }
+    /// `e` as a predicate (a program that only filters), for `¬`, `exists` and `forall`.
+    fn predicate(&mut self, e: &Expr, at: usize, what: &str) -> Result<Prog, StmtError> {
+        let x = self.eval(e)?;
+        match self.netkat.as_prog(x) {
+            Some(p) if self.netkat.programs.is_filter(p) => Ok(p),
+            _ => Err((
+                Some(at),
+                format!("{what} needs a predicate (tests only, no dup or assignment)"),
+            )),
         }
     }
 
-    fn seq(&mut self, p: &mut Parser<'_>) -> Result<Exp, (usize, String)> {
-        let mut items = vec![self.zed(p)?];
-        loop {
-            p.ws();
-            if p.eat("⋅") || p.eat("∧") || p.eat(";") || p.eat("·") {
-                items.push(self.zed(p)?);
-            } else {
-                let mut e = ONE;
+    fn eval(&mut self, e: &Expr) -> Result<Exp, StmtError> {
+        Ok(match e {
+            Expr::Drop => ZERO,
+            Expr::Skip => ONE,
+            Expr::Dup => DUP,
+            Expr::Test(f, v) | Expr::TestNe(f, v) | Expr::Assign(f, v) => {
+                let field = self.field(f);
+                let v = encode(self.value(v)?);
+                let p = &mut self.netkat.programs;
+                let prog = match e {
+                    Expr::Test(..) => p.test(field, v),
+                    Expr::TestNe(..) => {
+                        let t = p.test(field, v);
+                        p.not(t)
+                    }
+                    _ => p.assign(field, v),
+                };
+                self.netkat.prog(prog)
+            }
+            Expr::Name(n, at) => match self.env.get(n) {
+                Some(Binding::Exp(e)) => *e,
+                Some(Binding::Value(_)) => {
+                    return Err((Some(*at), format!("{n} is a value, not an expression")));
+                }
+                None => return Err(undefined(n, *at)),
+            },
+            Expr::Not(inner, times, at) => {
+                let mut x = self.predicate(inner, *at, "¬")?;
+                for _ in 0..*times {
+                    x = self.netkat.programs.not(x);
+                }
+                self.netkat.prog(x)
+            }
+            Expr::Star(inner, times) => {
+                let mut x = self.eval(inner)?;
+                for _ in 0..*times {
+                    x = self.netkat.star(x);
+                }
+                x
+            }
+            Expr::Chain(first, rest) => {
+                let mut acc = self.eval(first)?;
+                for (op, e) in rest {
+                    let b = self.eval(e)?;
+                    acc = match op {
+                        BinOp::Xor => self.netkat.xor(acc, b),
+                        BinOp::Inter => self.netkat.inter(acc, b),
+                        BinOp::Diff => self.netkat.diff(acc, b),
+                    };
+                }
+                acc
+            }
+            Expr::Seq(items) => {
+                let items: Vec<Exp> =
+                    items.iter().map(|e| self.eval(e)).collect::<Result<_, _>>()?;
+                let mut acc = ONE;
                 for &x in items.iter().rev() {
-                    e = self.netkat.seq(x, e);
+                    acc = self.netkat.seq(x, acc);
                 }
-                return Ok(e);
+                acc
             }
-        }
-    }
-
-    fn zed(&mut self, p: &mut Parser<'_>) -> Result<Exp, (usize, String)> {
-        let a = self.question(p)?;
-        p.ws();
-        let op = if p.eat("⊕") || p.eat("^") || p.eat_word("xor") {
-            2
-        } else if p.eat("∩") || p.eat_word("intersect") {
-            0
-        } else if p.eat("∖") || p.eat("-") {
-            1
-        } else {
-            return Ok(a);
-        };
-        p.depth += 1;
-        if p.depth > p.max {
-            return Err(p.err("expression nests too deeply"));
-        }
-        let b = self.zed(p)?;
-        p.depth -= 1;
-        Ok(match op {
-            0 => self.netkat.inter(a, b),
-            1 => self.netkat.diff(a, b),
-            _ => self.netkat.xor(a, b),
+            Expr::Sum(items) => {
+                let items: Vec<Exp> =
+                    items.iter().map(|e| self.eval(e)).collect::<Result<_, _>>()?;
+                self.netkat.sum(&items)
+            }
+            Expr::Forward(inner) | Expr::Backward(inner) => {
+                let x = self.eval(inner)?;
+                let f = if matches!(e, Expr::Forward(_)) {
+                    self.netkat.forward(x)
+                } else {
+                    self.netkat.backward(x)
+                };
+                self.netkat.prog(f)
+            }
+            Expr::Exists(f, inner, at) | Expr::Forall(f, inner, at) => {
+                let forall = matches!(e, Expr::Forall(..));
+                let field = self.field(f);
+                let x = self.predicate(inner, *at, if forall { "forall" } else { "exists" })?;
+                let r = self.netkat.programs.quantify(field, x, forall);
+                self.netkat.prog(r)
+            }
+            Expr::RangeSum(f, lo, hi) => {
+                let field = self.field(f);
+                let (lo, hi) = (self.value(lo)?, self.value(hi)?);
+                let r = self.netkat.programs.range(field, encode(lo), encode(hi));
+                self.netkat.prog(r)
+            }
         })
     }
-
-    fn question(&mut self, p: &mut Parser<'_>) -> Result<Exp, (usize, String)> {
-        let e = self.star(p)?;
-        loop {
-            p.ws();
-            if !p.eat("?") {
-                return Ok(e);
-            }
-        }
-    }
-
-    fn star(&mut self, p: &mut Parser<'_>) -> Result<Exp, (usize, String)> {
-        let mut e = self.negation(p)?;
-        loop {
-            p.ws();
-            if p.eat("⋆") || p.eat("*") {
-                e = self.netkat.star(e);
-            } else {
-                return Ok(e);
-            }
-        }
-    }
-
-    fn negation(&mut self, p: &mut Parser<'_>) -> Result<Exp, (usize, String)> {
-        p.ws();
-        let mut n = 0;
-        while p.eat("¬") || (p.peek_is("!") && !p.peek_is("!=") && p.eat("!")) {
-            n += 1;
-            p.ws();
-        }
-        let e = self.atom(p)?;
-        if n % 2 == 0 {
-            return Ok(e);
-        }
-        let x = self.as_prog(e, "¬", p)?;
-        let r = self.netkat.programs.not(x);
-        Ok(self.netkat.prog(r))
-    }
-
-    fn atom(&mut self, p: &mut Parser<'_>) -> Result<Exp, (usize, String)> {
-        p.ws();
-        if p.eat("∅") || p.eat("⊥") || p.eat_word("drop") {
-            return Ok(ZERO);
-        }
-        if p.eat("ε") || p.eat("⊤") || p.eat_word("skip") {
-            return Ok(ONE);
-        }
-        if p.eat("δ") || p.eat_word("dup") {
-            return Ok(DUP);
-        }
-        if p.eat("(") {
-            p.depth += 1;
-            if p.depth > p.max {
-                return Err(p.err("expression nests too deeply"));
-            }
-            let e = self.expr(p)?;
-            p.depth -= 1;
-            p.ws();
-            if !p.eat(")") {
-                return Err(p.err("expected )"));
-            }
-            return Ok(e);
-        }
-        if p.peek_is("@") {
-            let f = self.field_name(p)?;
-            p.ws();
-            let programs = &mut self.netkat.programs;
-            let prog = if p.eat("≠") || p.eat("!=") {
-                let v = self.value(p)?;
-                let t = self.netkat.programs.test(f, encode(v));
-                self.netkat.programs.not(t)
-            } else if p.eat("←") || p.eat(":=") {
-                let v = self.value(p)?;
-                self.netkat.programs.assign(f, encode(v))
-            } else if p.eat("=") {
-                let _ = programs;
-                let v = self.value(p)?;
-                self.netkat.programs.test(f, encode(v))
-            } else {
-                return Err(p.err("expected =, ≠ or ← after the field"));
-            };
-            return Ok(self.netkat.prog(prog));
-        }
-        let at = p.at;
-        if let Some(w) = p.word() {
-            return match self.env.get(&w) {
-                Some(Binding::Exp(e)) => Ok(*e),
-                Some(Binding::Value(_)) => {
-                    Err((at + 1, format!("{w} is a value, not an expression")))
-                }
-                None => Err((at + 1, format!("{w} is not defined"))),
-            };
-        }
-        Err(p.err("expected an expression"))
-    }
 }
 
-/// The line without its `--` comment (outside a quoted string).
-fn strip_comment(line: &str) -> &str {
-    let mut quoted = false;
-    let b = line.as_bytes();
-    for i in 0..b.len() {
-        match b[i] {
-            b'"' => quoted = !quoted,
-            b'-' if !quoted && b.get(i + 1) == Some(&b'-') => return &line[..i],
-            _ => {}
-        }
-    }
-    line.trim_end_matches('\r')
-}
-
-struct Parser<'a> {
-    s: &'a [char],
-    at: usize,
-    depth: usize,
-    max: usize,
-}
-
-fn word_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_'
-}
-
-impl Parser<'_> {
-    fn ws(&mut self) {
-        while self.at < self.s.len() && self.s[self.at].is_whitespace() {
-            self.at += 1;
-        }
-    }
-
-    fn done(&self) -> bool {
-        self.at >= self.s.len()
-    }
-
-    fn end(&mut self) -> Result<(), (usize, String)> {
-        self.ws();
-        if self.done() { Ok(()) } else { Err(self.err("unexpected text")) }
-    }
-
-    fn err(&self, m: &str) -> (usize, String) {
-        let near: String = self.s[self.at.min(self.s.len())..].iter().take(20).collect();
-        if near.is_empty() {
-            (self.at + 1, format!("{m} at the end of the line"))
-        } else {
-            (self.at + 1, format!("{m} before \"{near}\""))
-        }
-    }
-
-    fn peek_is(&self, t: &str) -> bool {
-        (self.at..).zip(t.chars()).all(|(i, c)| self.s.get(i) == Some(&c))
-    }
-
-    fn eat(&mut self, t: &str) -> bool {
-        if self.peek_is(t) {
-            self.at += t.chars().count();
-            true
-        } else {
-            false
-        }
-    }
-
-    /// Eats a whole word equal to `w`.
-    fn eat_word(&mut self, w: &str) -> bool {
-        if self.peek_word().as_deref() == Some(w) {
-            self.at += w.len();
-            true
-        } else {
-            false
-        }
-    }
-
-    fn peek_word(&self) -> Option<String> {
-        let first = *self.s.get(self.at)?;
-        if !first.is_ascii_alphabetic() {
-            return None;
-        }
-        let mut i = self.at;
-        while i < self.s.len() && word_char(self.s[i]) {
-            i += 1;
-        }
-        Some(self.s[self.at..i].iter().collect())
-    }
-
-    fn word(&mut self) -> Option<String> {
-        self.ws();
-        let w = self.peek_word()?;
-        self.at += w.len();
-        Some(w)
-    }
-
-    fn string(&mut self) -> Result<String, (usize, String)> {
-        self.ws();
-        if !self.eat("\"") {
-            return Err(self.err("expected a quoted path"));
-        }
-        let start = self.at;
-        while self.at < self.s.len() && self.s[self.at] != '"' {
-            self.at += 1;
-        }
-        if self.done() {
-            return Err(self.err("unterminated string"));
-        }
-        let s: String = self.s[start..self.at].iter().collect();
-        self.at += 1;
-        Ok(s)
-    }
-
-    /// An integer literal, if one starts here; `Err` if it does not fit 32 bits.
-    fn integer(&mut self) -> Option<Result<i32, String>> {
-        self.ws();
-        let start = self.at;
-        let mut i = self.at;
-        if self.s.get(i) == Some(&'-') {
-            i += 1;
-        }
-        let digits = i;
-        while i < self.s.len() && self.s[i].is_ascii_digit() {
-            i += 1;
-        }
-        if i == digits || self.s.get(i).is_some_and(|&c| word_char(c)) {
-            return None;
-        }
-        self.at = i;
-        let text: String = self.s[start..i].iter().collect();
-        Some(text.parse::<i32>().map_err(|_| format!("{text} does not fit in 32 bits")))
-    }
+fn undefined(name: &str, at: usize) -> StmtError {
+    (Some(at), format!("{name} is not defined"))
 }
 
 #[cfg(test)]

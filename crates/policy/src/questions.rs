@@ -362,15 +362,29 @@ pub fn test(m: &Manager, model: &Model, v: &[u32]) -> Outcome {
     Outcome { entry, action }
 }
 
+/// Why a rule can never decide a packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// No packet meets its own conditions.
+    Unmatchable,
+    /// Earlier rules of its chain take every packet it matches (in [`Shadowed::by`]).
+    Covered,
+    /// No packet that reaches its chain meets its conditions ([`Shadowed::by`]: the rules
+    /// that jump or go to the chain).
+    Unreached,
+}
+
 /// A rule that can never decide a packet.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Shadowed {
     /// The rule (index into [`Model::entries`]).
     pub entry: usize,
-    /// Earlier entries that together take every packet it matches, none of them needless;
-    /// empty when no packet meets the rule's conditions at all.
+    /// Why.
+    pub reason: Reason,
+    /// For [`Reason::Covered`], earlier entries of its chain that together take every packet
+    /// it matches, none of them needless; for [`Reason::Unreached`], the jumps to its chain.
     pub by: Vec<usize>,
-    /// Whether some of them do something else with those packets.
+    /// Whether some of the covering entries do something else with those packets.
     pub actions_differ: bool,
 }
 
@@ -383,12 +397,15 @@ fn decides(e: &crate::rules::Entry) -> Option<Action> {
 
 /// The deciding rules (not the policy) that no packet reaches, with what covers them.
 ///
-/// With a decision diagram (firewall rule sets, whose `RETURN`s make evaluation more than
-/// first match), the rules are the entries no packet's path ends at. For a ClassBench list,
-/// each rule is checked point by point: take a packet left in the rule's box, ask the
-/// compiled classifier which rule takes it; if it is this rule, the rule is reachable,
-/// otherwise that earlier rule covers part of the box and its box is taken away, until
-/// nothing is left (shadowed, by the rules taken). Most rules are settled by one packet.
+/// Firewall rule sets are answered chain by chain on the user's rules, however many jumps
+/// lead to a chain: a rule is unreachable when no packet reaching its chain gets to it and
+/// matches; it is then covered by earlier rules of its chain (verdicts, `RETURN`s, gotos,
+/// and jumps where the jumped-to chain decides), or no packet reaching the chain meets its
+/// conditions, or none at all does. For a ClassBench list, each rule is checked point by
+/// point: take a packet left in the rule's box, ask the compiled classifier which rule takes
+/// it; if it is this rule, the rule is reachable, otherwise that earlier rule covers part of
+/// the box and its box is taken away, until nothing is left (shadowed, by the rules taken).
+/// Most rules are settled by one packet.
 pub fn shadowed(m: &mut Manager, model: &Model) -> Vec<Shadowed> {
     let n = model.entries.len();
     let reached = model.decision.map(|d| {
@@ -397,50 +414,64 @@ pub fn shadowed(m: &mut Manager, model: &Model) -> Vec<Shadowed> {
     });
     let free = free_values(model.layout);
     let mut out = Vec::new();
+    // What each entry takes out of its chain's packets (firewall models), built on demand.
+    let mut takes: Vec<Option<Id>> = vec![None; n];
     for i in 0..n.saturating_sub(1) {
         let Some(act) = decides(&model.entries[i]) else {
             continue;
         };
         let own = m.and(model.matches[i], model.valid);
         if own == FALSE {
-            out.push(Shadowed { entry: i, by: Vec::new(), actions_differ: false });
+            out.push(Shadowed {
+                entry: i,
+                reason: Reason::Unmatchable,
+                by: Vec::new(),
+                actions_differ: false,
+            });
             continue;
         }
         let mut chosen = Vec::new();
+        let mut left = own;
         match &reached {
             Some(r) => {
                 if r.contains(&(i as u32 + 1)) {
                     continue;
                 }
-                // Earlier entries that take packets before this one: deciding rules, and
-                // jumps past it, greedily in order.
-                let mut left = own;
-                for j in 0..i {
-                    let takes = match model.entries[j].flow {
-                        Flow::Decide(_) => true,
-                        Flow::Goto(k) => k > i,
-                        Flow::Continue => false,
-                    };
-                    if takes && m.and(left, model.matches[j]) != FALSE {
+                let c = &model.chains[model.entries[i].chain];
+                left = m.and(own, c.arrive);
+                if left == FALSE {
+                    out.push(Shadowed {
+                        entry: i,
+                        reason: Reason::Unreached,
+                        by: c.callers.clone(),
+                        actions_differ: false,
+                    });
+                    continue;
+                }
+                // Earlier rules of the chain that take packets, greedily in order.
+                let mut rest = left;
+                for j in c.entries.start..i {
+                    let t = take(m, model, &mut takes, j);
+                    if t != FALSE && m.and(rest, t) != FALSE {
                         chosen.push(j);
-                        left = m.diff(left, model.matches[j]);
-                        if left == FALSE {
+                        rest = m.diff(rest, t);
+                        if rest == FALSE {
                             break;
                         }
                     }
                 }
             }
             None => {
-                let mut left = own;
                 let mut reachable = false;
-                while let Some(p) = m.witness(left, &|v| v == 1, &free) {
+                let mut rest = own;
+                while let Some(p) = m.witness(rest, &|v| v == 1, &free) {
                     let j = crate::rules::decide(m, model, &p);
                     if j >= i {
                         reachable = true;
                         break;
                     }
                     chosen.push(j);
-                    left = m.diff(left, model.matches[j]);
+                    rest = m.diff(rest, model.matches[j]);
                 }
                 if reachable {
                     continue;
@@ -448,15 +479,19 @@ pub fn shadowed(m: &mut Manager, model: &Model) -> Vec<Shadowed> {
             }
         }
         // Drop any rule the others make needless.
+        let taken = |m: &mut Manager, takes: &mut Vec<Option<Id>>, j: usize| {
+            if model.chains.is_empty() { model.matches[j] } else { take(m, model, takes, j) }
+        };
         let mut k = 0;
         while k < chosen.len() && chosen.len() > 1 {
             let mut rest = FALSE;
             for (x, &j) in chosen.iter().enumerate() {
                 if x != k {
-                    rest = m.or(rest, model.matches[j]);
+                    let t = taken(m, &mut takes, j);
+                    rest = m.or(rest, t);
                 }
             }
-            if m.diff(own, rest) == FALSE {
+            if m.diff(left, rest) == FALSE {
                 chosen.remove(k);
             } else {
                 k += 1;
@@ -464,9 +499,27 @@ pub fn shadowed(m: &mut Manager, model: &Model) -> Vec<Shadowed> {
         }
         chosen.sort_unstable();
         let actions_differ = chosen.iter().any(|&j| decides(&model.entries[j]) != Some(act));
-        out.push(Shadowed { entry: i, by: chosen, actions_differ });
+        out.push(Shadowed { entry: i, reason: Reason::Covered, by: chosen, actions_differ });
     }
     out
+}
+
+/// The packets entry `j` of a firewall model takes out of its chain: all it matches for a
+/// verdict, a `RETURN` or a goto; for a jump, those the jumped-to chain decides.
+fn take(m: &mut Manager, model: &Model, takes: &mut [Option<Id>], j: usize) -> Id {
+    if let Some(t) = takes[j] {
+        return t;
+    }
+    let t = match model.entries[j].flow {
+        Flow::Decide(_) | Flow::Return | Flow::Goto(_) => model.matches[j],
+        Flow::Jump(k) => {
+            let d = crate::rules::decides_set(m, model.chains[k].outcome);
+            m.and(model.matches[j], d)
+        }
+        Flow::Continue => FALSE,
+    };
+    takes[j] = Some(t);
+    t
 }
 
 /// How two rule sets compare.

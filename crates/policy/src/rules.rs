@@ -9,22 +9,24 @@
 //!   than a diagram naming the deciding rule; which rule decides a packet comes from the
 //!   compiled classifier instead, and reachability is decided point by point
 //!   ([`crate::questions::shadowed`]);
-//! - firewall rule sets (`iptables-save`, rampart syntax) are the classifier's flattened
-//!   entries: a verdict entry decides where it matches, a `RETURN` (a jump past the rest of an
-//!   inlined chain) continues at its target, a counting entry never decides, and the last
-//!   entry is the chain's policy. Their fields are the classifier's 14 (family, address words,
-//!   ports, protocol, interface ranks) and three more for the conditions the classifier
-//!   checks beside its boxes: connection state, TCP flags and application. IP sets become
-//!   unions of prefixes on the address words.
+//! - firewall rule sets (`iptables-save`, rampart syntax) are the lowered classifier's chains,
+//!   each built once, backwards from its end: a verdict decides where it matches, a `RETURN`
+//!   leaves the chain, a jump takes the jumped-to chain's diagram where it decides and goes on
+//!   where it returns, a goto takes it whole, a counting rule never decides; the entered
+//!   chain's policy decides what falls off its end. A chain is built once however many jumps
+//!   reach it, so the cost follows the file, not the paths through it. Their fields are the
+//!   classifier's 14 (family, address words, ports, protocol, interface ranks) and three more
+//!   for the conditions the classifier checks beside its boxes: connection state, TCP flags
+//!   and application. IP sets become unions of prefixes on the address words.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
 
 use rampart_classify::firewall::{
-    DPORT, DST, FAMILY, FW, Firewall, IIF, LoweredBox, OIF, PROTO, SPORT, SRC,
+    self as fwall, DPORT, DST, FAMILY, FW, Firewall, IIF, LoweredBox, OIF, PROTO, SPORT, SRC,
 };
 use rampart_classify::ipset::IpSet;
-use rampart_classify::iptables::{CtState, FlatAction, Target};
+use rampart_classify::iptables::{CtState, Target};
 use rampart_classify::{Compiled, Rule};
 
 use crate::dd::{FALSE, Id, Manager, TRUE};
@@ -97,7 +99,11 @@ impl Action {
 pub enum Flow {
     /// Decides.
     Decide(Action),
-    /// Continues at a later entry (a `RETURN`).
+    /// Leaves its chain (a `RETURN`).
+    Return,
+    /// Enters chain k of [`Model::chains`] and comes back where it returns.
+    Jump(usize),
+    /// Goes to chain k of [`Model::chains`] in place of its own.
     Goto(usize),
     /// Counts and goes on.
     Continue,
@@ -111,6 +117,24 @@ pub struct Entry {
     pub name: String,
     /// What it does.
     pub flow: Flow,
+    /// Its chain (an index into [`Model::chains`]; 0 for ClassBench lists).
+    pub chain: usize,
+}
+
+/// A chain of a firewall model.
+#[derive(Clone, Debug)]
+pub struct ChainModel {
+    /// Its name.
+    pub name: String,
+    /// Its rules: a range of [`Model::entries`].
+    pub entries: std::ops::Range<usize>,
+    /// Packets entering it to the entry that decides them + 1, or 0 where they return.
+    pub outcome: Id,
+    /// The packets that can enter it (from every jump and goto to it; all valid packets for
+    /// the entered chain).
+    pub arrive: Id,
+    /// The rules that jump or go to it.
+    pub callers: Vec<usize>,
 }
 
 /// Which field layout a model has.
@@ -143,6 +167,8 @@ pub struct Model {
     pub ifaces: Vec<String>,
     /// Application names (value k+1 is name k).
     pub apps: Vec<String>,
+    /// Firewall models: the chains, the entered one first (empty for ClassBench lists).
+    pub chains: Vec<ChainModel>,
 }
 
 /// The field maxima of a layout.
@@ -222,9 +248,10 @@ pub fn firewall_manager(ifaces: usize, apps: usize) -> Manager {
 pub fn classbench(m: &mut Manager, rules: &[Rule]) -> Model {
     let matches: Vec<Id> = rules.iter().map(|r| m.cube(&ranges(r), TRUE)).collect();
     let n = rules.len();
-    let mut entries: Vec<Entry> =
-        (0..n).map(|i| Entry { name: i.to_string(), flow: Flow::Decide(Action::Accept) }).collect();
-    entries.push(Entry { name: "default".into(), flow: Flow::Decide(Action::Drop) });
+    let mut entries: Vec<Entry> = (0..n)
+        .map(|i| Entry { name: i.to_string(), flow: Flow::Decide(Action::Accept), chain: 0 })
+        .collect();
+    entries.push(Entry { name: "default".into(), flow: Flow::Decide(Action::Drop), chain: 0 });
     Model {
         layout: Layout::ClassBench,
         entries,
@@ -235,6 +262,7 @@ pub fn classbench(m: &mut Manager, rules: &[Rule]) -> Model {
         valid: TRUE,
         ifaces: Vec::new(),
         apps: Vec::new(),
+        chains: Vec::new(),
     }
 }
 
@@ -297,10 +325,13 @@ pub fn firewall(m: &mut Manager, fw: &Firewall, apps: &mut Vec<String>) -> Model
         .map(|e| Entry {
             name: e.name.clone(),
             flow: match &e.action {
-                FlatAction::Verdict(t) => Flow::Decide(action(t)),
-                FlatAction::Goto(k) => Flow::Goto(*k),
-                FlatAction::Continue => Flow::Continue,
+                fwall::Action::Verdict(t) => Flow::Decide(action(t)),
+                fwall::Action::Return => Flow::Return,
+                fwall::Action::Jump(k) => Flow::Jump(*k),
+                fwall::Action::Goto(k) => Flow::Goto(*k),
+                fwall::Action::Continue => Flow::Continue,
             },
+            chain: e.chain,
         })
         .collect();
     let n = entries.len();
@@ -314,26 +345,70 @@ pub fn firewall(m: &mut Manager, fw: &Firewall, apps: &mut Vec<String>) -> Model
     if let Some(last) = matches.last_mut() {
         *last = TRUE;
     }
-    // Backwards: decision[i] = what entries i.. decide.
-    let mut from = vec![FALSE; n + 1];
-    for i in (0..n).rev() {
-        let next = from[i + 1];
-        from[i] = match entries[i].flow {
-            Flow::Decide(_) => {
-                let t = m.leaf(i as u32 + 1);
-                let here = m.mask(matches[i], t);
-                m.first(here, next)
-            }
-            Flow::Goto(k) => {
-                let target = from[k.min(n)];
-                m.ite(matches[i], target, next)
-            }
-            Flow::Continue => next,
-        };
+    let mut chains: Vec<ChainModel> = fw
+        .chains()
+        .iter()
+        .map(|c| ChainModel {
+            name: c.name.clone(),
+            entries: c.entries.clone(),
+            outcome: FALSE,
+            arrive: FALSE,
+            callers: Vec::new(),
+        })
+        .collect();
+    for (i, e) in entries.iter().enumerate() {
+        if let Flow::Jump(k) | Flow::Goto(k) = e.flow {
+            chains[k].callers.push(i);
+        }
     }
-    let decision = from[0];
+    // Callees before callers: each chain's diagram is built once, backwards from its end.
+    let order = callees_first(&entries, &chains);
+    for &c in &order {
+        let mut from = FALSE;
+        for i in chains[c].entries.clone().rev() {
+            from = match entries[i].flow {
+                Flow::Decide(_) => {
+                    let t = m.leaf(i as u32 + 1);
+                    let here = m.mask(matches[i], t);
+                    m.first(here, from)
+                }
+                Flow::Return => m.ite(matches[i], FALSE, from),
+                Flow::Jump(k) => {
+                    let through = m.first(chains[k].outcome, from);
+                    m.ite(matches[i], through, from)
+                }
+                Flow::Goto(k) => m.ite(matches[i], chains[k].outcome, from),
+                Flow::Continue => from,
+            };
+        }
+        chains[c].outcome = from;
+    }
+    let policy = m.leaf(n as u32);
+    let decision = m.first(chains[0].outcome, policy);
     let actions = action_map(m, decision, &entries);
     let valid = valid_space(m);
+    // Callers first: the packets that reach each chain.
+    chains[0].arrive = valid;
+    for &c in order.iter().rev() {
+        let mut here = chains[c].arrive;
+        for i in chains[c].entries.clone() {
+            match entries[i].flow {
+                Flow::Decide(_) | Flow::Return => here = m.diff(here, matches[i]),
+                Flow::Continue => {}
+                Flow::Jump(k) | Flow::Goto(k) => {
+                    let enter = m.and(here, matches[i]);
+                    chains[k].arrive = m.or(chains[k].arrive, enter);
+                    let leaves = if matches!(entries[i].flow, Flow::Goto(_)) {
+                        matches[i]
+                    } else {
+                        let decides = decides_set(m, chains[k].outcome);
+                        m.and(matches[i], decides)
+                    };
+                    here = m.diff(here, leaves);
+                }
+            }
+        }
+    }
     let ifaces = fw.iface_names().to_vec();
     Model {
         layout: Layout::Firewall,
@@ -345,7 +420,42 @@ pub fn firewall(m: &mut Manager, fw: &Firewall, apps: &mut Vec<String>) -> Model
         valid,
         ifaces,
         apps: apps.clone(),
+        chains,
     }
+}
+
+/// The packets a chain's outcome diagram decides (does not return).
+pub fn decides_set(m: &mut Manager, outcome: Id) -> Id {
+    m.map(outcome, &|v| u32::from(v != 0))
+}
+
+/// The chains in an order where every chain comes after the chains it jumps or goes to.
+fn callees_first(entries: &[Entry], chains: &[ChainModel]) -> Vec<usize> {
+    let mut seen = vec![false; chains.len()];
+    let mut out = Vec::with_capacity(chains.len());
+    for root in 0..chains.len() {
+        if seen[root] {
+            continue;
+        }
+        seen[root] = true;
+        let mut stack = vec![(root, chains[root].entries.start)];
+        while let Some(&mut (c, ref mut i)) = stack.last_mut() {
+            if *i >= chains[c].entries.end {
+                out.push(c);
+                stack.pop();
+                continue;
+            }
+            let e = *i;
+            *i += 1;
+            if let Flow::Jump(k) | Flow::Goto(k) = entries[e].flow
+                && !seen[k]
+            {
+                seen[k] = true;
+                stack.push((k, chains[k].entries.start));
+            }
+        }
+    }
+    out
 }
 
 /// Family 4 with zero upper address words, or family 6.

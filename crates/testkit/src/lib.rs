@@ -15,6 +15,21 @@ use std::path::{Path, PathBuf};
 pub const REQUIRE_DATA: &str = "RAMPART_REQUIRE_DATA";
 /// The variable that makes a missing libpcap a failure.
 pub const REQUIRE_LIBPCAP: &str = "RAMPART_REQUIRE_LIBPCAP";
+/// The variable that makes a missing reference tool (`iptables-restore`, `gzip`, `zstd`) a
+/// failure.
+pub const REQUIRE_TOOLS: &str = "RAMPART_REQUIRE_TOOLS";
+
+/// The program `name` on the `PATH`, if it is there. Otherwise `test` is skipped (one line),
+/// or, under `RAMPART_REQUIRE_TOOLS`, the test fails.
+pub fn tool(test: &str, name: &str) -> Option<PathBuf> {
+    let found = std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths).map(|d| d.join(name)).find(|p| p.is_file())
+    });
+    if found.is_none() {
+        skip(REQUIRE_TOOLS, test, &format!("{name} is not installed"));
+    }
+    found
+}
 
 /// The repository root.
 pub fn repo() -> PathBuf {
