@@ -96,8 +96,9 @@ pub struct Flow {
     pub packets: [u64; 2],
     /// Bytes per direction: each frame's original length on the wire.
     pub bytes: [u64; 2],
-    /// Low 32 bits of the table hash.
-    hash: u32,
+    /// For a flow with a caller's timeout: how long before `last` its deadline was last set,
+    /// in units of 2^20 ns (about 1 ms): the deadline is that moment plus the timeout.
+    held: u32,
     /// Timer list links: the next record on the list (record + 1, 0 at the end), and the
     /// previous one (record + 1), or the list's slot with [`HEAD`] set for the first; 0 when
     /// the record is on no list.
@@ -118,6 +119,8 @@ const LIVE: u8 = 0x80;
 const PROTECTED: u8 = 0x40;
 /// The timeout class bits.
 const CLASS: u8 = 0x3f;
+/// [`Flow::held`] counts in units of 2^20 ns.
+const HELD_SHIFT: u32 = 20;
 
 const _: () = assert!(std::mem::size_of::<Flow>() == 104);
 
@@ -133,7 +136,7 @@ impl Flow {
             last: p.ts,
             packets: [1, 0],
             bytes: [u64::from(p.wire_len), 0],
-            hash: p.hash as u32,
+            held: 0,
             next: 0,
             prev: 0,
             tcp_flags: [p.tcp_flags as u8, 0],
@@ -375,38 +378,78 @@ impl FlowTable {
         }
     }
 
-    /// Gives a live flow its own timeout (ns of quiet before it ends; `None`: the table's own
-    /// choice again), as a connection tracker does per state. Its deadline moves at once, so
-    /// a shorter timeout takes effect on time. At most 63 distinct timeouts are kept; a 64th
-    /// is rounded to the nearest kept one.
-    pub fn set_timeout(&mut self, id: FlowId, timeout_ns: Option<u64>) {
+    /// When a flow ends if no packet comes: its timeout after its last packet, or, for a flow
+    /// with a caller's timeout, after the moment the caller last set it.
+    #[inline]
+    fn deadline_of(&self, f: &Flow) -> u64 {
+        let from = f.last.saturating_sub(u64::from(f.held) << HELD_SHIFT);
+        from.saturating_add(self.timeout(f))
+    }
+
+    /// The capture time (ns) the live flow `id` ends at if no packet comes first.
+    pub fn deadline(&self, id: FlowId) -> Option<u64> {
+        self.get(id).map(|f| self.deadline_of(f))
+    }
+
+    /// Gives a live flow its own timeout, counted from `from` (ns; at most its last packet):
+    /// it ends once that long has passed since `from` without the caller setting it again,
+    /// whatever packets come meanwhile (as a connection tracker's timer, which some packets
+    /// refresh and others do not). The deadline moves at once, either way. Moments are kept
+    /// to about a millisecond (2^20 ns). At most 63 distinct timeouts are kept; a 64th is
+    /// rounded to the nearest kept one.
+    pub fn set_deadline(&mut self, id: FlowId, timeout_ns: u64, from: u64) {
         if self.get(id).is_none() {
             return;
         }
-        let class = match timeout_ns {
-            None => 0,
-            Some(ns) => match self.timeouts.iter().position(|&t| t == ns) {
-                Some(i) => i as u8 + 1,
-                None if self.timeouts.len() < usize::from(CLASS) => {
-                    self.timeouts.push(ns);
-                    self.timeouts.len() as u8
-                }
-                None => {
-                    let near = (0..self.timeouts.len())
-                        .min_by_key(|&i| self.timeouts[i].abs_diff(ns))
-                        .unwrap_or(0);
-                    near as u8 + 1
-                }
-            },
-        };
+        let class = self.class_of(timeout_ns);
         let f = self.record_mut(id.0);
-        if f.bits & CLASS == class {
-            return;
-        }
+        let held = (f.last >> HELD_SHIFT).saturating_sub(from >> HELD_SHIFT);
+        f.held = u32::try_from(held).unwrap_or(u32::MAX);
         f.bits = (f.bits & !CLASS) | class;
-        let deadline = f.last.saturating_add(self.timeout(self.record(id.0)));
+        let deadline = self.deadline_of(self.record(id.0));
         self.unlink(id.0);
         self.link(id.0, Self::tick(deadline));
+    }
+
+    /// The class of a caller's timeout (registering it if new).
+    fn class_of(&mut self, ns: u64) -> u8 {
+        match self.timeouts.iter().position(|&t| t == ns) {
+            Some(i) => i as u8 + 1,
+            None if self.timeouts.len() < usize::from(CLASS) => {
+                self.timeouts.push(ns);
+                self.timeouts.len() as u8
+            }
+            None => {
+                let near = (0..self.timeouts.len())
+                    .min_by_key(|&i| self.timeouts[i].abs_diff(ns))
+                    .unwrap_or(0);
+                near as u8 + 1
+            }
+        }
+    }
+
+    /// Gives a live flow its own timeout, counted from its last packet (`None`: the table's
+    /// own choice again, the idle timeout or the close linger, which every packet renews):
+    /// [`FlowTable::set_deadline`] from the flow's last packet.
+    pub fn set_timeout(&mut self, id: FlowId, timeout_ns: Option<u64>) {
+        let Some(f) = self.get(id) else { return };
+        match timeout_ns {
+            Some(ns) => {
+                let last = f.last;
+                self.set_deadline(id, ns, last);
+            }
+            None => {
+                let f = self.record_mut(id.0);
+                if f.bits & CLASS == 0 {
+                    return;
+                }
+                f.bits &= !CLASS;
+                f.held = 0;
+                let deadline = self.deadline_of(self.record(id.0));
+                self.unlink(id.0);
+                self.link(id.0, Self::tick(deadline));
+            }
+        }
     }
 
     /// Marks a live flow as one a full table keeps (see [`TableConfig::evict_protected`]).
@@ -446,11 +489,11 @@ impl FlowTable {
         let (idle, linger) = (self.cfg.idle_timeout_ns, self.cfg.close_linger_ns);
         let rec = match found {
             Some(rec) => {
-                let timeout = self.timeout(self.record(rec));
+                let deadline = self.deadline_of(self.record(rec));
                 let f = self.record_mut(rec);
                 let own = f.bits & CLASS == 0;
                 let closed = if own { f.closed() } else { None };
-                let quiet = p.ts.saturating_sub(f.last) > timeout;
+                let quiet = p.ts > deadline;
                 // A SYN without ACK on a closed connection's ports: the port is reused (only
                 // TCP flows are ever closed).
                 let reopen = closed.is_some() && p.tcp_flags & (SYN | ACK) == SYN;
@@ -460,6 +503,11 @@ impl FlowTable {
                     f.packets[d] += 1;
                     f.bytes[d] += u64::from(p.wire_len);
                     f.tcp_flags[d] |= p.tcp_flags as u8;
+                    if !own && p.ts > f.last {
+                        // A caller's deadline stays where the caller put it.
+                        let moved = (p.ts >> HELD_SHIFT) - (f.last >> HELD_SHIFT);
+                        f.held = u32::try_from(u64::from(f.held) + moved).unwrap_or(u32::MAX);
+                    }
                     f.last = f.last.max(p.ts);
                     if own
                         && closed.is_none()
@@ -519,7 +567,7 @@ impl FlowTable {
         for _ in 0..budget.min(self.allocated) {
             self.hand = if self.hand + 1 >= self.allocated { 0 } else { self.hand + 1 };
             let f = self.record(self.hand as u32);
-            if f.live() && now.saturating_sub(f.last) > self.timeout(f) {
+            if f.live() && now > self.deadline_of(f) {
                 let reason = Self::quiet_reason(f);
                 self.remove(self.hand as u32, reason);
             }
@@ -590,13 +638,12 @@ impl FlowTable {
             f.prev = 0;
             self.stats.timer_checks += 1;
             let f = self.record(rec);
-            let timeout = self.timeout(f);
-            if now.saturating_sub(f.last) > timeout {
+            let deadline = self.deadline_of(f);
+            if now > deadline {
                 let reason = Self::quiet_reason(f);
                 self.remove(rec, reason);
             } else {
-                let t = Self::tick(f.last.saturating_add(timeout)).max(due);
-                self.link(rec, t);
+                self.link(rec, Self::tick(deadline).max(due));
             }
         }
     }
@@ -816,8 +863,9 @@ impl FlowTable {
         self.ended.push(EndedFlow { flow, reason, id: FlowId(rec) });
         self.free.push(rec);
         self.live -= 1;
-        let mut hole = flow.hash as usize & self.mask;
-        while self.index[hole] != entry(flow.hash, rec) {
+        let h = self.hash(&flow.key) as u32;
+        let mut hole = h as usize & self.mask;
+        while self.index[hole] != entry(h, rec) {
             hole = (hole + 1) & self.mask;
         }
         // Backward-shift deletion: pull later entries of the cluster into the hole when their

@@ -141,7 +141,7 @@ proptest! {
                     }
                     model.insert(p.key, Flow {
                         key: p.key, first: ts, last: ts, packets: [1, 0], bytes: [100, 0],
-                        hash: 0, next: 0, prev: 0, tcp_flags: [0x10, 0], initiator: p.side, bits: LIVE,
+                        held: 0, next: 0, prev: 0, tcp_flags: [0x10, 0], initiator: p.side, bits: LIVE,
                     });
                 }
             }
@@ -161,7 +161,7 @@ proptest! {
         got.extend(t.take_ended().map(|e| (e.flow, e.reason)));
         model_ended.extend(model.into_values().map(|f| (f, EndReason::End)));
         let norm = |v: &mut Vec<(Flow, EndReason)>| {
-            for (f, _) in v.iter_mut() { f.hash = 0; f.bits = LIVE; f.next = 0; f.prev = 0; }
+            for (f, _) in v.iter_mut() { f.held = 0; f.bits = LIVE; f.next = 0; f.prev = 0; }
             v.sort_by_key(|(f, r)| (f.first, f.key, r.name()));
         };
         norm(&mut got);
@@ -182,12 +182,13 @@ proptest! {
             evict_protected: true,
         });
         // Per flow: its record, and the timeout a caller gave it (as a connection tracker
-        // does), if any.
-        let mut model: HashMap<FlowKey, (Flow, Option<u64>)> = HashMap::new();
+        // does) with the moment it counts from, if any: later packets do not move that one.
+        let mut model: HashMap<FlowKey, (Flow, Option<(u64, u64)>)> = HashMap::new();
         let mut model_ended: Vec<EndReason> = Vec::new();
         let mut got = Vec::new();
-        let timeout = |(f, own): &(Flow, Option<u64>)| {
-            own.unwrap_or(if f.closed().is_some() { linger } else { idle })
+        let deadline = |(f, own): &(Flow, Option<(u64, u64)>)| match own {
+            Some((t, from)) => from.saturating_add(*t),
+            None => f.last.saturating_add(if f.closed().is_some() { linger } else { idle }),
         };
         let mut ts: u64 = 1 << 50;
         for &(flow, reverse, dt, sweep, fl, custom) in &ops {
@@ -196,7 +197,7 @@ proptest! {
             p.tcp_flags = fl;
             t.track(&p);
             let tracked = match model.get_mut(&p.key) {
-                Some(e) if ts.saturating_sub(e.0.last) <= timeout(e)
+                Some(e) if ts <= deadline(e)
                     && !(e.1.is_none() && e.0.closed().is_some() && fl & 0x12 == 0x02) => {
                     let f = &mut e.0;
                     let d = f.dir(p.side) as usize;
@@ -207,7 +208,7 @@ proptest! {
                 }
                 other => {
                     if let Some(e) = other {
-                        let quiet = ts.saturating_sub(e.0.last) > timeout(e);
+                        let quiet = ts > deadline(e);
                         model_ended.push(if quiet { e.0.closed().unwrap_or(EndReason::Idle) } else { e.0.closed().unwrap() });
                     }
                     model.insert(p.key, (Flow::start(&p), None));
@@ -217,14 +218,14 @@ proptest! {
             // Now and then a caller gives the flow its own timeout, or takes it back.
             if custom < 3 {
                 let own = [None, Some(20 * UNIT), Some(900 * UNIT)][custom as usize];
-                tracked.1 = own;
+                tracked.1 = own.map(|t| (t, tracked.0.last));
                 let id = t.lookup(&p.key, p.hash).unwrap();
                 t.set_timeout(id, own);
             }
             if sweep {
                 t.advance(ts);
                 let mut quiet: Vec<FlowKey> = model.iter()
-                    .filter(|(_, e)| ts.saturating_sub(e.0.last) > timeout(e)).map(|(k, _)| *k).collect();
+                    .filter(|(_, e)| ts > deadline(e)).map(|(k, _)| *k).collect();
                 quiet.sort();
                 for k in quiet {
                     let (f, _) = model.remove(&k).unwrap();
