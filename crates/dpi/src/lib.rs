@@ -21,7 +21,9 @@ mod apps;
 mod dns;
 #[cfg(feature = "ndpi")]
 pub mod ndpi;
+mod proto;
 mod quic;
+mod registry;
 mod table;
 mod text;
 mod tls;
@@ -30,6 +32,7 @@ mod udp;
 use std::fmt;
 
 pub use apps::{app_for_address, app_for_host};
+pub use registry::{ProtocolInfo, protocols, protocols_markdown};
 pub use table::{App, DpiStats, DpiTable, FlowInfo};
 
 /// A protocol rampart recognises (nDPI's names, see [`Proto::name`]).
@@ -105,6 +108,8 @@ pub enum Proto {
     IpInIp,
     Tailscale,
     FtpData,
+    /// A protocol named by its detector in the registry (nDPI's name).
+    Other(&'static str),
 }
 
 impl Proto {
@@ -181,80 +186,9 @@ impl Proto {
             IpInIp => "IP_in_IP",
             Tailscale => "Tailscale",
             FtpData => "FTP_DATA",
+            Other(name) => name,
         }
     }
-
-    /// Every protocol with a detector, for `rampart dpi protocols`.
-    pub const ALL: &'static [Proto] = &[
-        Proto::Tls,
-        Proto::Dtls,
-        Proto::Http,
-        Proto::HttpConnect,
-        Proto::Http2,
-        Proto::WebSocket,
-        Proto::Dns,
-        Proto::Mdns,
-        Proto::Llmnr,
-        Proto::Quic,
-        Proto::Ssh,
-        Proto::BitTorrent,
-        Proto::Smtp,
-        Proto::Pop3,
-        Proto::Imap,
-        Proto::FtpControl,
-        Proto::Sip,
-        Proto::Ssdp,
-        Proto::Rtsp,
-        Proto::Ntp,
-        Proto::Dhcp,
-        Proto::Dhcpv6,
-        Proto::Snmp,
-        Proto::Stun,
-        Proto::WireGuard,
-        Proto::NetBios,
-        Proto::SmbV1,
-        Proto::SmbV23,
-        Proto::Syslog,
-        Proto::OpenVpn,
-        Proto::IpSec,
-        Proto::Kerberos,
-        Proto::Ldap,
-        Proto::Rdp,
-        Proto::Mqtt,
-        Proto::Rtp,
-        Proto::Rtmp,
-        Proto::TeamViewer,
-        Proto::Imaps,
-        Proto::Pop3s,
-        Proto::Smtps,
-        Proto::Discord,
-        Proto::Dropbox,
-        Proto::Spotify,
-        Proto::WhatsApp,
-        Proto::Zoom,
-        Proto::Telnet,
-        Proto::Irc,
-        Proto::Nntp,
-        Proto::MySql,
-        Proto::PostgreSql,
-        Proto::Nfs,
-        Proto::Tftp,
-        Proto::Ipp,
-        Proto::MpegTs,
-        Proto::TeamSpeak,
-        Proto::Rtcp,
-        Proto::H323,
-        Proto::Tailscale,
-        Proto::FtpData,
-        Proto::Icmp,
-        Proto::Icmpv6,
-        Proto::Igmp,
-        Proto::Gre,
-        Proto::Ospf,
-        Proto::Sctp,
-        Proto::Vrrp,
-        Proto::IpInIp,
-    ];
 
     /// The protocol an IP protocol number other than TCP and UDP names on its own (as nDPI
     /// labels ICMP, ESP or GRE flows from the IP header).
@@ -367,9 +301,10 @@ impl Meta {
 /// Inspection budget per flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
-    /// TCP packets with payload inspected per flow (both directions).
+    /// TCP packets with payload inspected per flow (both directions); a flow whose packets
+    /// fit a heuristic so far may take twice as many to complete the evidence.
     pub tcp_packets: u8,
-    /// UDP packets inspected per flow.
+    /// UDP packets inspected per flow (twice as many while completing heuristic evidence).
     pub udp_packets: u8,
     /// Payload bytes buffered for reassembly per flow.
     pub max_bytes: usize,
@@ -394,6 +329,28 @@ pub(crate) enum Seen {
     Is(Label),
     /// A message that continues in later packets of this direction (buffer and retry).
     More,
+    /// A packet that fits a heuristic for this protocol; the number is what must stay the
+    /// same across the packets of one direction (an RTP source, a session id). The flow is
+    /// labelled once the evidence is enough ([`Candidate`]).
+    Maybe(Label, u32),
+}
+
+/// Heuristic evidence gathered across packets: the protocol, and per direction (initiator
+/// first) the packets that fit and the number they carried.
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    label: Label,
+    hits: [u8; 2],
+    key: [Option<u32>; 2],
+}
+
+impl Candidate {
+    /// Enough: three packets, two of them consistent from one side, and both sides unless a
+    /// side sent three (a one-way media stream).
+    fn enough(&self) -> bool {
+        let [a, b] = self.hits;
+        (a >= 1 && b >= 1 && a + b >= 3) || a >= 3 || b >= 3
+    }
 }
 
 /// One packet as the detectors see it.
@@ -429,6 +386,10 @@ pub struct FlowDpi {
     pending: Option<Box<[Vec<u8>; 2]>>,
     /// A QUIC client's Initial packets so far.
     quic: Option<Box<quic::State>>,
+    /// Heuristic evidence so far.
+    candidate: Option<Candidate>,
+    /// Whether the first payload contradicted the port's protocol (no port guess then).
+    contradicted: bool,
     /// The application the responder's address belongs to, if known.
     address_app: Option<&'static str>,
 }
@@ -449,6 +410,8 @@ impl FlowDpi {
             meta: Meta::default(),
             pending: None,
             quic: None,
+            candidate: None,
+            contradicted: false,
             address_app: None,
         }
     }
@@ -518,9 +481,16 @@ impl FlowDpi {
         };
         let data = joined.as_deref().unwrap_or(payload);
         let pkt = Packet { payload: data, from_initiator, ports, index };
+        if index == 0 {
+            self.contradicted = udp::contradicts(self.l4, ports, data);
+        }
         let seen = if self.l4 == TCP { self.tcp(&pkt) } else { self.udp(&pkt) };
         match seen {
             Seen::Is(label) => {
+                self.decide(label, By::Dpi);
+                return true;
+            }
+            Seen::Maybe(label, key) if self.evidence(label, key, dir) => {
                 self.decide(label, By::Dpi);
                 return true;
             }
@@ -530,13 +500,27 @@ impl FlowDpi {
             }
             _ => {}
         }
+        // A flow gathering heuristic evidence may take twice the budget to complete it.
+        let limit = if self.candidate.is_some() { limit.saturating_mul(2) } else { limit };
         if self.packets >= limit || self.bytes as usize >= cfg.max_bytes * 2 {
             self.give_up(ports);
         }
         self.done
     }
 
-    /// Ends inspection: labels the flow by its port if nothing recognised it.
+    /// Adds a heuristic match to the evidence; true once it is enough.
+    fn evidence(&mut self, label: Label, key: u32, dir: usize) -> bool {
+        let c = match &mut self.candidate {
+            Some(c) if c.label == label && c.key[dir].is_none_or(|k| k == key) => c,
+            other => other.insert(Candidate { label, hits: [0, 0], key: [None, None] }),
+        };
+        c.hits[dir] = c.hits[dir].saturating_add(1);
+        c.key[dir] = Some(key);
+        c.enough()
+    }
+
+    /// Ends inspection: labels the flow by its port if nothing recognised it and its payload
+    /// did not contradict the port's protocol.
     pub fn give_up(&mut self, ports: [u16; 2]) {
         if self.done {
             return;
@@ -545,7 +529,7 @@ impl FlowDpi {
             self.decide(Label { master: Proto::Unknown, app: Some(app) }, By::Address);
             return;
         }
-        match udp::by_port(self.l4, ports) {
+        match udp::by_port(self.l4, ports).filter(|_| !self.contradicted) {
             Some(p) => self.decide(Label::of(p), By::Port),
             None => {
                 self.done = true;
@@ -571,18 +555,11 @@ impl FlowDpi {
         self.done = true;
         self.pending = None;
         self.quic = None;
+        self.candidate = None;
     }
 
     fn tcp(&mut self, p: &Packet<'_>) -> Seen {
-        let mut more = false;
-        for detect in [tls::tcp, text::detect, dns::tcp, udp::tcp_binary] {
-            match detect(p, &mut self.meta) {
-                Seen::No => {}
-                Seen::More => more = true,
-                found => return found,
-            }
-        }
-        if more { Seen::More } else { Seen::No }
+        registry::detect(true, p, &mut self.meta)
     }
 
     fn udp(&mut self, p: &Packet<'_>) -> Seen {
@@ -594,13 +571,11 @@ impl FlowDpi {
                 found => return found,
             }
         }
-        for detect in [dns::udp, tls::dtls, udp::detect, text::udp] {
-            match detect(p, &mut self.meta) {
-                Seen::No | Seen::More => {}
-                found => return found,
-            }
+        match registry::detect(false, p, &mut self.meta) {
+            // Nothing is buffered over UDP: each datagram stands alone.
+            Seen::More => Seen::No,
+            seen => seen,
         }
-        Seen::No
     }
 }
 

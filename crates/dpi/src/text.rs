@@ -1,7 +1,47 @@
 //! Line-based protocols: HTTP/1.x (host, user agent, CONNECT, WebSocket upgrades), the
 //! HTTP/2 preface, SSH banners, mail and FTP dialogues, SIP, SSDP and RTSP.
 
+use crate::registry::{Detector, First, Transport};
 use crate::{Label, Meta, Packet, Proto, Seen, text_of};
+
+/// Text protocols over TCP.
+pub(crate) const DETECTOR: Detector = Detector {
+    protos: &[
+        Proto::Http,
+        Proto::HttpConnect,
+        Proto::Http2,
+        Proto::WebSocket,
+        Proto::Ipp,
+        Proto::Rtsp,
+        Proto::Ssh,
+        Proto::Telnet,
+        Proto::Irc,
+        Proto::Nntp,
+        Proto::Smtp,
+        Proto::Pop3,
+        Proto::Imap,
+        Proto::FtpControl,
+        Proto::FtpData,
+    ],
+    transport: Transport::Tcp,
+    first: First::Text(&[0xff]),
+    evidence: "a whole request or status line (HTTP, RTSP), a banner (SSH), a greeting or \
+               command line ending in a line break (mail, FTP, IRC, NNTP), Telnet option \
+               negotiation, or an `ls -l` listing line (FTP data)",
+    source: "RFC 9112, RFC 9113 (HTTP/2 preface), RFC 6455 (WebSocket), RFC 2326 (RTSP), \
+             RFC 4253 (SSH), RFC 5321, RFC 1939, RFC 9051, RFC 959, RFC 1459, RFC 3977, RFC 854",
+    detect,
+};
+
+/// SIP, SSDP and BitTorrent's local discovery over UDP.
+pub(crate) const UDP: Detector = Detector {
+    protos: &[Proto::Sip, Proto::Ssdp],
+    transport: Transport::Udp,
+    first: First::Text(&[]),
+    evidence: "a SIP request or status line, or an SSDP M-SEARCH or NOTIFY request",
+    source: "RFC 3261, UPnP Device Architecture 2.0",
+    detect: udp,
+};
 
 const METHODS: &[&[u8]] = &[
     b"GET ",
@@ -110,7 +150,12 @@ fn is_listing(b: &[u8]) -> bool {
 fn chat_and_news(p: &Packet<'_>) -> Seen {
     let b = p.payload;
     // Telnet option negotiation: IAC, then WILL/WONT/DO/DONT or a subnegotiation.
-    if b.len() >= 3 && b[0] == 0xff && (0xfa..=0xfe).contains(&b[1]) {
+    // The option must be a registered one (0-49, 138-140, 255).
+    if b.len() >= 3
+        && b[0] == 0xff
+        && (0xfa..=0xfe).contains(&b[1])
+        && matches!(b[2], 0..=49 | 138..=140 | 255)
+    {
         return Seen::Is(Label::of(Proto::Telnet));
     }
     if !b.ends_with(b"\n") {

@@ -1,0 +1,58 @@
+//! DNSCrypt version 2: a resolver's reply starts with the resolver magic `r6fnvWj8`; a
+//! client's query carries the certificate's client magic, its public key and half a nonce,
+//! padded to a multiple of 64 bytes; certificates are fetched as TXT records of
+//! `2.dnscrypt-cert.` names (see `dns.rs`).
+
+use crate::registry::{Detector, First, Transport};
+use crate::{Meta, Packet, Seen, be16, be32};
+
+pub(crate) const NAME: &str = "DNScrypt";
+
+const RESOLVER_MAGIC: &[u8; 8] = b"r6fnvWj8";
+
+pub(crate) const DETECTOR: Detector = Detector {
+    protos: &[crate::Proto::Other(NAME)],
+    transport: Transport::Both,
+    first: First::Any,
+    evidence: "a reply starting with the resolver magic `r6fnvWj8` (after TCP's length \
+               prefix); or queries of 68 + 64n bytes with the same 8-byte client magic in \
+               three packets; or a DNS query for a `2.dnscrypt-cert.` name",
+    source: "The DNSCrypt version 2 protocol specification (dnscrypt.info)",
+    detect,
+};
+
+fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
+    let tcp_len = be16(p.payload, 0).map(usize::from);
+    let b = match tcp_len {
+        // Over TCP a two-byte length comes first; try both readings.
+        Some(l) if l + 2 == p.payload.len() && !p.payload.starts_with(RESOLVER_MAGIC) => {
+            &p.payload[2..]
+        }
+        _ => p.payload,
+    };
+    if b.starts_with(RESOLVER_MAGIC) && b.len() >= 8 + 12 + 12 + 16 {
+        return super::is(NAME);
+    }
+    if p.from_initiator && b.len() >= 68 + 64 && (b.len() - 68) % 64 == 0 {
+        return super::maybe(NAME, be32(b, 0).unwrap_or(0) ^ be32(b, 4).unwrap_or(0));
+    }
+    Seen::No
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::proto::testing::{robust, run};
+
+    #[test]
+    fn resolver_reply_and_queries() {
+        let mut reply = RESOLVER_MAGIC.to_vec();
+        reply.resize(120, 0x55);
+        let p = Packet { payload: &reply, from_initiator: false, ports: [40000, 443], index: 1 };
+        assert!(matches!(detect(&p, &mut Meta::default()), Seen::Is(_)));
+        let query = vec![0x42; 68 + 256];
+        assert!(matches!(run(detect, &query, [40000, 443]), Seen::Maybe(..)));
+        assert_eq!(run(detect, &query[..300], [40000, 443]), Seen::No);
+        robust(detect, &reply, [1, 443]);
+    }
+}

@@ -1,0 +1,82 @@
+//! One file per protocol: each defines a `DETECTOR` for the registry (`registry.rs`), written
+//! from the protocol's specification (fields, lengths, magic values, checksums), with the
+//! evidence it needs and its sources.
+
+pub(crate) mod amqp;
+pub(crate) mod bacnet;
+pub(crate) mod bfd;
+pub(crate) mod bgp;
+pub(crate) mod bitcoin;
+pub(crate) mod bjnp;
+pub(crate) mod capwap;
+pub(crate) mod coap;
+pub(crate) mod dcerpc;
+pub(crate) mod dnp3;
+pub(crate) mod dnscrypt;
+pub(crate) mod ethereum;
+pub(crate) mod fix;
+pub(crate) mod gnutella;
+pub(crate) mod hsrp;
+pub(crate) mod iec104;
+pub(crate) mod mgcp;
+pub(crate) mod modbus;
+pub(crate) mod mongodb;
+pub(crate) mod natpmp;
+pub(crate) mod oicq;
+pub(crate) mod radius;
+pub(crate) mod raknet;
+pub(crate) mod redis;
+pub(crate) mod rmcp;
+pub(crate) mod s7comm;
+pub(crate) mod slp;
+pub(crate) mod source_engine;
+pub(crate) mod tds;
+pub(crate) mod teredo;
+pub(crate) mod tuya;
+pub(crate) mod xmpp;
+pub(crate) mod zabbix;
+
+use crate::{Label, Proto, Seen};
+
+/// `Is` a protocol named by its detector.
+pub(crate) fn is(name: &'static str) -> Seen {
+    Seen::Is(Label { master: Proto::Other(name), app: None })
+}
+
+/// `Maybe` a protocol named by its detector, with the value that must stay the same.
+pub(crate) fn maybe(name: &'static str, key: u32) -> Seen {
+    Seen::Maybe(Label { master: Proto::Other(name), app: None }, key)
+}
+
+/// A little-endian u32 at `off`.
+pub(crate) fn le32(b: &[u8], off: usize) -> Option<u32> {
+    let s = b.get(off..off + 4)?;
+    Some(u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::{Meta, Packet, Seen};
+
+    /// Runs a detector on one packet from the initiator.
+    pub(crate) fn run(
+        detect: fn(&Packet<'_>, &mut Meta) -> Seen,
+        b: &[u8],
+        ports: [u16; 2],
+    ) -> Seen {
+        detect(&Packet { payload: b, from_initiator: true, ports, index: 0 }, &mut Meta::default())
+    }
+
+    /// Every prefix of `b` and `b` with each byte flipped: no panic.
+    pub(crate) fn robust(detect: fn(&Packet<'_>, &mut Meta) -> Seen, b: &[u8], ports: [u16; 2]) {
+        for cut in 0..=b.len() {
+            let _ = run(detect, &b[..cut], ports);
+        }
+        let mut v = b.to_vec();
+        for i in 0..v.len() {
+            v[i] ^= 0xff;
+            let _ = run(detect, &v, ports);
+            v[i] ^= 0xff;
+        }
+    }
+}

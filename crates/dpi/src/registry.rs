@@ -1,0 +1,252 @@
+//! The detector registry: every detector, what it recognises, the evidence it needs and where
+//! its facts come from, and the dispatch tables that hand each packet only to the detectors
+//! that can accept its first byte.
+//!
+//! Adding a protocol is one file under `proto/` that defines a [`Detector`], and one line in
+//! [`DETECTORS`]. The per-packet cost stays flat as detectors are added: a packet goes
+//! through the list for its transport and its first payload byte (built once), not through
+//! every detector in turn.
+
+use std::sync::OnceLock;
+
+use crate::{Meta, Packet, Proto, Seen, proto};
+
+/// The transports a detector reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Transport {
+    Tcp,
+    Udp,
+    Both,
+}
+
+impl Transport {
+    fn name(self) -> &'static str {
+        match self {
+            Transport::Tcp => "TCP",
+            Transport::Udp => "UDP",
+            Transport::Both => "TCP, UDP",
+        }
+    }
+}
+
+/// The first payload bytes a detector can recognise (what the dispatch tables index).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum First {
+    /// Any first byte (length-prefixed or port-bound formats).
+    Any,
+    /// One of these bytes.
+    Bytes(&'static [u8]),
+    /// A byte in this range (inclusive).
+    Range(u8, u8),
+    /// Printable ASCII (0x20-0x7e), for text protocols, and these bytes.
+    Text(&'static [u8]),
+}
+
+impl First {
+    fn accepts(self, b: u8) -> bool {
+        match self {
+            First::Any => true,
+            First::Bytes(set) => set.contains(&b),
+            First::Range(lo, hi) => (lo..=hi).contains(&b),
+            First::Text(also) => (0x20..=0x7e).contains(&b) || also.contains(&b),
+        }
+    }
+}
+
+/// A detector: the protocols it labels, where it looks, and the evidence it needs.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Detector {
+    /// The protocols it can label (the first is its name in the table).
+    pub(crate) protos: &'static [Proto],
+    /// The transports it reads.
+    pub(crate) transport: Transport,
+    /// The first payload bytes it can recognise.
+    pub(crate) first: First,
+    /// What it needs before it labels a flow, in words.
+    pub(crate) evidence: &'static str,
+    /// Where the facts it checks come from (specifications, vendor documents).
+    pub(crate) source: &'static str,
+    /// The detector.
+    pub(crate) detect: fn(&Packet<'_>, &mut Meta) -> Seen,
+}
+
+/// Every detector, in the order they are tried (most specific first).
+pub(crate) const DETECTORS: &[Detector] = &[
+    crate::tls::DETECTOR,
+    crate::tls::DTLS,
+    crate::text::DETECTOR,
+    crate::text::UDP,
+    crate::dns::UDP,
+    crate::dns::TCP,
+    proto::dnscrypt::DETECTOR,
+    proto::slp::DETECTOR,
+    proto::radius::DETECTOR,
+    proto::gnutella::DETECTOR,
+    proto::zabbix::DETECTOR,
+    proto::fix::DETECTOR,
+    proto::xmpp::DETECTOR,
+    proto::tds::DETECTOR,
+    proto::source_engine::DETECTOR,
+    proto::tuya::DETECTOR,
+    proto::bacnet::DETECTOR,
+    proto::bgp::DETECTOR,
+    proto::dnp3::DETECTOR,
+    proto::iec104::DETECTOR,
+    proto::modbus::DETECTOR,
+    proto::redis::DETECTOR,
+    proto::dcerpc::DETECTOR,
+    proto::teredo::DETECTOR,
+    proto::coap::DETECTOR,
+    proto::natpmp::DETECTOR,
+    proto::rmcp::DETECTOR,
+    proto::hsrp::DETECTOR,
+    proto::bfd::DETECTOR,
+    proto::mongodb::DETECTOR,
+    proto::bitcoin::DETECTOR,
+    proto::oicq::DETECTOR,
+    proto::raknet::DETECTOR,
+    proto::capwap::DETECTOR,
+    proto::ethereum::DETECTOR,
+    proto::s7comm::DETECTOR,
+    proto::amqp::DETECTOR,
+    proto::bjnp::DETECTOR,
+    proto::mgcp::DETECTOR,
+    crate::udp::TCP_BINARY,
+    crate::udp::UDP_BINARY,
+    crate::udp::RTP,
+];
+
+/// Per transport (TCP, then UDP) and first byte, the detectors to try, in registry order.
+fn tables() -> &'static [Vec<u16>] {
+    static TABLES: OnceLock<Vec<Vec<u16>>> = OnceLock::new();
+    TABLES.get_or_init(|| {
+        let mut t = vec![Vec::new(); 512];
+        for (i, d) in DETECTORS.iter().enumerate() {
+            for (half, tr) in [(0, Transport::Tcp), (256, Transport::Udp)] {
+                if d.transport != tr && d.transport != Transport::Both {
+                    continue;
+                }
+                for b in 0..=255u8 {
+                    if d.first.accepts(b) {
+                        t[half + usize::from(b)].push(i as u16);
+                    }
+                }
+            }
+        }
+        t
+    })
+}
+
+/// Runs the detectors that can accept `p` (over TCP if `tcp`): the first that recognises it
+/// decides; a heuristic match is passed on if nothing decides; `More` if one asked for more.
+pub(crate) fn detect(tcp: bool, p: &Packet<'_>, meta: &mut Meta) -> Seen {
+    let Some(&first) = p.payload.first() else { return Seen::No };
+    let list = &tables()[usize::from(!tcp) * 256 + usize::from(first)];
+    let mut more = false;
+    let mut maybe = None;
+    for &i in list {
+        match (DETECTORS[usize::from(i)].detect)(p, meta) {
+            Seen::No => {}
+            Seen::More => more = true,
+            m @ Seen::Maybe(..) => {
+                if maybe.is_none() {
+                    maybe = Some(m);
+                }
+            }
+            found => return found,
+        }
+    }
+    if more { Seen::More } else { maybe.unwrap_or(Seen::No) }
+}
+
+/// One row of the supported-protocols table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProtocolInfo {
+    /// The protocol's name (nDPI's).
+    pub name: &'static str,
+    /// The transports it is recognised on.
+    pub transport: &'static str,
+    /// What the detector needs before it labels a flow.
+    pub evidence: &'static str,
+    /// Where the facts it checks come from.
+    pub source: &'static str,
+}
+
+/// Every protocol the detectors recognise, one row each, sorted by name (case-insensitive).
+/// Protocols recognised from the IP header alone (ICMP, ESP, GRE, ...) come last-but-sorted
+/// with the others, their transport shown as `IP`.
+pub fn protocols() -> Vec<ProtocolInfo> {
+    let mut rows: Vec<ProtocolInfo> = Vec::new();
+    for d in DETECTORS {
+        for p in d.protos {
+            if rows.iter().any(|r| r.name == p.name()) {
+                continue;
+            }
+            rows.push(ProtocolInfo {
+                name: p.name(),
+                transport: d.transport.name(),
+                evidence: d.evidence,
+                source: d.source,
+            });
+        }
+    }
+    for l4 in 0..=255u8 {
+        if let Some(p) = Proto::of_ip_proto(l4)
+            && !rows.iter().any(|r| r.name == p.name())
+        {
+            rows.push(ProtocolInfo {
+                name: p.name(),
+                transport: "IP",
+                evidence: "the IP header's protocol number",
+                source: "IANA protocol numbers",
+            });
+        }
+    }
+    rows.sort_by_key(|r| r.name.to_ascii_lowercase());
+    rows
+}
+
+/// The supported-protocols table as Markdown (what `crates/dpi/PROTOCOLS.md` holds).
+pub fn protocols_markdown() -> String {
+    let rows = protocols();
+    let mut s = String::new();
+    s.push_str("# Protocols rampart identifies\n\n");
+    s.push_str(
+        "Generated from the detector registry (`crates/dpi/src/registry.rs`) by \
+         `rampart dpi protocols --markdown`; a test checks that this file is current.\n\n",
+    );
+    s.push_str(&format!("{} protocols.\n\n", rows.len()));
+    s.push_str("| protocol | transport | evidence before a label | source of the facts |\n");
+    s.push_str("|---|---|---|---|\n");
+    for r in rows {
+        s.push_str(&format!("| {} | {} | {} | {} |\n", r.name, r.transport, r.evidence, r.source));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_detector_is_reachable_and_named() {
+        let t = tables();
+        for (i, d) in DETECTORS.iter().enumerate() {
+            assert!(!d.protos.is_empty() && !d.evidence.is_empty() && !d.source.is_empty());
+            assert!(t.iter().any(|l| l.contains(&(i as u16))), "detector {i} is in no table");
+        }
+    }
+
+    #[test]
+    fn dispatch_skips_detectors_that_cannot_match() {
+        // A TLS record's first byte reaches TLS but not the text protocols.
+        let t = tables();
+        let tls = DETECTORS.iter().position(|d| d.protos[0] == Proto::Tls).unwrap() as u16;
+        let text = DETECTORS.iter().position(|d| d.protos[0] == Proto::Http).unwrap() as u16;
+        assert!(t[0x16].contains(&tls) && !t[0x16].contains(&text));
+        assert!(t[usize::from(b'G')].contains(&text) && !t[usize::from(b'G')].contains(&tls));
+        // The lists are much shorter than the registry for most bytes.
+        let longest = t.iter().map(Vec::len).max().unwrap();
+        assert!(longest < DETECTORS.len());
+    }
+}
