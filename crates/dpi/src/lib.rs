@@ -331,8 +331,9 @@ pub(crate) enum Seen {
     More,
     /// A packet that fits a heuristic for this protocol; the number is what must stay the
     /// same across the packets of one direction (an RTP source, a session id). The flow is
-    /// labelled once the evidence is enough ([`Candidate`]).
-    Maybe(Label, u32),
+    /// labelled once the evidence is enough ([`Candidate`]). A sequence number, if the
+    /// protocol has one, must advance by 1 to 64 from the side's previous packet.
+    Maybe(Label, u32, Option<u16>),
 }
 
 /// Heuristic evidence gathered across packets: the protocol, and per direction (initiator
@@ -342,6 +343,7 @@ struct Candidate {
     label: Label,
     hits: [u8; 2],
     key: [Option<u32>; 2],
+    seq: [Option<u16>; 2],
 }
 
 impl Candidate {
@@ -388,6 +390,8 @@ pub struct FlowDpi {
     quic: Option<Box<quic::State>>,
     /// Heuristic evidence so far.
     candidate: Option<Candidate>,
+    /// A label found that a later packet may refine (STUN, then DTLS).
+    provisional: Option<Label>,
     /// Whether the first payload contradicted the port's protocol (no port guess then).
     contradicted: bool,
     /// The application the responder's address belongs to, if known.
@@ -411,6 +415,7 @@ impl FlowDpi {
             pending: None,
             quic: None,
             candidate: None,
+            provisional: None,
             contradicted: false,
             address_app: None,
         }
@@ -486,11 +491,16 @@ impl FlowDpi {
         }
         let seen = if self.l4 == TCP { self.tcp(&pkt) } else { self.udp(&pkt) };
         match seen {
-            Seen::Is(label) => {
+            // STUN is often followed by DTLS on the same flow (WebRTC): keep looking for it.
+            Seen::Is(label) if label.master == Proto::Stun && self.l4 == UDP => {
+                self.provisional.get_or_insert(label);
+            }
+            Seen::Is(label) if self.provisional.is_none() || label.master == Proto::Dtls => {
                 self.decide(label, By::Dpi);
                 return true;
             }
-            Seen::Maybe(label, key) if self.evidence(label, key, dir) => {
+            Seen::Is(_) => {}
+            Seen::Maybe(label, key, seq) if self.evidence(label, key, seq, dir) => {
                 self.decide(label, By::Dpi);
                 return true;
             }
@@ -501,7 +511,8 @@ impl FlowDpi {
             _ => {}
         }
         // A flow gathering heuristic evidence may take twice the budget to complete it.
-        let limit = if self.candidate.is_some() { limit.saturating_mul(2) } else { limit };
+        let extend = self.candidate.is_some() || self.provisional.is_some();
+        let limit = if extend { limit.saturating_mul(2) } else { limit };
         if self.packets >= limit || self.bytes as usize >= cfg.max_bytes * 2 {
             self.give_up(ports);
         }
@@ -509,13 +520,29 @@ impl FlowDpi {
     }
 
     /// Adds a heuristic match to the evidence; true once it is enough.
-    fn evidence(&mut self, label: Label, key: u32, dir: usize) -> bool {
+    fn evidence(&mut self, label: Label, key: u32, seq: Option<u16>, dir: usize) -> bool {
+        let advances = |last: Option<u16>| match (last, seq) {
+            (Some(last), Some(now)) => (1..=64).contains(&now.wrapping_sub(last)),
+            _ => true,
+        };
         let c = match &mut self.candidate {
-            Some(c) if c.label == label && c.key[dir].is_none_or(|k| k == key) => c,
-            other => other.insert(Candidate { label, hits: [0, 0], key: [None, None] }),
+            Some(c)
+                if c.label == label
+                    && c.key[dir].is_none_or(|k| k == key)
+                    && advances(c.seq[dir]) =>
+            {
+                c
+            }
+            other => other.insert(Candidate {
+                label,
+                hits: [0, 0],
+                key: [None, None],
+                seq: [None, None],
+            }),
         };
         c.hits[dir] = c.hits[dir].saturating_add(1);
         c.key[dir] = Some(key);
+        c.seq[dir] = seq;
         c.enough()
     }
 
@@ -523,6 +550,10 @@ impl FlowDpi {
     /// did not contradict the port's protocol.
     pub fn give_up(&mut self, ports: [u16; 2]) {
         if self.done {
+            return;
+        }
+        if let Some(label) = self.provisional {
+            self.decide(label, By::Dpi);
             return;
         }
         if let Some(app) = self.address_app {
@@ -556,6 +587,7 @@ impl FlowDpi {
         self.pending = None;
         self.quic = None;
         self.candidate = None;
+        self.provisional = None;
     }
 
     fn tcp(&mut self, p: &Packet<'_>) -> Seen {

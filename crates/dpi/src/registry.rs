@@ -111,6 +111,8 @@ pub(crate) const DETECTORS: &[Detector] = &[
     proto::amqp::DETECTOR,
     proto::bjnp::DETECTOR,
     proto::mgcp::DETECTOR,
+    proto::socks::DETECTOR,
+    proto::pfcp::DETECTOR,
     crate::udp::TCP_BINARY,
     crate::udp::UDP_BINARY,
     crate::udp::RTP,

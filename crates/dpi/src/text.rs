@@ -103,6 +103,11 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
         if header(b, b"content-type:").is_some_and(|v| starts(v, b"application/ipp")) {
             return Seen::Is(Label::of(Proto::Ipp));
         }
+        // A request for an absolute URI goes to a proxy (RFC 9112, 3.2.2).
+        let target = line.get(m.len()..).unwrap_or(b"");
+        if starts(target, b"http://") {
+            return Seen::Is(Label::of(Proto::Other("HTTP_Proxy")));
+        }
         if *m == b"CONNECT " {
             return Seen::Is(Label::of(Proto::HttpConnect));
         }
@@ -161,7 +166,11 @@ fn chat_and_news(p: &Packet<'_>) -> Seen {
     if !b.ends_with(b"\n") {
         return Seen::No;
     }
-    if starts(b, b"NICK ")
+    // IRC's registration: `USER name mode unused :real name`.
+    let irc_user = starts(b, b"USER ")
+        && b.split(|&c| c == b' ').nth(4).is_some_and(|w| w.first() == Some(&b':'));
+    if irc_user
+        || starts(b, b"NICK ")
         || starts(b, b"PASS ") && p.port(6667)
         || (b[0] == b':' && b.windows(5).any(|w| w == b" 001 " || w == b" 020 " || w == b"NOTIC"))
     {

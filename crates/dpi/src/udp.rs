@@ -97,7 +97,9 @@ fn rtp(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if b.len() >= 12 && b[0] >> 6 == 2 && p.ports[0] >= 1024 && p.ports[1] >= 1024 {
         let pt = b[1] & 0x7f;
         if pt <= 34 || (96..=127).contains(&pt) {
-            return Seen::Maybe(Label::of(Proto::Rtp), be32(b, 8).unwrap_or(0));
+            // The same source and payload type, the sequence number advancing.
+            let key = be32(b, 8).unwrap_or(0) ^ u32::from(pt) << 24;
+            return Seen::Maybe(Label::of(Proto::Rtp), key, be16(b, 2));
         }
     }
     Seen::No
@@ -139,6 +141,37 @@ pub(crate) fn ber_len(b: &[u8], at: usize) -> Option<(usize, usize)> {
     Some((len, at + 1 + n))
 }
 
+/// An RTCP compound packet (RFC 3550, 6.1): a sender or receiver report first, then
+/// packets of version 2 and a defined type whose lengths add up to the datagram's.
+fn rtcp(b: &[u8]) -> bool {
+    if b.len() < 8 || !matches!(b.get(1), Some(200 | 201)) {
+        return false;
+    }
+    let mut at = 0;
+    while at < b.len() {
+        let (Some(&first), Some(&kind), Some(words)) = (b.get(at), b.get(at + 1), be16(b, at + 2))
+        else {
+            return false;
+        };
+        if first >> 6 != 2 || !matches!(kind, 192 | 193 | 195 | 200..=213) {
+            return false;
+        }
+        at += (usize::from(words) + 1) * 4;
+    }
+    at == b.len()
+}
+
+/// A QUIC version this code knows: 1, 2, the IETF drafts (0xff0000xx), version
+/// negotiation (0), the reserved versions that force negotiation (0x?a?a?a?a, RFC 9000
+/// section 15), and Facebook's mvfst (0xfaceb00x).
+fn quic_version(v: u32) -> bool {
+    v <= 1
+        || v == 0x6b33_43cf
+        || v & 0xffff_ff00 == 0xff00_0000
+        || v & 0x0f0f_0f0f == 0x0a0a_0a0a
+        || v & 0xffff_fff0 == 0xface_b000
+}
+
 /// A NetBIOS name in its first-level encoding (RFC 1001, 14.1): length 32, then 32 letters
 /// A-P (two per byte of the 16-byte name).
 fn netbios_name(b: &[u8]) -> bool {
@@ -155,7 +188,7 @@ fn openvpn(b: &[u8]) -> Option<Seen> {
         return None;
     }
     let key = be32(b, 1)? ^ be32(b, 5)?;
-    Some(Seen::Maybe(Label::of(Proto::OpenVpn), key))
+    Some(Seen::Maybe(Label::of(Proto::OpenVpn), key, None))
 }
 
 /// UDP detectors, most specific first.
@@ -184,13 +217,16 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
         && matches!(b[0], 1..=5 | 0x0f | 0x10 | 0x1f | 0x20 | 0x21)
     {
         // A type byte alone is weak: it needs three such packets from both sides.
-        return Seen::Maybe(Label::of(Proto::Zoom), 0);
+        return Seen::Maybe(Label::of(Proto::Zoom), 0, None);
     }
-    // QUIC long header: form and fixed bits, a known version.
+    // QUIC long header: form and fixed bits, a known version, connection ids of at most
+    // 20 bytes.
     if b.len() >= 20
         && b[0] & 0xc0 == 0xc0
         && let Some(v) = be32(b, 1)
-        && (v == 1 || v == 0x6b33_43cf || v & 0xffff_ff00 == 0xff00_0000 || v == 0)
+        && quic_version(v)
+        && b[5] <= 20
+        && b.get(6 + usize::from(b[5])).is_some_and(|&scid| scid <= 20)
     {
         return is(Proto::Quic);
     }
@@ -260,12 +296,8 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
     {
         return is(Proto::TeamSpeak);
     }
-    // RTCP: version 2, a report type (200-204).
-    if b.len() >= 8
-        && b[0] >> 6 == 2
-        && (200..=204).contains(&b[1])
-        && usize::from(be16(b, 2).unwrap_or(0)) * 4 + 4 <= b.len()
-    {
+    // RTCP: a compound packet, starting with a sender or receiver report.
+    if rtcp(b) {
         return is(Proto::Rtcp);
     }
     // NTP: version 1-4, a client/server/broadcast mode, 48 bytes or more, port 123.
@@ -403,14 +435,21 @@ pub(crate) fn tcp_binary(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     {
         return is(Proto::NetBios);
     }
-    // RDP: TPKT, then an X.224 connection request or confirm.
+    // RDP: TPKT, then an X.224 connection request with RDP's routing cookie or negotiation
+    // request, or a confirm with its negotiation response (other ISO transport users, such
+    // as S7 or MMS, send requests without them).
     if b.len() >= 11
         && b[0] == 3
         && b[1] == 0
         && usize::from(be16(b, 2).unwrap_or(0)) == b.len()
         && (b[5] == 0xe0 || b[5] == 0xd0)
     {
-        return is(Proto::Rdp);
+        let x224 = &b[11..];
+        let cookie = x224.starts_with(b"Cookie: ") || x224.starts_with(b"Cookie:");
+        let neg = b.len() >= 19 && matches!(b[b.len() - 8], 1..=3) && b[b.len() - 6] == 8;
+        if cookie || neg || p.port(3389) {
+            return is(Proto::Rdp);
+        }
     }
     // ONC RPC over TCP: a record mark, then the message.
     if b.len() > 28
@@ -504,17 +543,24 @@ pub(crate) fn contradicts(l4: u8, ports: [u16; 2], b: &[u8]) -> bool {
     match proto {
         // QUIC: the fixed bit, and a known version in a long header.
         Proto::Quic => {
-            first & 0x40 == 0
-                || (first & 0x80 != 0
-                    && !be32(b, 1).is_some_and(|v| {
-                        v <= 2 || v == 0x6b33_43cf || v & 0xffff_ff00 == 0xff00_0000
-                    }))
+            crate::dns::message(b).is_some()
+                || first & 0x40 == 0
+                || (first & 0x80 != 0 && !be32(b, 1).is_some_and(quic_version))
         }
         Proto::Tls | Proto::Imaps | Proto::Pop3s | Proto::Smtps => {
             !(0x14..=0x17).contains(&first) || b.get(1) != Some(&3)
         }
         Proto::Dns if l4 == UDP => crate::dns::message(b).is_none(),
         Proto::Http => !first.is_ascii_uppercase(),
+        // Text protocols start with printable text.
+        Proto::Sip
+        | Proto::Smtp
+        | Proto::Pop3
+        | Proto::Imap
+        | Proto::FtpControl
+        | Proto::Irc
+        | Proto::Nntp
+        | Proto::Ssdp => !b.iter().take(4).all(|c| c.is_ascii_graphic() || *c == b' '),
         Proto::Ntp => b.len() < 48 || !(1..=4).contains(&((first >> 3) & 7)),
         Proto::Snmp => first != 0x30,
         Proto::Kerberos if l4 == UDP => !kerberos(b),

@@ -33,7 +33,25 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if b.starts_with(RESOLVER_MAGIC) && b.len() >= 8 + 12 + 12 + 16 {
         return super::is(NAME);
     }
-    if p.from_initiator && b.len() >= 68 + 64 && (b.len() - 68) % 64 == 0 {
+    // The certificate request: a DNS query for `2.dnscrypt-cert.<provider>`, on any port.
+    if let Some(name) = crate::dns::message(b)
+        && name.len() > 16
+        && name[..16].eq_ignore_ascii_case("2.dnscrypt-cert.")
+    {
+        return super::is(NAME);
+    }
+    // The client's public key and nonce half look random (other protocols whose messages
+    // happen to have these sizes carry structure there).
+    let distinct = |s: &[u8]| {
+        let mut seen = [false; 256];
+        s.iter().for_each(|&c| seen[usize::from(c)] = true);
+        seen.iter().filter(|&&x| x).count()
+    };
+    if p.from_initiator
+        && b.len() >= 68 + 64
+        && (b.len() - 68) % 64 == 0
+        && distinct(&b[8..52]) >= 28
+    {
         return super::maybe(NAME, be32(b, 0).unwrap_or(0) ^ be32(b, 4).unwrap_or(0));
     }
     Seen::No
@@ -50,7 +68,7 @@ mod tests {
         reply.resize(120, 0x55);
         let p = Packet { payload: &reply, from_initiator: false, ports: [40000, 443], index: 1 };
         assert!(matches!(detect(&p, &mut Meta::default()), Seen::Is(_)));
-        let query = vec![0x42; 68 + 256];
+        let query: Vec<u8> = (0..68 + 256u32).map(|i| (i * 37 % 251) as u8).collect();
         assert!(matches!(run(detect, &query, [40000, 443]), Seen::Maybe(..)));
         assert_eq!(run(detect, &query[..300], [40000, 443]), Seen::No);
         robust(detect, &reply, [1, 443]);

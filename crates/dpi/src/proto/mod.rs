@@ -23,12 +23,14 @@ pub(crate) mod modbus;
 pub(crate) mod mongodb;
 pub(crate) mod natpmp;
 pub(crate) mod oicq;
+pub(crate) mod pfcp;
 pub(crate) mod radius;
 pub(crate) mod raknet;
 pub(crate) mod redis;
 pub(crate) mod rmcp;
 pub(crate) mod s7comm;
 pub(crate) mod slp;
+pub(crate) mod socks;
 pub(crate) mod source_engine;
 pub(crate) mod tds;
 pub(crate) mod teredo;
@@ -45,7 +47,7 @@ pub(crate) fn is(name: &'static str) -> Seen {
 
 /// `Maybe` a protocol named by its detector, with the value that must stay the same.
 pub(crate) fn maybe(name: &'static str, key: u32) -> Seen {
-    Seen::Maybe(Label { master: Proto::Other(name), app: None }, key)
+    Seen::Maybe(Label { master: Proto::Other(name), app: None }, key, None)
 }
 
 /// A little-endian u32 at `off`.

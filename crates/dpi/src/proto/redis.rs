@@ -4,7 +4,8 @@
 use crate::registry::{Detector, First, Transport};
 use crate::{Meta, Packet, Seen};
 
-const NAME: &str = "Redis";
+/// nDPI's current name (4.2 said `Redis`).
+const NAME: &str = "RESP";
 
 pub(crate) const DETECTOR: Detector = Detector {
     protos: &[crate::Proto::Other(NAME)],
