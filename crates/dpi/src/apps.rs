@@ -1,85 +1,26 @@
-//! Applications recognised from server names (TLS SNI, HTTP host, DNS query), as nDPI
-//! names them. The list is data: a server name matches an entry when it is the entry or
-//! ends with `.` and the entry.
+//! Applications recognised from server names (TLS SNI, HTTP host, DNS query) and from server
+//! addresses, as nDPI names them. Both are data files with their sources beside them:
+//! `data/hosts.txt` (domain suffixes, matched on label boundaries through a hash map, the
+//! longest entry first) and `data/addresses.txt` (address blocks, longest-prefix match over
+//! the prefix lengths present).
 
-/// (domain suffix, application).
-const HOSTS: &[(&str, &str)] = &[
-    ("youtube.com", "YouTube"),
-    ("googlevideo.com", "YouTube"),
-    ("ytimg.com", "YouTube"),
-    ("youtube-nocookie.com", "YouTube"),
-    ("googleapis.com", "GoogleServices"),
-    ("ggpht.com", "YouTube"),
-    ("mail.google.com", "GMail"),
-    ("gmail.com", "GMail"),
-    ("googlesyndication.com", "Google"),
-    ("gstatic.com", "Google"),
-    ("google.com", "Google"),
-    ("googleusercontent.com", "Google"),
-    ("doubleclick.net", "Google"),
-    ("netflix.com", "NetFlix"),
-    ("nflxvideo.net", "NetFlix"),
-    ("nflximg.net", "NetFlix"),
-    ("nflxext.com", "NetFlix"),
-    ("nflxso.net", "NetFlix"),
-    ("facebook.com", "Facebook"),
-    ("fbcdn.net", "Facebook"),
-    ("instagram.com", "Instagram"),
-    ("cdninstagram.com", "Instagram"),
-    ("whatsapp.net", "WhatsApp"),
-    ("whatsapp.com", "WhatsApp"),
-    ("telegram.org", "Telegram"),
-    ("t.me", "Telegram"),
-    ("discord.com", "Discord"),
-    ("discord.gg", "Discord"),
-    ("discordapp.com", "Discord"),
-    ("discordapp.net", "Discord"),
-    ("zoom.us", "Zoom"),
-    ("zoom.com", "Zoom"),
-    ("teams.microsoft.com", "Teams"),
-    ("teams.live.com", "Teams"),
-    ("skype.com", "Skype_Teams"),
-    ("lync.com", "Teams"),
-    ("microsoft.com", "Microsoft"),
-    ("office.com", "Microsoft365"),
-    ("office365.com", "Microsoft365"),
-    ("outlook.com", "Outlook"),
-    ("live.com", "Microsoft"),
-    ("spotify.com", "Spotify"),
-    ("scdn.co", "Spotify"),
-    ("dropbox.com", "Dropbox"),
-    ("dropboxapi.com", "Dropbox"),
-    ("teamviewer.com", "TeamViewer"),
-    ("tailscale.com", "Tailscale"),
-    ("tailscale.io", "Tailscale"),
-    ("signal.org", "Signal"),
-    ("whispersystems.org", "Signal"),
-    ("microsoftstream.com", "Skype_Teams"),
-    ("hockeyapp.net", "Skype_Teams"),
-    ("microsoftonline.com", "Microsoft365"),
-    ("teams.office.com", "Teams"),
-    ("appcenter.ms", "Microsoft"),
-    ("trafficmanager.net", "Microsoft"),
-    ("googletagmanager.com", "GoogleServices"),
-    ("cloudflare.com", "Cloudflare"),
-    ("cdn.whatsapp.net", "WhatsAppFiles"),
-    ("anydesk.com", "AnyDesk"),
-    ("github.com", "Github"),
-    ("githubusercontent.com", "Github"),
-    ("ntop.org", "ntop"),
-    ("apple.com", "Apple"),
-    ("icloud.com", "AppleiCloud"),
-    ("itunes.apple.com", "AppleiTunes"),
-    ("amazon.com", "Amazon"),
-    ("twitter.com", "Twitter"),
-    ("x.com", "Twitter"),
-    ("tiktok.com", "TikTok"),
-    ("wikipedia.org", "Wikipedia"),
-    ("cloudflare-dns.com", "DoH_DoT"),
-    ("utorrent.com", "BitTorrent"),
-    ("bittorrent.com", "BitTorrent"),
-    ("dns.google", "DoH_DoT"),
-];
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+/// Domain suffix (lower case) -> application, from `data/hosts.txt`.
+fn hosts() -> &'static HashMap<&'static str, &'static str> {
+    static HOSTS: OnceLock<HashMap<&'static str, &'static str>> = OnceLock::new();
+    HOSTS.get_or_init(|| {
+        let mut m = HashMap::new();
+        for line in include_str!("../data/hosts.txt").lines() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if let Some((domain, app)) = line.split_once(' ') {
+                m.insert(domain.trim(), app.trim());
+            }
+        }
+        m
+    })
+}
 
 /// Whether a TLS server name has the shape of the names Tor's link connections send:
 /// `www.` and a random base32 label (letters and the digits 2-7, at least one digit, no
@@ -97,25 +38,55 @@ pub(crate) fn is_tor_name(sni: &str) -> bool {
         && b.iter().filter(|c| c.is_ascii_lowercase()).count() >= 4
 }
 
-/// The application a server name belongs to, if it is on the list (the longest matching
-/// entry wins).
+/// The application a server name belongs to, if it or a parent domain is listed (the
+/// longest listed suffix wins). A port after the name is ignored.
 pub fn app_for_host(host: &str) -> Option<&'static str> {
     let host = host.trim_end_matches('.');
     let host = host
         .rsplit_once(':')
         .filter(|(_, p)| p.bytes().all(|c| c.is_ascii_digit()))
         .map_or(host, |(h, _)| h);
-    let mut best: Option<(&str, &str)> = None;
-    for &(suffix, app) in HOSTS {
-        let hit = host.eq_ignore_ascii_case(suffix)
-            || (host.len() > suffix.len()
-                && host.as_bytes()[host.len() - suffix.len() - 1] == b'.'
-                && host[host.len() - suffix.len()..].eq_ignore_ascii_case(suffix));
-        if hit && best.is_none_or(|(s, _)| suffix.len() > s.len()) {
-            best = Some((suffix, app));
-        }
+    if host.is_empty() || host.len() > 253 {
+        return None;
     }
-    best.map(|(_, app)| app)
+    let lower;
+    let host = if host.bytes().any(|c| c.is_ascii_uppercase()) {
+        lower = host.to_ascii_lowercase();
+        lower.as_str()
+    } else {
+        host
+    };
+    let table = hosts();
+    let mut rest = host;
+    loop {
+        if let Some(app) = table.get(rest) {
+            return Some(app);
+        }
+        rest = rest.split_once('.')?.1;
+    }
+}
+
+/// Whether a service runs a protocol of its own on ports others use, so that its address
+/// outweighs a port guess.
+pub(crate) fn own_protocol(app: &str) -> bool {
+    matches!(app, "Telegram")
+}
+
+/// The application to name for a flow of `master` protocol whose server address belongs to
+/// `app`: a call's media and signalling over STUN, DTLS or SRTP is the service's call
+/// application (nDPI's names), other protocols the service itself.
+pub(crate) fn app_over(master: crate::Proto, app: &'static str) -> &'static str {
+    use crate::Proto;
+    if !matches!(master, Proto::Stun | Proto::Dtls) {
+        return app;
+    }
+    match app {
+        "Facebook" => "WhatsAppCall",
+        "Google" => "GoogleCall",
+        "Teams" => "Skype_TeamsCall",
+        "Telegram" => "TelegramVoip",
+        other => other,
+    }
 }
 
 #[cfg(test)]
@@ -156,14 +127,22 @@ mod tests {
     }
 }
 
-/// A block: family, network, prefix length, application.
-type Block = (u8, [u8; 16], u8, &'static str);
+/// Address blocks by (family, prefix length, masked network), and the prefix lengths present
+/// per family, longest first.
+struct Blocks {
+    map: HashMap<(u8, u8, u128), &'static str>,
+    lengths: [Vec<u8>; 2],
+}
+
+fn masked(addr: u128, len: u8, bits: u8) -> u128 {
+    if len == 0 { 0 } else { addr & (u128::MAX << (bits - len)) }
+}
 
 /// Address blocks of applications: `data/addresses.txt`, parsed once.
-fn blocks() -> &'static [Block] {
-    static BLOCKS: std::sync::OnceLock<Vec<Block>> = std::sync::OnceLock::new();
+fn blocks() -> &'static Blocks {
+    static BLOCKS: OnceLock<Blocks> = OnceLock::new();
     BLOCKS.get_or_init(|| {
-        let mut out = Vec::new();
+        let mut b = Blocks { map: HashMap::new(), lengths: [Vec::new(), Vec::new()] };
         for line in include_str!("../data/addresses.txt").lines() {
             let line = line.split('#').next().unwrap_or("").trim();
             let Some((prefix, app)) = line.split_once(' ') else { continue };
@@ -171,32 +150,38 @@ fn blocks() -> &'static [Block] {
             let (Ok(addr), Ok(len)) = (addr.parse::<std::net::IpAddr>(), len.parse::<u8>()) else {
                 continue;
             };
-            let (family, bytes) = match addr {
-                std::net::IpAddr::V4(v) => {
-                    let mut b = [0u8; 16];
-                    b[..4].copy_from_slice(&v.octets());
-                    (4, b)
-                }
-                std::net::IpAddr::V6(v) => (6, v.octets()),
+            let (family, value, bits) = match addr {
+                std::net::IpAddr::V4(v) => (4u8, u128::from(u32::from(v)), 32u8),
+                std::net::IpAddr::V6(v) => (6u8, u128::from(v), 128u8),
             };
-            out.push((family, bytes, len, app.trim()));
+            if len > bits {
+                continue;
+            }
+            b.map.insert((family, len, masked(value, len, bits)), app.trim());
+            let lengths = &mut b.lengths[usize::from(family == 6)];
+            if !lengths.contains(&len) {
+                lengths.push(len);
+            }
         }
-        out
+        for l in &mut b.lengths {
+            l.sort_unstable_by(|a, b| b.cmp(a));
+        }
+        b
     })
 }
 
 /// The application an address belongs to, by `data/addresses.txt` (`family` 4 or 6;
-/// IPv4 in the first four bytes).
+/// IPv4 in the first four bytes); the longest matching block wins.
 pub fn app_for_address(family: u8, addr: &[u8; 16]) -> Option<&'static str> {
-    blocks().iter().find_map(|&(f, ref net, len, app)| {
-        let bits = usize::from(len);
-        let whole = bits / 8;
-        let rest = bits % 8;
-        let same = f == family
-            && addr[..whole] == net[..whole]
-            && (rest == 0 || (addr[whole] ^ net[whole]) >> (8 - rest) == 0);
-        same.then_some(app)
-    })
+    let (value, bits) = match family {
+        4 => (u128::from(u32::from_be_bytes([addr[0], addr[1], addr[2], addr[3]])), 32),
+        6 => (u128::from_be_bytes(*addr), 128),
+        _ => return None,
+    };
+    let b = blocks();
+    b.lengths[usize::from(family == 6)]
+        .iter()
+        .find_map(|&len| b.map.get(&(family, len, masked(value, len, bits))).copied())
 }
 
 #[cfg(test)]
@@ -214,6 +199,8 @@ mod address_tests {
         assert_eq!(app_for_address(4, &v4([149, 154, 175, 255])), Some("Telegram"));
         assert_eq!(app_for_address(4, &v4([149, 154, 176, 0])), None);
         assert_eq!(app_for_address(6, &v4([91, 108, 12, 5])), None);
-        assert!(blocks().len() >= 10);
+        assert!(blocks().map.len() >= 10);
+        assert_eq!(app_for_address(4, &v4([157, 240, 1, 1])), Some("Facebook"));
+        assert_eq!(app_for_address(4, &v4([157, 241, 1, 1])), None);
     }
 }

@@ -556,13 +556,19 @@ impl FlowDpi {
             self.decide(label, By::Dpi);
             return;
         }
-        if let Some(app) = self.address_app {
-            self.decide(Label { master: Proto::Unknown, app: Some(app) }, By::Address);
-            return;
-        }
-        match udp::by_port(self.l4, ports).filter(|_| !self.contradicted) {
-            Some(p) => self.decide(Label::of(p), By::Port),
-            None => {
+        let port = udp::by_port(self.l4, ports).filter(|_| !self.contradicted);
+        match (port, self.address_app) {
+            // A service that runs a protocol of its own on common ports (Telegram's MTProto
+            // on 443): its address says more than the port.
+            (_, Some(app)) if apps::own_protocol(app) => {
+                self.decide(Label { master: Proto::Unknown, app: Some(app) }, By::Address);
+            }
+            // The port's protocol, and the application the address names (decide adds it).
+            (Some(p), _) => self.decide(Label::of(p), By::Port),
+            (None, Some(app)) => {
+                self.decide(Label { master: Proto::Unknown, app: Some(app) }, By::Address);
+            }
+            (None, None) => {
                 self.done = true;
                 self.pending = None;
             }
@@ -580,6 +586,14 @@ impl FlowDpi {
             && self.meta.sni.as_deref().is_some_and(apps::is_tor_name)
         {
             label.app = Some("Tor");
+        }
+        // Without a name to go by, the server's address names the application of encrypted
+        // and call protocols.
+        if label.app.is_none()
+            && matches!(label.master, Proto::Tls | Proto::Quic | Proto::Stun | Proto::Dtls)
+            && let Some(app) = self.address_app
+        {
+            label.app = Some(apps::app_over(label.master, app));
         }
         self.label = label;
         self.by = by;

@@ -78,6 +78,8 @@ pub(crate) const DETECTORS: &[Detector] = &[
     crate::text::UDP,
     crate::dns::UDP,
     crate::dns::TCP,
+    proto::someip::DETECTOR,
+    proto::roughtime::DETECTOR,
     proto::dnscrypt::DETECTOR,
     proto::slp::DETECTOR,
     proto::radius::DETECTOR,

@@ -42,7 +42,9 @@ fn label(p: &Packet<'_>) -> Label {
     } else {
         Proto::Tls
     };
-    Label::of(proto)
+    // DNS over TLS has its own port (RFC 7858).
+    let app = (proto == Proto::Tls && p.port(853)).then_some("DoH_DoT");
+    Label { master: proto, app }
 }
 
 /// TLS over TCP.
