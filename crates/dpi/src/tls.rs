@@ -161,8 +161,8 @@ pub(crate) fn dtls(p: &Packet<'_>, meta: &mut Meta) -> Seen {
     let b = p.payload;
     if b.len() < 13
         || !(20..=25).contains(&b[0])
-        || b[1] != 0xfe
-        || !(b[2] == 0xff || b[2] == 0xfd || b[2] == 0xfc)
+        // DTLS 1.0, 1.2, 1.3, and OpenSSL's pre-standard 0x0100.
+        || !((b[1] == 0xfe && matches!(b[2], 0xff | 0xfd | 0xfc)) || (b[1] == 1 && b[2] == 0))
     {
         return Seen::No;
     }

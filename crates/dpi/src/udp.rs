@@ -161,6 +161,16 @@ fn rtcp(b: &[u8]) -> bool {
     at == b.len()
 }
 
+/// A STUN message (RFC 8489): the top bits clear, the magic cookie, and an attribute length
+/// (a multiple of 4) that fits.
+fn stun(b: &[u8]) -> bool {
+    if b.len() >= 20 && be32(b, 4) == Some(0x2112_a442) && b[0] & 0xc0 == 0 {
+        let len = usize::from(be16(b, 2).unwrap_or(0));
+        return len + 20 <= b.len() && len % 4 == 0;
+    }
+    false
+}
+
 /// A QUIC version this code knows: 1, 2, the IETF drafts (0xff0000xx), version
 /// negotiation (0), the reserved versions that force negotiation (0x?a?a?a?a, RFC 9000
 /// section 15), and Facebook's mvfst (0xfaceb00x).
@@ -239,12 +249,8 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
     {
         return is(Proto::Quic);
     }
-    // STUN: magic cookie.
-    if b.len() >= 20 && be32(b, 4) == Some(0x2112_a442) && b[0] & 0xc0 == 0 {
-        let len = usize::from(be16(b, 2).unwrap_or(0));
-        if len + 20 <= b.len() && len % 4 == 0 {
-            return is(Proto::Stun);
-        }
+    if stun(b) {
+        return is(Proto::Stun);
     }
     // Tailscale's discovery messages: the magic `TS` and a speech balloon (U+1F4AC).
     if b.starts_with(b"TS\xf0\x9f\x92\xac") {
@@ -401,6 +407,10 @@ pub(crate) fn tcp_binary(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     let b = p.payload;
     if b.len() >= 20 && b[0] == 19 && &b[1..20] == b"BitTorrent protocol" {
         return is(Proto::BitTorrent);
+    }
+    // STUN over TCP, bare or in RFC 4571's length framing.
+    if stun(b) || (usize::from(be16(b, 0).unwrap_or(0)) + 2 <= b.len() && stun(&b[2..])) {
+        return is(Proto::Stun);
     }
     // WhatsApp's chat connection: its "WA" or "ED" header with a version.
     if b.len() >= 4

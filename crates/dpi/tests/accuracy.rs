@@ -220,8 +220,8 @@ fn agreement_with_ndpi() {
     assert!(t.pct(t.label) >= FLOOR_WHOLE, "label agreement {}", t.summary());
 }
 
-const FLOOR_MASTER: f64 = 97.7;
-const FLOOR_WHOLE: f64 = 93.7;
+const FLOOR_MASTER: f64 = 98.1;
+const FLOOR_WHOLE: f64 = 93.9;
 
 /// The whole of nDPI's regression suite: the curated captures and the rest (`ndpi-suite/`).
 #[test]
@@ -242,9 +242,9 @@ fn agreement_with_ndpi_suite() {
     assert!(t.pct(t.wrong) <= SUITE_FALSE, "false labels: {}", t.summary());
 }
 
-const SUITE_MASTER: f64 = 85.5;
-const SUITE_LABEL: f64 = 81.2;
-const SUITE_PER_CAPTURE: f64 = 66.5;
+const SUITE_MASTER: f64 = 87.5;
+const SUITE_LABEL: f64 = 83.2;
+const SUITE_PER_CAPTURE: f64 = 75.3;
 const SUITE_FALSE: f64 = 0.95;
 
 #[test]

@@ -25,7 +25,9 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     }
     match op {
         1 | 2001 | 2002 | 2004..=2007 | 2012 => {
-            if p.port(27017) || len == b.len() && b.len() > 20 {
+            if len == b.len() && b.len() > 20 {
+                super::is(NAME)
+            } else if p.port(27017) {
                 super::maybe(NAME, 0)
             } else {
                 Seen::No

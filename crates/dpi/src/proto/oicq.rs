@@ -10,8 +10,8 @@ pub(crate) const DETECTOR: Detector = Detector {
     protos: &[crate::Proto::Other(NAME)],
     transport: Transport::Udp,
     first: First::Bytes(&[0x02]),
-    evidence: "start tag 0x02, a command of 1-0x100, on QQ's UDP ports (8000, 4000) in two \
-               packets with the same client version",
+    evidence: "on QQ's UDP ports (8000, 4000): start tag 0x02, a client version, a command of \
+               1-0x100, and the end tag 0x03 as the last byte",
     source: "Wireshark's OICQ dissector documentation (packet layout); Tencent's port list",
     detect,
 };
@@ -26,7 +26,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if version == 0 || !(1..=0x100).contains(&command) {
         return Seen::No;
     }
-    super::maybe(NAME, u32::from(version))
+    if b.last() == Some(&0x03) { super::is(NAME) } else { Seen::No }
 }
 
 #[cfg(test)]
@@ -37,7 +37,8 @@ mod tests {
     #[test]
     fn keepalive() {
         let m = [2, 0x3b, 0x0b, 0, 1, 0, 0x17, 0x56, 0x1f, 0x0c, 0x7b, 0, 0, 3];
-        assert!(matches!(run(detect, &m, [60213, 8000]), Seen::Maybe(..)));
+        assert!(matches!(run(detect, &m, [60213, 8000]), Seen::Is(_)));
+        assert_eq!(run(detect, &m[..13], [60213, 8000]), Seen::No);
         assert_eq!(run(detect, &m, [60213, 8001]), Seen::No);
         robust(detect, &m, [1, 8000]);
     }
