@@ -108,8 +108,9 @@ pub enum Proto {
     IpInIp,
     Tailscale,
     FtpData,
-    /// A protocol named by its detector in the registry (nDPI's name).
-    Other(&'static str),
+    /// A protocol named by its detector in the registry (nDPI's name; a thin reference keeps
+    /// a label at 32 bytes).
+    Other(&'static &'static str),
 }
 
 impl Proto {
@@ -388,8 +389,8 @@ pub struct FlowDpi {
     pending: Option<Box<[Vec<u8>; 2]>>,
     /// A QUIC client's Initial packets so far.
     quic: Option<Box<quic::State>>,
-    /// Heuristic evidence so far.
-    candidate: Option<Candidate>,
+    /// Heuristic evidence so far (boxed: few flows need it).
+    candidate: Option<Box<Candidate>>,
     /// A label found that a later packet may refine (STUN, then DTLS).
     provisional: Option<Label>,
     /// Whether the first payload contradicted the port's protocol (no port guess then).
@@ -448,14 +449,16 @@ impl FlowDpi {
         &self.meta
     }
 
-    /// Heap bytes held: buffered message pieces, QUIC state and metadata strings.
+    /// Heap bytes held: buffered message pieces, QUIC state, heuristic evidence and metadata
+    /// strings.
     pub fn heap_bytes(&self) -> usize {
         let pending = self
             .pending
             .as_ref()
             .map_or(0, |p| std::mem::size_of::<[Vec<u8>; 2]>() + p[0].capacity() + p[1].capacity());
         let quic = self.quic.as_ref().map_or(0, |q| q.heap_bytes());
-        pending + quic + self.meta.heap_bytes()
+        let candidate = self.candidate.as_ref().map_or(0, |_| std::mem::size_of::<Candidate>());
+        pending + quic + candidate + self.meta.heap_bytes()
     }
 
     /// Feeds one packet's transport payload: `from_initiator` says its direction, `ports`
@@ -533,12 +536,12 @@ impl FlowDpi {
             {
                 c
             }
-            other => other.insert(Candidate {
+            other => other.insert(Box::new(Candidate {
                 label,
                 hits: [0, 0],
                 key: [None, None],
                 seq: [None, None],
-            }),
+            })),
         };
         c.hits[dir] = c.hits[dir].saturating_add(1);
         c.key[dir] = Some(key);

@@ -106,7 +106,7 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
         // A request for an absolute URI goes to a proxy (RFC 9112, 3.2.2).
         let target = line.get(m.len()..).unwrap_or(b"");
         if starts(target, b"http://") {
-            return Seen::Is(Label::of(Proto::Other("HTTP_Proxy")));
+            return Seen::Is(Label::of(Proto::Other(&"HTTP_Proxy")));
         }
         if *m == b"CONNECT " {
             return Seen::Is(Label::of(Proto::HttpConnect));

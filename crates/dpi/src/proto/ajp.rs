@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen, be16};
 const NAME: &str = "AJP";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(&[0x12, b'A']),
     evidence: "the magic 0x1234 (to the container) with a forward-request, shutdown, ping or \
@@ -28,7 +28,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         b"AB" => matches!(b[4], 3..=6 | 9),
         _ => false,
     };
-    if ok { super::is(NAME) } else { Seen::No }
+    if ok { super::is(&NAME) } else { Seen::No }
 }
 
 #[cfg(test)]

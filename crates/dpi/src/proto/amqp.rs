@@ -6,7 +6,7 @@ use crate::{Meta, Packet, Seen};
 const NAME: &str = "AMQP";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(&[b'A', 1, 2, 3, 8]),
     evidence: "the 8-byte protocol header `AMQP` then 0-9-1, 0-9, 0-8 or 1.0's id and version; \
@@ -31,7 +31,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
                 | [0, 0, 9, 0]
         )
     {
-        return super::is(NAME);
+        return super::is(&NAME);
     }
     // Frames: type, channel, size, payload, 0xCE.
     let mut at = 0;
@@ -45,7 +45,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         }
         at = end + 1;
     }
-    if at == b.len() && at > 0 { super::is(NAME) } else { Seen::No }
+    if at == b.len() && at > 0 { super::is(&NAME) } else { Seen::No }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen, be16};
 const NAME: &str = "BACnet";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Udp,
     first: First::Bytes(&[0x81]),
     evidence: "BVLC type 0x81, a function 0x00-0x0c, a length equal to the datagram's, and \
@@ -28,7 +28,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         0x04 => b.get(10),
         _ => Some(&1),
     };
-    if npdu == Some(&1) { super::is(NAME) } else { Seen::No }
+    if npdu == Some(&1) { super::is(&NAME) } else { Seen::No }
 }
 
 #[cfg(test)]

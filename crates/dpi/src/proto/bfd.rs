@@ -6,7 +6,7 @@ use crate::{Meta, Packet, Seen};
 const NAME: &str = "BFD";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Udp,
     first: First::Range(0x20, 0x3f),
     evidence: "on port 3784/4784: version 1, a diagnostic 0-8, a length (24, or more with \
@@ -25,7 +25,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     let len = usize::from(b[3]);
     let len_ok = if auth { len > 24 } else { len == 24 };
     if len_ok && len == b.len() && b[2] != 0 && b[4..8] != [0, 0, 0, 0] {
-        return super::is(NAME);
+        return super::is(&NAME);
     }
     Seen::No
 }

@@ -6,7 +6,7 @@ use crate::{Meta, Packet, Seen, be16};
 const NAME: &str = "BGP";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(&[0xff]),
     evidence: "the 16-byte all-ones marker, a length of 19-4096 and a message type 1-5 (an \
@@ -27,7 +27,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if b[18] == 1 && b.get(19).is_some_and(|&v| v != 4) {
         return Seen::No;
     }
-    super::is(NAME)
+    super::is(&NAME)
 }
 
 #[cfg(test)]

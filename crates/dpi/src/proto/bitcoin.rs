@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen, be32};
 const NAME: &str = "BITCOIN";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(&[0xf9, 0x0b, 0xfa, 0x0a, 0x1c]),
     evidence: "the main, test, signet or regtest network magic, then a command of lower-case \
@@ -30,7 +30,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         && cmd[..end].iter().all(u8::is_ascii_lowercase)
         && cmd[end..].iter().all(|&c| c == 0)
     {
-        return super::is(NAME);
+        return super::is(&NAME);
     }
     Seen::No
 }

@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen, be32};
 const NAME: &str = "BJNP";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Both,
     first: First::Bytes(b"BM"),
     evidence: "the magic `BJNP`/`BNJB`/`MFNP`, a device type (1-2 or 0x81-0x82), and a \
@@ -24,7 +24,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     }
     let len = be32(b, 12).unwrap_or(u32::MAX) as usize;
     if matches!(b[4], 1 | 2 | 0x81 | 0x82) && len + 16 == b.len() {
-        return super::is(NAME);
+        return super::is(&NAME);
     }
     Seen::No
 }

@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen};
 const NAME: &str = "CAPWAP";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Udp,
     first: First::Bytes(&[0, 1]),
     evidence: "on port 5246/5247: preamble version 0 and type 0 (clear) or 1 (DTLS), a \
@@ -25,7 +25,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         // DTLS header: preamble then 3 reserved bytes, then a DTLS record.
         1 => {
             if b[1..4] == [0, 0, 0] && b.len() > 6 && (20..=25).contains(&b[4]) && b[5] == 0xfe {
-                return super::is(NAME);
+                return super::is(&NAME);
             }
             Seen::No
         }
@@ -33,7 +33,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
             let hlen = usize::from(b[1] >> 3) * 4;
             let wbid = (u16::from(b[2]) << 8 | u16::from(b[3])) >> 9 & 0x1f;
             if hlen >= 8 && hlen <= b.len() && wbid <= 3 {
-                return super::is(NAME);
+                return super::is(&NAME);
             }
             Seen::No
         }

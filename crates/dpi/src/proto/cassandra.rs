@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen, be32};
 const NAME: &str = "Cassandra";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(&[3, 4, 5, 0x83, 0x84, 0x85]),
     evidence: "protocol version 3-5 (request, or response with the high bit), flags < 0x20, an \
@@ -28,7 +28,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         matches!(b[4], 0x01 | 0x05 | 0x07 | 0x09 | 0x0a | 0x0b | 0x0d | 0x0f)
     };
     if op_ok && be32(b, 5).is_some_and(|l| l as usize + 9 == b.len()) {
-        return super::is(NAME);
+        return super::is(&NAME);
     }
     Seen::No
 }

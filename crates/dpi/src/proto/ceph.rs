@@ -8,7 +8,7 @@ const NAME: &str = "Ceph";
 const PREFIXES: &[&[u8]] = &[b"ceph v027", b"ceph v2\x0a"];
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(&[0x63]),
     evidence: "the messenger banner `ceph v027` (v1) or `ceph v2`",
@@ -21,7 +21,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if !PREFIXES.iter().any(|m| b.starts_with(m)) {
         return Seen::No;
     }
-    super::is(NAME)
+    super::is(&NAME)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen};
 const NAME: &str = "COAP";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Udp,
     first: First::Range(0x40, 0x7f),
     evidence: "on port 5683/5684: version 1, token length <= 8, a request (0.01-0.07) or \
@@ -30,10 +30,10 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     let mut at = 4 + tkl;
     loop {
         let Some(&byte) = b.get(at) else {
-            return if at == b.len() { super::is(NAME) } else { Seen::No };
+            return if at == b.len() { super::is(&NAME) } else { Seen::No };
         };
         if byte == 0xff {
-            return if at + 1 < b.len() { super::is(NAME) } else { Seen::No };
+            return if at + 1 < b.len() { super::is(&NAME) } else { Seen::No };
         }
         let (delta, len) = (byte >> 4, byte & 0x0f);
         if delta == 15 || len == 15 {

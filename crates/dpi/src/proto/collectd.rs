@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen, be16};
 const NAME: &str = "collectd";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Udp,
     first: First::Bytes(&[0, 1, 2]),
     evidence: "a chain of at least two parts of defined types (host, time, plugin, type, \
@@ -30,7 +30,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         at += len;
         parts += 1;
     }
-    if at == b.len() && parts >= 2 { super::is(NAME) } else { Seen::No }
+    if at == b.len() && parts >= 2 { super::is(&NAME) } else { Seen::No }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen};
 const NAME: &str = "DCERPC";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Both,
     first: First::Bytes(&[4, 5]),
     evidence: "over TCP: version 5.0/5.1, a packet type 0-19, a data representation of \
@@ -38,7 +38,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
             // The fragment fills the segment, continues past it, or another PDU follows.
             let frag_ok = frag >= 16 + auth && (frag >= b.len() || b.get(frag) == Some(&5));
             if b[1] <= 1 && b[2] <= 19 && drep_ok && frag_ok {
-                return super::is(NAME);
+                return super::is(&NAME);
             }
             Seen::No
         }
@@ -47,7 +47,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
             let drep_ok = (b[4] & 0xf0 == 0x10 || b[4] & 0xf0 == 0) && b[5] <= 3 && b[6] == 0;
             let body = usize::from(u16_in(b, 74, little).unwrap_or(u16::MAX));
             if b[1] <= 10 && drep_ok && 80 + body == b.len() && b[79] == 0 {
-                return super::is(NAME);
+                return super::is(&NAME);
             }
             Seen::No
         }

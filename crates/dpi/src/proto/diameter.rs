@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen};
 const NAME: &str = "Diameter";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(&[1]),
     evidence: "version 1, a message length (>= 20, a multiple of 4) equal to the segment's, \
@@ -24,7 +24,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     let len = usize::from(b[1]) << 16 | usize::from(b[2]) << 8 | usize::from(b[3]);
     let code = u32::from(b[5]) << 16 | u32::from(b[6]) << 8 | u32::from(b[7]);
     if len == b.len() && len % 4 == 0 && (257..=8_388_607).contains(&code) {
-        return super::is(NAME);
+        return super::is(&NAME);
     }
     Seen::No
 }

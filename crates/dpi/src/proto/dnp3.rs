@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen};
 const NAME: &str = "DNP3";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Both,
     first: First::Bytes(&[0x05]),
     evidence: "start bytes 0x05 0x64, a length of at least 5, and the header's CRC-16/DNP",
@@ -32,7 +32,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if b.len() < 10 || b[0] != 0x05 || b[1] != 0x64 || b[2] < 5 {
         return Seen::No;
     }
-    if crc(&b[..8]) == u16::from_le_bytes([b[8], b[9]]) { super::is(NAME) } else { Seen::No }
+    if crc(&b[..8]) == u16::from_le_bytes([b[8], b[9]]) { super::is(&NAME) } else { Seen::No }
 }
 
 #[cfg(test)]

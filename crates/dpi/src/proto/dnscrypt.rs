@@ -11,7 +11,7 @@ pub(crate) const NAME: &str = "DNScrypt";
 const RESOLVER_MAGIC: &[u8; 8] = b"r6fnvWj8";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Both,
     first: First::Any,
     evidence: "a reply starting with the resolver magic `r6fnvWj8` (after TCP's length \
@@ -31,14 +31,14 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         _ => p.payload,
     };
     if b.starts_with(RESOLVER_MAGIC) && b.len() >= 8 + 12 + 12 + 16 {
-        return super::is(NAME);
+        return super::is(&NAME);
     }
     // The certificate request: a DNS query for `2.dnscrypt-cert.<provider>`, on any port.
     if let Some(name) = crate::dns::message(b)
         && name.len() > 16
         && name[..16].eq_ignore_ascii_case("2.dnscrypt-cert.")
     {
-        return super::is(NAME);
+        return super::is(&NAME);
     }
     // The client's public key and nonce half look random (other protocols whose messages
     // happen to have these sizes carry structure there).
@@ -52,7 +52,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         && (b.len() - 68) % 64 == 0
         && distinct(&b[8..52]) >= 28
     {
-        return super::maybe(NAME, be32(b, 0).unwrap_or(0) ^ be32(b, 4).unwrap_or(0));
+        return super::maybe(&NAME, be32(b, 0).unwrap_or(0) ^ be32(b, 4).unwrap_or(0));
     }
     Seen::No
 }

@@ -9,7 +9,7 @@ use crate::{Meta, Packet, Seen};
 const NAME: &str = "ETHEREUM";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Udp,
     first: First::Any,
     evidence: "a packet of 98-1280 bytes whose first 32 bytes are the Keccak-256 hash of the \
@@ -24,7 +24,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         return Seen::No;
     }
     let hash = Keccak256::digest(&b[32..]);
-    if hash[..] == b[..32] { super::is(NAME) } else { Seen::No }
+    if hash[..] == b[..32] { super::is(&NAME) } else { Seen::No }
 }
 
 #[cfg(test)]

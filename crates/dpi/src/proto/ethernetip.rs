@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen};
 const NAME: &str = "EthernetIP";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Both,
     first: First::Bytes(&[0x01, 0x04, 0x63, 0x64, 0x65, 0x66, 0x6f, 0x70]),
     evidence: "a defined encapsulation command (NOP, ListServices, ListIdentity, \
@@ -28,7 +28,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         && len + 24 == b.len()
         && options == 0
     {
-        return super::is(NAME);
+        return super::is(&NAME);
     }
     Seen::No
 }

@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen, be16};
 const NAME: &str = "FastCGI";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(&[1]),
     evidence: "version 1 records of types 1-11 that fill the segment exactly, the first a \
@@ -33,7 +33,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         let pad = usize::from(*b.get(at + 6).unwrap_or(&0));
         at += 8 + content + pad;
     }
-    if at == b.len() { super::is(NAME) } else { Seen::No }
+    if at == b.len() { super::is(&NAME) } else { Seen::No }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen};
 const NAME: &str = "FIX";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(b"8"),
     evidence: "BeginString `8=FIX...` then SOH and BodyLength `9=` with digits",
@@ -23,7 +23,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     let Some(soh) = b.iter().take(16).position(|&c| c == 1) else { return Seen::No };
     let rest = &b[soh + 1..];
     if rest.starts_with(b"9=") && rest.get(2).is_some_and(u8::is_ascii_digit) {
-        return super::is(NAME);
+        return super::is(&NAME);
     }
     Seen::No
 }

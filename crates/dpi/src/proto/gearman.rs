@@ -8,7 +8,7 @@ const NAME: &str = "Gearman";
 const PREFIXES: &[&[u8]] = &[b"\x00REQ", b"\x00RES"];
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(&[0x00]),
     evidence: "the binary packet magic NUL `REQ` or NUL `RES` and a packet type 1-42",
@@ -24,7 +24,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if !crate::be32(b, 4).is_some_and(|t| (1..=42).contains(&t)) {
         return Seen::No;
     }
-    super::is(NAME)
+    super::is(&NAME)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen};
 const NAME: &str = "Git";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(b"0"),
     evidence: "a pkt-line whose four hex digits give its length, carrying a `git-upload-pack`, \
@@ -26,7 +26,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     let cmd = [&b"git-upload-pack "[..], b"git-receive-pack ", b"git-upload-archive "]
         .iter()
         .any(|c| line.starts_with(c));
-    if cmd && len <= b.len() && len > 4 { super::is(NAME) } else { Seen::No }
+    if cmd && len <= b.len() && len > 4 { super::is(&NAME) } else { Seen::No }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen};
 const NAME: &str = "Gnutella";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Both,
     first: First::Any,
     evidence: "over TCP the handshake line; over UDP a `GND` header with part <= count, or a \
@@ -21,7 +21,7 @@ pub(crate) const DETECTOR: Detector = Detector {
 fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     let b = p.payload;
     if b.starts_with(b"GNUTELLA CONNECT/") || b.starts_with(b"GNUTELLA/0.6 ") {
-        return super::is(NAME);
+        return super::is(&NAME);
     }
     if b.starts_with(b"GND") && b.len() >= 8 {
         // Flags, sequence, part, count (an acknowledgement has count 0).
@@ -29,7 +29,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         if (b[3] & 0xf0 == 0x10 || b[3] & 0xf0 == 0)
             && ((count == 0 && b.len() <= 12) || (part >= 1 && part <= count))
         {
-            return super::is(NAME);
+            return super::is(&NAME);
         }
         return Seen::No;
     }
@@ -43,7 +43,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
             && len + 23 == b.len()
             && !b[..16].iter().all(|&c| c == 0)
         {
-            return super::maybe(NAME, u32::from(kind != 0x80 && kind != 0x00));
+            return super::maybe(&NAME, u32::from(kind != 0x80 && kind != 0x00));
         }
     }
     Seen::No

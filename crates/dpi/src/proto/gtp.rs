@@ -6,7 +6,7 @@ use crate::registry::{Detector, First, Transport};
 use crate::{Label, Meta, Packet, Proto, Seen, be16};
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[Proto::Other("GTP")],
+    protos: &[Proto::Other(&"GTP")],
     transport: Transport::Udp,
     first: First::Any,
     evidence: "on port 2123 (GTP-C) or 3386 (GTP'): version 1 or 2 with protocol type 1, a \
@@ -16,7 +16,7 @@ pub(crate) const DETECTOR: Detector = Detector {
 };
 
 fn label(app: &'static str) -> Seen {
-    Seen::Is(Label { master: Proto::Other("GTP"), app: Some(app) })
+    Seen::Is(Label { master: Proto::Other(&"GTP"), app: Some(app) })
 }
 
 fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {

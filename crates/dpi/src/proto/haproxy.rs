@@ -9,7 +9,7 @@ const PREFIXES: &[&[u8]] =
     &[b"PROXY TCP4 ", b"PROXY TCP6 ", b"PROXY UNKNOWN", b"\x0d\x0a\x0d\x0a\x00\x0d\x0aQUIT\x0a"];
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(&[0x0d, 0x50]),
     evidence: "a PROXY protocol header: the v1 text line or the v2 12-byte signature",
@@ -22,7 +22,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if !PREFIXES.iter().any(|m| b.starts_with(m)) {
         return Seen::No;
     }
-    super::is(NAME)
+    super::is(&NAME)
 }
 
 #[cfg(test)]

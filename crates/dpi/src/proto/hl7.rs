@@ -8,7 +8,7 @@ const NAME: &str = "HL7";
 const PREFIXES: &[&[u8]] = &[b"\x0bMSH|"];
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(&[0x0b]),
     evidence: "an MLLP block start (0x0B) then an HL7 v2 message header segment `MSH|`",
@@ -21,7 +21,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if !PREFIXES.iter().any(|m| b.starts_with(m)) {
         return Seen::No;
     }
-    super::is(NAME)
+    super::is(&NAME)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen};
 const NAME: &str = "HSRP";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Udp,
     first: First::Bytes(&[0, 1]),
     evidence: "on port 1985/2029: a 20-byte version 0 message (op code 0-2, a defined state) \
@@ -22,10 +22,10 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         return Seen::No;
     }
     if b.len() == 20 && b[0] == 0 && b[1] <= 2 && matches!(b[2], 0 | 1 | 2 | 4 | 8 | 16) {
-        return super::is(NAME);
+        return super::is(&NAME);
     }
     if b.len() >= 42 && b[0] == 1 && b[1] == 40 && b[2] == 2 && b[3] <= 2 {
-        return super::is(NAME);
+        return super::is(&NAME);
     }
     Seen::No
 }

@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen};
 const NAME: &str = "IEC60870";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(&[0x68]),
     evidence: "APDUs that fill the segment exactly, each with start 0x68, a length of 4-253, \
@@ -47,7 +47,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         }
         at += apdu.len();
     }
-    super::is(NAME)
+    super::is(&NAME)
 }
 
 #[cfg(test)]

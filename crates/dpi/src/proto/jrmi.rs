@@ -8,7 +8,7 @@ const NAME: &str = "JRMI";
 const PREFIXES: &[&[u8]] = &[b"JRMI\x00\x01", b"JRMI\x00\x02"];
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(&[0x4a]),
     evidence: "the stream header `JRMI`, version 1 or 2",
@@ -21,7 +21,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if !PREFIXES.iter().any(|m| b.starts_with(m)) {
         return Seen::No;
     }
-    super::is(NAME)
+    super::is(&NAME)
 }
 
 #[cfg(test)]

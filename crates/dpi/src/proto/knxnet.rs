@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen, be16};
 const NAME: &str = "KNXnet_IP";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Both,
     first: First::Bytes(&[6]),
     evidence: "header length 6, protocol version 0x10, a service type family 0x02-0x09 and a \
@@ -24,7 +24,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         && (0x02..=0x09).contains(&b[2])
         && usize::from(be16(b, 4).unwrap_or(0)) == b.len()
     {
-        return super::is(NAME);
+        return super::is(&NAME);
     }
     Seen::No
 }

@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen, be16};
 const NAME: &str = "LDP";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Both,
     first: First::Bytes(&[0]),
     evidence: "on port 646: version 1, a PDU length equal to the rest, and a first message of a \
@@ -27,7 +27,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         && len >= 10
         && matches!(kind, 0x0001 | 0x0100 | 0x0200 | 0x0201 | 0x0300 | 0x0301 | 0x0400..=0x0404)
     {
-        return super::is(NAME);
+        return super::is(&NAME);
     }
     Seen::No
 }

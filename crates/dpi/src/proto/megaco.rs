@@ -8,7 +8,7 @@ const NAME: &str = "Megaco";
 const PREFIXES: &[&[u8]] = &[b"MEGACO/1 ", b"MEGACO/2 ", b"MEGACO/3 ", b"!/1 ", b"!/2 ", b"!/3 "];
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Udp,
     first: First::Bytes(&[0x21, 0x4d]),
     evidence: "the text message header `MEGACO/n` (or its short form `!/n`) and a message id",
@@ -21,7 +21,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if !PREFIXES.iter().any(|m| b.starts_with(m)) {
         return Seen::No;
     }
-    super::is(NAME)
+    super::is(&NAME)
 }
 
 #[cfg(test)]

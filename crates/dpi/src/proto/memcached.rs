@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen, be16, be32};
 const NAME: &str = "Memcached";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Both,
     first: First::Any,
     evidence: "binary: magic 0x80/0x81, data type 0, key and extras lengths within a body \
@@ -28,7 +28,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         let extras = usize::from(b[4]);
         let body = be32(b, 8).unwrap_or(0) as usize;
         if body + 24 == b.len() && key + extras <= body {
-            return super::is(NAME);
+            return super::is(&NAME);
         }
         return Seen::No;
     }
@@ -50,7 +50,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
             || b.starts_with(b"VALUE ")
             || b.starts_with(b"STAT ")
         {
-            return super::is(NAME);
+            return super::is(&NAME);
         }
     }
     Seen::No

@@ -10,7 +10,7 @@ const VERBS: [&[u8]; 9] =
     [b"EPCF ", b"CRCX ", b"MDCX ", b"DLCX ", b"RQNT ", b"NTFY ", b"AUEP ", b"AUCX ", b"RSIP "];
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Udp,
     first: First::Bytes(b"ACDEMNR"),
     evidence: "a command verb, a numeric transaction id, an endpoint with `@`, and `MGCP 1.0` \
@@ -33,7 +33,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         && ep.is_some_and(|e| e.contains(&b'@'))
         && rest == [&b"MGCP"[..], b"1.0"]
     {
-        return super::is(NAME);
+        return super::is(&NAME);
     }
     Seen::No
 }

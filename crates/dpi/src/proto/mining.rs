@@ -9,7 +9,7 @@ const PREFIXES: &[&[u8]] =
     &[b"{\x22id\x22:", b"{\x22method\x22:", b"{\x22params\x22:", b"{\x22jsonrpc\x22:"];
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(&[0x7b]),
     evidence: "a Stratum JSON-RPC line whose method is `mining.` (subscribe, authorize, notify...) or `login` with an agent",
@@ -27,7 +27,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if !(has(b"\"mining.") || (has(b"\"login\"") && has(b"\"agent\""))) {
         return Seen::No;
     }
-    super::is(NAME)
+    super::is(&NAME)
 }
 
 #[cfg(test)]

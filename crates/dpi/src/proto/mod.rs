@@ -80,12 +80,12 @@ pub(crate) mod zabbix;
 use crate::{Label, Proto, Seen};
 
 /// `Is` a protocol named by its detector.
-pub(crate) fn is(name: &'static str) -> Seen {
+pub(crate) fn is(name: &'static &'static str) -> Seen {
     Seen::Is(Label { master: Proto::Other(name), app: None })
 }
 
 /// `Maybe` a protocol named by its detector, with the value that must stay the same.
-pub(crate) fn maybe(name: &'static str, key: u32) -> Seen {
+pub(crate) fn maybe(name: &'static &'static str, key: u32) -> Seen {
     Seen::Maybe(Label { master: Proto::Other(name), app: None }, key, None)
 }
 

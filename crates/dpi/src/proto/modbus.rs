@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen, be16};
 const NAME: &str = "Modbus";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Any,
     evidence: "ADUs that fill the segment exactly, each with protocol id 0, a length of \
@@ -41,7 +41,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         at += 6 + len;
     }
     let _ = tid;
-    if p.port(502) { super::is(NAME) } else { super::maybe(NAME, 0) }
+    if p.port(502) { super::is(&NAME) } else { super::maybe(&NAME, 0) }
 }
 
 #[cfg(test)]

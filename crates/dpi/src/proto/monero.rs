@@ -8,7 +8,7 @@ const NAME: &str = "Monero";
 const PREFIXES: &[&[u8]] = &[b"\x01!\x01\x01\x01\x01\x01\x01"];
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(&[0x01]),
     evidence: "the Levin portable-storage signature 0x0101010101012101",
@@ -21,7 +21,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if !PREFIXES.iter().any(|m| b.starts_with(m)) {
         return Seen::No;
     }
-    super::is(NAME)
+    super::is(&NAME)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen};
 const NAME: &str = "MongoDB";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Any,
     evidence: "a message length (>= 16) equal to the segment's or larger (continued), a \
@@ -26,9 +26,9 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     match op {
         1 | 2001 | 2002 | 2004..=2007 | 2012 => {
             if len == b.len() && b.len() > 20 {
-                super::is(NAME)
+                super::is(&NAME)
             } else if p.port(27017) {
-                super::maybe(NAME, 0)
+                super::maybe(&NAME, 0)
             } else {
                 Seen::No
             }
@@ -37,7 +37,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         2013 => {
             let flags = super::le32(b, 16).unwrap_or(u32::MAX);
             if flags & !0x0001_0003 == 0 && b.get(20).is_some_and(|&k| k <= 1) {
-                super::is(NAME)
+                super::is(&NAME)
             } else {
                 Seen::No
             }

@@ -6,7 +6,7 @@ use crate::{Meta, Packet, Seen};
 const NAME: &str = "NAT-PMP";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Udp,
     first: First::Bytes(&[0]),
     evidence: "on port 5351: version 0, and an opcode (0-2, or 128-130 in replies) with its \
@@ -27,7 +27,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         129 | 130 => b.len() == 16,
         _ => false,
     };
-    if fits { super::is(NAME) } else { Seen::No }
+    if fits { super::is(&NAME) } else { Seen::No }
 }
 
 #[cfg(test)]

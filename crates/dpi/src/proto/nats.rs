@@ -8,7 +8,7 @@ const NAME: &str = "Nats";
 const PREFIXES: &[&[u8]] = &[b"INFO {", b"CONNECT {"];
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(&[0x43, 0x49]),
     evidence: "the server's `INFO {` or the client's `CONNECT {` line with a JSON object",
@@ -21,7 +21,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if !PREFIXES.iter().any(|m| b.starts_with(m)) {
         return Seen::No;
     }
-    super::is(NAME)
+    super::is(&NAME)
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ const NETFLOW: &str = "NetFlow";
 const SFLOW: &str = "sFlow";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NETFLOW), crate::Proto::Other(SFLOW)],
+    protos: &[crate::Proto::Other(&NETFLOW), crate::Proto::Other(&SFLOW)],
     transport: Transport::Udp,
     first: First::Bytes(&[0]),
     evidence: "NetFlow v5: 1-30 records and a datagram of exactly 24 + 48 per record; v9: a \
@@ -25,27 +25,27 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     let (Some(version), Some(count)) = (be16(b, 0), be16(b, 2)) else { return Seen::No };
     match version {
         5 if (1..=30).contains(&count) && b.len() == 24 + 48 * usize::from(count) => {
-            super::is(NETFLOW)
+            super::is(&NETFLOW)
         }
         9 if b.len() >= 24 && count >= 1 => {
             let set = be16(b, 20).unwrap_or(2);
             let len = usize::from(be16(b, 22).unwrap_or(0));
             if (set <= 1 || set >= 256) && len >= 4 && 20 + len <= b.len() {
-                super::is(NETFLOW)
+                super::is(&NETFLOW)
             } else {
                 Seen::No
             }
         }
         10 if usize::from(count) == b.len() && b.len() >= 20 => {
             let set = be16(b, 16).unwrap_or(0);
-            if set == 2 || set == 3 || set >= 256 { super::is(NETFLOW) } else { Seen::No }
+            if set == 2 || set == 3 || set >= 256 { super::is(&NETFLOW) } else { Seen::No }
         }
         0 if count == 5 && b.len() >= 28 => {
             // sFlow: a 32-bit version 5, agent address type 1 (IPv4) or 2 (IPv6).
             let kind = be32(b, 4).unwrap_or(0);
             let samples_at = if kind == 1 { 24 } else { 36 };
             let samples = be32(b, samples_at).unwrap_or(u32::MAX);
-            if (kind == 1 || kind == 2) && samples <= 1024 { super::is(SFLOW) } else { Seen::No }
+            if (kind == 1 || kind == 2) && samples <= 1024 { super::is(&SFLOW) } else { Seen::No }
         }
         _ => Seen::No,
     }

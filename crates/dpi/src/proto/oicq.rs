@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen, be16};
 const NAME: &str = "OICQ";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Udp,
     first: First::Bytes(&[0x02]),
     evidence: "on QQ's UDP ports (8000, 4000): start tag 0x02, a client version, a command of \
@@ -26,7 +26,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if version == 0 || !(1..=0x100).contains(&command) {
         return Seen::No;
     }
-    if b.last() == Some(&0x03) { super::is(NAME) } else { Seen::No }
+    if b.last() == Some(&0x03) { super::is(&NAME) } else { Seen::No }
 }
 
 #[cfg(test)]

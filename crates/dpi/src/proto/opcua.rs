@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen};
 const NAME: &str = "OPC-UA";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(b"HAOMCER"),
     evidence: "a message type `HEL`, `ACK`, `OPN`, `MSG`, `CLO` or `ERR`, a chunk type `F`, `C` \
@@ -28,7 +28,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         if (&b[..3] == b"HEL" || &b[..3] == b"ACK") && size != b.len() {
             return Seen::No;
         }
-        return super::is(NAME);
+        return super::is(&NAME);
     }
     Seen::No
 }

@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen, be16};
 const NAME: &str = "OpenFlow";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Range(1, 6),
     evidence: "on port 6653 or 6633: version 1-6, a message type 0-35 and a length (>= 8) equal \
@@ -29,7 +29,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         }
         at += len;
     }
-    if at == b.len() { super::is(NAME) } else { Seen::No }
+    if at == b.len() { super::is(&NAME) } else { Seen::No }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen, be16};
 const NAME: &str = "PFCP";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Udp,
     first: First::Range(0x20, 0x3f),
     evidence: "version 1 with zero spare bits, a node (1-15) or session (50-57) message type, \
@@ -29,7 +29,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         _ => false,
     };
     if kind_ok && usize::from(be16(b, 2).unwrap_or(0)) + 4 == b.len() {
-        return super::is(NAME);
+        return super::is(&NAME);
     }
     Seen::No
 }

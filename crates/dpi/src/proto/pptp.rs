@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen, be16, be32};
 const NAME: &str = "PPTP";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(&[0]),
     evidence: "a length equal to the segment's, message type 1, the magic cookie 0x1A2B3C4D and a \
@@ -23,7 +23,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         && be32(b, 4) == Some(0x1a2b_3c4d)
         && be16(b, 8).is_some_and(|t| (1..=15).contains(&t))
     {
-        return super::is(NAME);
+        return super::is(&NAME);
     }
     Seen::No
 }

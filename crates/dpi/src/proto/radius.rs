@@ -6,7 +6,7 @@ use crate::{Meta, Packet, Seen, be16};
 const NAME: &str = "Radius";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Udp,
     first: First::Bytes(&[1, 2, 3, 4, 5, 11, 12, 13, 40, 41, 42, 43, 44, 45]),
     evidence: "a defined code, a length (20-4096) equal to the datagram's, and attributes \
@@ -29,7 +29,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         }
         at += usize::from(alen);
     }
-    if at == len { super::is(NAME) } else { Seen::No }
+    if at == len { super::is(&NAME) } else { Seen::No }
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ const MAGIC: [u8; 16] = [
 ];
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Udp,
     first: First::Bytes(&[0x01, 0x02, 0x05, 0x06, 0x07, 0x08, 0x1c, 0x19]),
     evidence: "an offline message id (ping, pong, open-connection request/reply, \
@@ -33,7 +33,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         Some(0x1c) => 17,
         _ => return Seen::No,
     };
-    if b.get(at..at + 16) == Some(&MAGIC[..]) { super::is(NAME) } else { Seen::No }
+    if b.get(at..at + 16) == Some(&MAGIC[..]) { super::is(&NAME) } else { Seen::No }
 }
 
 #[cfg(test)]

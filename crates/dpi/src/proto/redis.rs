@@ -8,7 +8,7 @@ use crate::{Meta, Packet, Seen};
 const NAME: &str = "RESP";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(b"*+-:$"),
     evidence: "a command: an array header `*N` and a bulk string header `$L` whose length \
@@ -42,12 +42,12 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
             && name.iter().all(|c| c.is_ascii_alphabetic() || *c == b'.' || *c == b'_')
             && b.get(at + len..at + len + 2) == Some(b"\r\n")
         {
-            return super::is(NAME);
+            return super::is(&NAME);
         }
         return Seen::No;
     }
     if p.port(6379) && b.ends_with(b"\r\n") && b.len() >= 3 {
-        return super::maybe(NAME, 0);
+        return super::maybe(&NAME, 0);
     }
     Seen::No
 }

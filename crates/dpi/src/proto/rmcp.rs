@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen};
 const NAME: &str = "RMCP";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Udp,
     first: First::Bytes(&[6]),
     evidence: "on port 623: version 6, reserved byte 0, class 6 (ASF), 7 (IPMI) or 8 (OEM), \
@@ -22,7 +22,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         return Seen::No;
     }
     match b[3] {
-        6..=8 | 0x86 => super::is(NAME),
+        6..=8 | 0x86 => super::is(&NAME),
         _ => Seen::No,
     }
 }

@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen};
 const NAME: &str = "Roughtime";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Both,
     first: First::Any,
     evidence: "the `ROUGHTIM` frame with a length equal to the rest, or a message whose tag \
@@ -38,9 +38,9 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     let b = p.payload;
     if b.starts_with(b"ROUGHTIM") {
         let len = super::le32(b, 8).unwrap_or(0) as usize;
-        return if len + 12 == b.len() && message(&b[12..]) { super::is(NAME) } else { Seen::No };
+        return if len + 12 == b.len() && message(&b[12..]) { super::is(&NAME) } else { Seen::No };
     }
-    if message(b) { super::is(NAME) } else { Seen::No }
+    if message(b) { super::is(&NAME) } else { Seen::No }
 }
 
 #[cfg(test)]

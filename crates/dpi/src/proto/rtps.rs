@@ -8,7 +8,7 @@ const NAME: &str = "RTPS";
 const PREFIXES: &[&[u8]] = &[b"RTPS\x02", b"RTPS\x01"];
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Udp,
     first: First::Bytes(&[0x52]),
     evidence: "the magic `RTPS`, protocol version 1.x or 2.x and a vendor id",
@@ -24,7 +24,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if b.len() < 20 {
         return Seen::No;
     }
-    super::is(NAME)
+    super::is(&NAME)
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ const NAME: &str = "S7Comm";
 const PLUS: &str = "S7CommPlus";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME), crate::Proto::Other(PLUS)],
+    protos: &[crate::Proto::Other(&NAME), crate::Proto::Other(&PLUS)],
     transport: Transport::Tcp,
     first: First::Bytes(&[3]),
     evidence: "TPKT (version 3, length equal to the segment's), a COTP DT TPDU, then protocol \
@@ -28,8 +28,8 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         return Seen::No;
     }
     match (b[7], b.get(8)) {
-        (0x32, Some(1 | 2 | 3 | 7)) => super::is(NAME),
-        (0x72, Some(1..=3)) => super::is(PLUS),
+        (0x32, Some(1 | 2 | 3 | 7)) => super::is(&NAME),
+        (0x72, Some(1..=3)) => super::is(&PLUS),
         _ => Seen::No,
     }
 }

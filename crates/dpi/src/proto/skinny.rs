@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen};
 const NAME: &str = "CiscoSkinny";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Any,
     evidence: "on port 2000: messages whose little-endian length counts the rest after the \
@@ -37,7 +37,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         }
         at += 8 + len as usize;
     }
-    if at == b.len() { super::is(NAME) } else { Seen::No }
+    if at == b.len() { super::is(&NAME) } else { Seen::No }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use crate::{Meta, Packet, Seen, be16};
 const NAME: &str = "Service_Location_Protocol";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Both,
     first: First::Bytes(&[1, 2]),
     evidence: "version 1 or 2, a defined function id, the header's length equal to the \
@@ -31,7 +31,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
                 && 14 + tag <= len
                 && b[14..14 + tag].iter().all(|c| c.is_ascii_alphanumeric() || *c == b'-')
             {
-                return super::is(NAME);
+                return super::is(&NAME);
             }
             Seen::No
         }
@@ -46,7 +46,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
                 && b[6].is_ascii_alphabetic()
                 && b[7].is_ascii_alphabetic()
             {
-                return super::is(NAME);
+                return super::is(&NAME);
             }
             Seen::No
         }

@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen, be32};
 const NAME: &str = "SMPP";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(&[0]),
     evidence: "a command length of 16 bytes or more equal to the segment's, a defined command \
@@ -29,7 +29,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         && (id & 0x8000_0000 == 0 || id & 0x7fff_ffff != 0)
         && seq != 0
     {
-        return super::is(NAME);
+        return super::is(&NAME);
     }
     Seen::No
 }

@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen, be16};
 const NAME: &str = "SOCKS";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(&[0, 4, 5]),
     evidence: "three messages of the handshake from both sides: a SOCKS 5 greeting (method \
@@ -45,7 +45,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         (Some(0), false) => b.len() == 8 && (0x5a..=0x5d).contains(&b[1]),
         _ => false,
     };
-    if fits { super::maybe(NAME, 0) } else { Seen::No }
+    if fits { super::maybe(&NAME, 0) } else { Seen::No }
 }
 
 #[cfg(test)]

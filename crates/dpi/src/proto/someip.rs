@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen, be32};
 const NAME: &str = "SOMEIP";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Both,
     first: First::Any,
     evidence: "a length equal to the rest of the message (or messages, back to back), protocol \
@@ -40,7 +40,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
             None => return Seen::No,
         }
     }
-    if at == b.len() && at > 0 { super::is(NAME) } else { Seen::No }
+    if at == b.len() && at > 0 { super::is(&NAME) } else { Seen::No }
 }
 
 #[cfg(test)]

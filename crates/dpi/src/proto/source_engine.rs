@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen};
 const NAME: &str = "Source_Engine";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Udp,
     first: First::Bytes(&[0xff]),
     evidence: "the single-packet prefix 0xFFFFFFFF then `TSource Engine Query`, or an info \
@@ -24,11 +24,11 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     }
     let body = &b[5..];
     match b[4] {
-        b'T' if body.starts_with(b"Source Engine Query\0") => super::is(NAME),
+        b'T' if body.starts_with(b"Source Engine Query\0") => super::is(&NAME),
         b'I' if body.len() > 2 && body[1..].contains(&0) && (7..=60).contains(&body[0]) => {
-            super::maybe(NAME, 0)
+            super::maybe(&NAME, 0)
         }
-        b'U' | b'V' | b'W' | b'A' if b.len() == 9 => super::maybe(NAME, 0),
+        b'U' | b'V' | b'W' | b'A' if b.len() == 9 => super::maybe(&NAME, 0),
         _ => Seen::No,
     }
 }

@@ -15,7 +15,7 @@ const PREFIXES: &[&[u8]] = &[
 ];
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(&[0x43, 0x53]),
     evidence: "a CONNECT, STOMP or CONNECTED frame line followed by a header line",
@@ -31,7 +31,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if !b.contains(&b':') {
         return Seen::No;
     }
-    super::is(NAME)
+    super::is(&NAME)
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ const NAME: &str = "Syncthing";
 const PREFIXES: &[&[u8]] = &[b".\xa7\xd9\x0b", b"}\x13\x1a\xb4"];
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Udp,
     first: First::Bytes(&[0x2e, 0x7d]),
     evidence: "the local discovery announcement magic 0x2EA7D90B (v2) or 0x7D131AB4 (v1) and a device id",
@@ -24,7 +24,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if b.len() < 20 {
         return Seen::No;
     }
-    super::is(NAME)
+    super::is(&NAME)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen, be16};
 const NAME: &str = "MsSQL-TDS";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(&[0x01, 0x02, 0x03, 0x04, 0x06, 0x07, 0x0e, 0x10, 0x11, 0x12]),
     evidence: "a defined packet type and status, the header's length equal to the segment's, \
@@ -29,7 +29,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         let mut entries = 0;
         while let Some(&token) = b.get(at) {
             if token == 0xff {
-                return if entries > 0 { super::is(NAME) } else { Seen::No };
+                return if entries > 0 { super::is(&NAME) } else { Seen::No };
             }
             let (Some(off), Some(l)) = (be16(b, at + 1), be16(b, at + 3)) else {
                 return Seen::No;
@@ -43,7 +43,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         return Seen::No;
     }
     if p.port(1433) || (b[0] == 0x04 && !p.from_initiator) {
-        return super::maybe(NAME, 0);
+        return super::maybe(&NAME, 0);
     }
     Seen::No
 }

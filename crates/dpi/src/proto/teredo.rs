@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen, be16};
 const NAME: &str = "Teredo";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Udp,
     first: First::Bytes(&[
         0x00, 0x60, 0x61, 0x62, 0x63, 0x64, 0x65, 0x66, 0x67, 0x68, 0x69, 0x6a, 0x6b, 0x6c, 0x6d,
@@ -42,7 +42,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     }
     // One side is a Teredo address (2001:0000::/32), or the Teredo port is in use.
     let teredo_addr = b[8..12] == [0x20, 0x01, 0, 0] || b[24..28] == [0x20, 0x01, 0, 0];
-    if p.port(3544) || teredo_addr { super::is(NAME) } else { Seen::No }
+    if p.port(3544) || teredo_addr { super::is(&NAME) } else { Seen::No }
 }
 
 #[cfg(test)]

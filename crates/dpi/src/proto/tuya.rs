@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen, be32};
 const NAME: &str = "TuyaLP";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Both,
     first: First::Bytes(&[0]),
     evidence: "the frame prefix, a length equal to the rest of the frame, and the suffix \
@@ -23,7 +23,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         Some(0x0000_55aa) => {
             let Some(len) = be32(b, 12).map(|l| l as usize) else { return Seen::No };
             if b.len() >= 24 && 16 + len <= b.len() && be32(b, 16 + len - 4) == Some(0x0000_aa55) {
-                return super::is(NAME);
+                return super::is(&NAME);
             }
             Seen::No
         }
@@ -31,7 +31,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
             // 3.5: prefix, unknown (2), sequence, command, length, ..., suffix.
             let Some(len) = be32(b, 14).map(|l| l as usize) else { return Seen::No };
             if b.len() >= 22 && 18 + len <= b.len() && be32(b, 18 + len - 4) == Some(0x0000_9966) {
-                return super::is(NAME);
+                return super::is(&NAME);
             }
             Seen::No
         }

@@ -8,7 +8,7 @@ const NAME: &str = "VNC";
 const PREFIXES: &[&[u8]] = &[b"RFB 003.", b"RFB 004.", b"RFB 005."];
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(&[0x52]),
     evidence: "the 12-byte version banner `RFB 003.00x` (or 004/005) and its line end",
@@ -24,7 +24,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if b.len() != 12 || b[11] != b'\n' || !b[8..11].iter().all(u8::is_ascii_digit) {
         return Seen::No;
     }
-    super::is(NAME)
+    super::is(&NAME)
 }
 
 #[cfg(test)]

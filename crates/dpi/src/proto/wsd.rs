@@ -8,7 +8,7 @@ const NAME: &str = "WSD";
 const PREFIXES: &[&[u8]] = &[b"<?xml", b"<soap:Envelope", b"<s:Envelope", b"<env:Envelope"];
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Udp,
     first: First::Bytes(&[0x3c]),
     evidence: "a SOAP envelope naming the WS-Discovery namespace (Probe, Hello, Resolve)",
@@ -27,7 +27,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     {
         return Seen::No;
     }
-    super::is(NAME)
+    super::is(&NAME)
 }
 
 #[cfg(test)]

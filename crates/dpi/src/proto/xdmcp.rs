@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen, be16};
 const NAME: &str = "XDMCP";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Udp,
     first: First::Bytes(&[0]),
     evidence: "on port 177: version 1, an opcode 1-16 and a length equal to the rest",
@@ -22,7 +22,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         && be16(b, 2).is_some_and(|op| (1..=16).contains(&op))
         && be16(b, 4).is_some_and(|l| usize::from(l) + 6 == b.len())
     {
-        return super::is(NAME);
+        return super::is(&NAME);
     }
     Seen::No
 }

@@ -7,7 +7,7 @@ use crate::{Meta, Packet, Seen};
 const NAME: &str = "Jabber";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(b"<"),
     evidence: "an XML stream header `<stream:stream` (or `<?xml` then one) naming the \
@@ -24,7 +24,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     let head = &b[..b.len().min(512)];
     let has = |s: &[u8]| head.windows(s.len()).any(|w| w == s);
     if has(b"<stream:stream") && (has(b"jabber:") || has(b"etherx.jabber.org/streams")) {
-        return super::is(NAME);
+        return super::is(&NAME);
     }
     if !has(b">") && b.len() < 512 { Seen::More } else { Seen::No }
 }

@@ -6,7 +6,7 @@ use crate::{Meta, Packet, Seen};
 const NAME: &str = "Zabbix";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(NAME)],
+    protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Bytes(b"Z"),
     evidence: "the `ZBXD` header with a defined flags byte (1, 2, 3 or 5) and a data length",
@@ -17,7 +17,7 @@ pub(crate) const DETECTOR: Detector = Detector {
 fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     let b = p.payload;
     if b.len() >= 13 && b.starts_with(b"ZBXD") && matches!(b[4], 1 | 2 | 3 | 5) {
-        return super::is(NAME);
+        return super::is(&NAME);
     }
     if b.len() < 13 && b"ZBXD".starts_with(&b[..b.len().min(4)]) {
         return Seen::More;
