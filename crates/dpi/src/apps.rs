@@ -1,17 +1,57 @@
 //! Applications recognised from server names (TLS SNI, HTTP host, DNS query) and from server
 //! addresses, as nDPI names them. Both are data files with their sources beside them:
 //! `data/hosts.txt` (domain suffixes, matched on label boundaries through a hash map, the
-//! longest entry first) and `data/addresses.txt` (address blocks, longest-prefix match over
-//! the prefix lengths present).
+//! longest entry first) and `data/addresses.txt` (address blocks, the most specific block
+//! found by a binary search over the sorted blocks).
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::OnceLock;
 
+/// A multiplicative hasher for the tables' short keys (a lookup per flow must cost a few
+/// nanoseconds, not SipHash's tens); the keys come from the data files, not from traffic,
+/// and a lookup's key from traffic only probes.
+#[derive(Default)]
+struct Fast(u64);
+
+impl Hasher for Fast {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(w));
+        }
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(u64::from(v));
+    }
+
+    fn write_u128(&mut self, v: u128) {
+        self.write_u64(v as u64);
+        self.write_u64((v >> 64) as u64);
+    }
+
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<Fast>>;
+
 /// Domain suffix (lower case) -> application, from `data/hosts.txt`.
-fn hosts() -> &'static HashMap<&'static str, &'static str> {
-    static HOSTS: OnceLock<HashMap<&'static str, &'static str>> = OnceLock::new();
+fn hosts() -> &'static FastMap<&'static str, &'static str> {
+    static HOSTS: OnceLock<FastMap<&'static str, &'static str>> = OnceLock::new();
     HOSTS.get_or_init(|| {
-        let mut m = HashMap::new();
+        let mut m = FastMap::default();
         for line in include_str!("../data/hosts.txt").lines() {
             let line = line.split('#').next().unwrap_or("").trim();
             if let Some((domain, app)) = line.split_once(' ') {
@@ -127,61 +167,73 @@ mod tests {
     }
 }
 
-/// Address blocks by (family, prefix length, masked network), and the prefix lengths present
-/// per family, longest first.
-struct Blocks {
-    map: HashMap<(u8, u8, u128), &'static str>,
-    lengths: [Vec<u8>; 2],
+/// One address block: its first and last address, the application, and the nearest block
+/// that encloses it (`u32::MAX` for none).
+struct Block {
+    start: u128,
+    end: u128,
+    app: &'static str,
+    parent: u32,
 }
 
-fn masked(addr: u128, len: u8, bits: u8) -> u128 {
-    if len == 0 { 0 } else { addr & (u128::MAX << (bits - len)) }
-}
-
-/// Address blocks of applications: `data/addresses.txt`, parsed once.
-fn blocks() -> &'static Blocks {
-    static BLOCKS: OnceLock<Blocks> = OnceLock::new();
+/// Address blocks per family (IPv4, IPv6), sorted by first address, a block before the blocks
+/// it encloses. Prefixes nest or are disjoint, so the most specific block holding an address
+/// is the last block starting at or before it, or one of that block's enclosing blocks:
+/// a binary search and a short walk up.
+fn blocks() -> &'static [Vec<Block>; 2] {
+    static BLOCKS: OnceLock<[Vec<Block>; 2]> = OnceLock::new();
     BLOCKS.get_or_init(|| {
-        let mut b = Blocks { map: HashMap::new(), lengths: [Vec::new(), Vec::new()] };
+        let mut out: [Vec<Block>; 2] = [Vec::new(), Vec::new()];
         for line in include_str!("../data/addresses.txt").lines() {
             let line = line.split('#').next().unwrap_or("").trim();
             let Some((prefix, app)) = line.split_once(' ') else { continue };
             let Some((addr, len)) = prefix.split_once('/') else { continue };
-            let (Ok(addr), Ok(len)) = (addr.parse::<std::net::IpAddr>(), len.parse::<u8>()) else {
+            let (Ok(addr), Ok(len)) = (addr.parse::<std::net::IpAddr>(), len.parse::<u32>()) else {
                 continue;
             };
             let (family, value, bits) = match addr {
-                std::net::IpAddr::V4(v) => (4u8, u128::from(u32::from(v)), 32u8),
-                std::net::IpAddr::V6(v) => (6u8, u128::from(v), 128u8),
+                std::net::IpAddr::V4(v) => (0, u128::from(u32::from(v)), 32u32),
+                std::net::IpAddr::V6(v) => (1, u128::from(v), 128u32),
             };
             if len > bits {
                 continue;
             }
-            b.map.insert((family, len, masked(value, len, bits)), app.trim());
-            let lengths = &mut b.lengths[usize::from(family == 6)];
-            if !lengths.contains(&len) {
-                lengths.push(len);
+            let host = if len == bits { 0 } else { u128::MAX >> (128 - (bits - len)) };
+            let start = value & !host;
+            out[family].push(Block { start, end: start | host, app: app.trim(), parent: u32::MAX });
+        }
+        for list in &mut out {
+            // Enclosing blocks first: by start, then the wider first.
+            list.sort_by(|a, b| a.start.cmp(&b.start).then(b.end.cmp(&a.end)));
+            let mut open: Vec<usize> = Vec::new();
+            for i in 0..list.len() {
+                while open.last().is_some_and(|&o| list[o].end < list[i].start) {
+                    open.pop();
+                }
+                list[i].parent = open.last().map_or(u32::MAX, |&o| o as u32);
+                open.push(i);
             }
         }
-        for l in &mut b.lengths {
-            l.sort_unstable_by(|a, b| b.cmp(a));
-        }
-        b
+        out
     })
 }
 
 /// The application an address belongs to, by `data/addresses.txt` (`family` 4 or 6;
-/// IPv4 in the first four bytes); the longest matching block wins.
+/// IPv4 in the first four bytes); the most specific block wins.
 pub fn app_for_address(family: u8, addr: &[u8; 16]) -> Option<&'static str> {
-    let (value, bits) = match family {
-        4 => (u128::from(u32::from_be_bytes([addr[0], addr[1], addr[2], addr[3]])), 32),
-        6 => (u128::from_be_bytes(*addr), 128),
+    let (list, value) = match family {
+        4 => (&blocks()[0], u128::from(u32::from_be_bytes([addr[0], addr[1], addr[2], addr[3]]))),
+        6 => (&blocks()[1], u128::from_be_bytes(*addr)),
         _ => return None,
     };
-    let b = blocks();
-    b.lengths[usize::from(family == 6)]
-        .iter()
-        .find_map(|&len| b.map.get(&(family, len, masked(value, len, bits))).copied())
+    let mut i = list.partition_point(|b| b.start <= value).checked_sub(1)?;
+    loop {
+        let b = &list[i];
+        if value <= b.end {
+            return Some(b.app);
+        }
+        i = usize::try_from(b.parent).ok().filter(|&p| p < list.len())?;
+    }
 }
 
 #[cfg(test)]
@@ -199,8 +251,42 @@ mod address_tests {
         assert_eq!(app_for_address(4, &v4([149, 154, 175, 255])), Some("Telegram"));
         assert_eq!(app_for_address(4, &v4([149, 154, 176, 0])), None);
         assert_eq!(app_for_address(6, &v4([91, 108, 12, 5])), None);
-        assert!(blocks().map.len() >= 10);
+        assert!(blocks()[0].len() >= 10);
         assert_eq!(app_for_address(4, &v4([157, 240, 1, 1])), Some("Facebook"));
         assert_eq!(app_for_address(4, &v4([157, 241, 1, 1])), None);
+    }
+
+    /// The binary search agrees with a scan for the longest matching block, on addresses
+    /// inside, at the edges of and around every block.
+    #[test]
+    fn search_agrees_with_a_scan() {
+        for (family, list) in [(4u8, &blocks()[0]), (6u8, &blocks()[1])] {
+            let longest = |v: u128| {
+                list.iter()
+                    .filter(|b| b.start <= v && v <= b.end)
+                    .min_by_key(|b| b.end - b.start)
+                    .map(|b| b.app)
+            };
+            for b in list.iter() {
+                for v in [
+                    b.start,
+                    b.end,
+                    b.start.wrapping_sub(1),
+                    b.end.wrapping_add(1),
+                    b.start + (b.end - b.start) / 2,
+                ] {
+                    let mut addr = [0u8; 16];
+                    if family == 4 {
+                        if v > u128::from(u32::MAX) {
+                            continue;
+                        }
+                        addr[..4].copy_from_slice(&(v as u32).to_be_bytes());
+                    } else {
+                        addr = v.to_be_bytes();
+                    }
+                    assert_eq!(app_for_address(family, &addr), longest(v), "{v:x}");
+                }
+            }
+        }
     }
 }

@@ -2,20 +2,24 @@
 //! payloads of its first packets, with bounded work per flow.
 //!
 //! A [`FlowDpi`] is fed a flow's payloads in order, each with its direction and ports. Each
-//! packet goes through the detectors for its transport protocol; the first that recognises
-//! it decides the flow's [`Label`] (nDPI's naming: a master protocol, and an application
-//! recognised from the server name, as in `TLS.YouTube`) and the metadata found on the way
-//! ([`Meta`]: TLS server name and ALPN, HTTP host and user agent, DNS query name, SSH
-//! banner). A flow is inspected for at most [`Config::tcp_packets`] or
+//! packet goes to the detectors of the registry ([`protocols`] lists them) that can accept
+//! its transport and first byte; the first that recognises it decides the flow's [`Label`]
+//! (nDPI's naming: a master protocol, and an application recognised from the server name or
+//! address, as in `TLS.YouTube`) and the metadata found on the way ([`Meta`]: TLS server
+//! name and ALPN, HTTP host and user agent, DNS query name, SSH banner). Heuristic detectors
+//! only contribute evidence, and a flow is labelled from them once packets from both sides
+//! (or three from one) agree. A flow is inspected for at most [`Config::tcp_packets`] or
 //! [`Config::udp_packets`] payload packets and [`Config::max_bytes`] bytes; after that, or
 //! once decided, it is never looked at again. A flow no detector recognised can be labelled
-//! by its well-known port ([`By::Port`]) when inspection ends.
+//! by its well-known port ([`By::Port`]) when inspection ends, unless its payload
+//! contradicted that port's protocol, or by its server's address ([`By::Address`]).
 //!
 //! Detectors read untrusted bytes: every read is bounds-checked, nothing is buffered past the
 //! byte budget, and no detector loops over its input more than once.
 //!
-//! Written here: the detectors are metadata parsers for the protocols firewall rules name,
-//! not a signature engine; nDPI (C, LGPL) is the reference the accuracy tests compare with.
+//! Written here: the detectors are parsers of the protocols' headers as their specifications
+//! give them (each names its sources in the registry), not a signature engine; nDPI (C,
+//! LGPL) is the reference the accuracy tests compare with.
 
 mod apps;
 mod dns;

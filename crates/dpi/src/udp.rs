@@ -291,6 +291,11 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
             return is(Proto::Tftp);
         }
     }
+    // TFTP transfers on their own ports: DATA (up to 512 bytes) and ACK packets whose block
+    // numbers advance.
+    if b.len() >= 4 && b[0] == 0 && ((b[1] == 3 && b.len() <= 516) || (b[1] == 4 && b.len() == 4)) {
+        return Seen::Maybe(Label::of(Proto::Tftp), u32::from(b[1]), be16(b, 2));
+    }
     // MPEG transport stream: 188-byte packets, each starting with 0x47.
     if b.len() >= 188 && b.len().is_multiple_of(188) && b.chunks(188).all(|c| c[0] == 0x47) {
         return is(Proto::MpegTs);
@@ -499,17 +504,29 @@ pub(crate) fn tcp_binary(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if b.len() > 14 && be32(b, 0).is_some_and(|l| l as usize + 4 >= b.len()) && kerberos(&b[4..]) {
         return is(Proto::Kerberos);
     }
-    // LDAP: a sequence, a message id, then an application tag (bind, search, ...).
-    if (p.port(389) || p.port(3268))
-        && b.len() > 7
+    // LDAP: a sequence, a message id, then an application tag (bind, search, ...). Off its
+    // ports the message must fill the segment exactly and be a bind request of version 2 or
+    // 3, or a search request.
+    if b.len() > 7
         && b[0] == 0x30
         && let Some((len, at)) = ber_len(b, 1)
         && at + len >= b.len()
         && b.get(at) == Some(&2)
         && b.get(at + 1).is_some_and(|&l| (1..=4).contains(&l))
-        && b.get(at + 2 + usize::from(b[at + 1])).is_some_and(|&t| (0x60..=0x78).contains(&t))
     {
-        return is(Proto::Ldap);
+        let op_at = at + 2 + usize::from(b[at + 1]);
+        let op = b.get(op_at).copied().unwrap_or(0);
+        if (p.port(389) || p.port(3268)) && (0x60..=0x78).contains(&op) {
+            return is(Proto::Ldap);
+        }
+        let exact = at + len == b.len();
+        let bind = op == 0x60
+            && ber_len(b, op_at + 1).is_some_and(|(_, v)| {
+                b.get(v..v + 3).is_some_and(|x| x == [2, 1, 3] || x == [2, 1, 2])
+            });
+        if exact && (bind || op == 0x63) {
+            return is(Proto::Ldap);
+        }
     }
     // RTMP: the C0 version byte 3 and a 1536-byte C1.
     if b.len() >= 1537 && b[0] == 3 && p.index == 0 && (p.port(1935) || b[5..9] == [0, 0, 0, 0]) {

@@ -2,12 +2,12 @@
 //! data representation, fragment length) and the connectionless one (version 4).
 
 use crate::registry::{Detector, First, Transport};
-use crate::{Meta, Packet, Seen};
+use crate::{Label, Meta, Packet, Proto, Seen};
 
 const NAME: &str = "DCERPC";
 
 pub(crate) const DETECTOR: Detector = Detector {
-    protos: &[crate::Proto::Other(&NAME)],
+    protos: &[Proto::Other(&NAME)],
     transport: Transport::Both,
     first: First::Bytes(&[4, 5]),
     evidence: "over TCP: version 5.0/5.1, a packet type 0-19, a data representation of \
@@ -17,6 +17,29 @@ pub(crate) const DETECTOR: Detector = Detector {
     source: "The Open Group, DCE 1.1: Remote Procedure Call, chapter 12 (RPC PDU encodings)",
     detect,
 };
+
+/// Whether a UUID (as sent, in the packet's byte order) is one of PROFINET IO's DCE/RPC
+/// interfaces: device, controller, supervisor or parameter server,
+/// `DEA0000x-6C97-11D1-8271-00A02442DF7D`.
+fn profinet_io(uuid: &[u8], little: bool) -> bool {
+    let (time_low, mid, hi) = if little {
+        (
+            u32::from_le_bytes([uuid[0], uuid[1], uuid[2], uuid[3]]),
+            u16::from_le_bytes([uuid[4], uuid[5]]),
+            u16::from_le_bytes([uuid[6], uuid[7]]),
+        )
+    } else {
+        (
+            u32::from_be_bytes([uuid[0], uuid[1], uuid[2], uuid[3]]),
+            u16::from_be_bytes([uuid[4], uuid[5]]),
+            u16::from_be_bytes([uuid[6], uuid[7]]),
+        )
+    };
+    (0xdea0_0001..=0xdea0_0004).contains(&time_low)
+        && mid == 0x6c97
+        && hi == 0x11d1
+        && uuid[8..16] == [0x82, 0x71, 0x00, 0xa0, 0x24, 0x42, 0xdf, 0x7d]
+}
 
 fn u16_in(b: &[u8], at: usize, little: bool) -> Option<u16> {
     let s = b.get(at..at + 2)?;
@@ -47,6 +70,13 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
             let drep_ok = (b[4] & 0xf0 == 0x10 || b[4] & 0xf0 == 0) && b[5] <= 3 && b[6] == 0;
             let body = usize::from(u16_in(b, 74, little).unwrap_or(u16::MAX));
             if b[1] <= 10 && drep_ok && 80 + body == b.len() && b[79] == 0 {
+                // The interface id (bytes 24-39) names PROFINET IO's interfaces.
+                if profinet_io(&b[24..40], little) {
+                    return Seen::Is(Label {
+                        master: Proto::Other(&NAME),
+                        app: Some("PROFINET_IO"),
+                    });
+                }
                 return super::is(&NAME);
             }
             Seen::No

@@ -33,10 +33,12 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if b.starts_with(RESOLVER_MAGIC) && b.len() >= 8 + 12 + 12 + 16 {
         return super::is(&NAME);
     }
-    // The certificate request: a DNS query for `2.dnscrypt-cert.<provider>`, on any port.
-    if let Some(name) = crate::dns::message(b)
-        && name.len() > 16
-        && name[..16].eq_ignore_ascii_case("2.dnscrypt-cert.")
+    // The certificate request: a DNS query (one question) for `2.dnscrypt-cert.<provider>`,
+    // on any port: the name's first labels sit right after the 12-byte header.
+    if b.len() > 32
+        && crate::be16(b, 4) == Some(1)
+        && b[12..28].eq_ignore_ascii_case(b"\x012\x0ddnscrypt-cert")
+        && crate::dns::message(b).is_some()
     {
         return super::is(&NAME);
     }
@@ -72,5 +74,15 @@ mod tests {
         assert!(matches!(run(detect, &query, [40000, 443]), Seen::Maybe(..)));
         assert_eq!(run(detect, &query[..300], [40000, 443]), Seen::No);
         robust(detect, &reply, [1, 443]);
+        // The certificate query, a DNS TXT question, on port 443.
+        let mut q = vec![0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+        for label in ["2", "dnscrypt-cert", "example", "org"] {
+            q.push(label.len() as u8);
+            q.extend_from_slice(label.as_bytes());
+        }
+        q.extend_from_slice(&[0, 0, 16, 0, 1]);
+        assert!(matches!(run(detect, &q, [40000, 443]), Seen::Is(_)));
+        q[13] = b'3';
+        assert_eq!(run(detect, &q, [40000, 443]), Seen::No);
     }
 }
