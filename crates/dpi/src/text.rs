@@ -56,15 +56,35 @@ const METHODS: &[&[u8]] = &[
     b"PROPFIND ",
 ];
 
-/// The value of header `name` (lower case, with the colon) in an HTTP head.
-fn header<'a>(head: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
+/// The headers of an HTTP head that identification reads, found in one pass.
+#[derive(Default)]
+struct Headers<'a> {
+    host: Option<&'a [u8]>,
+    user_agent: Option<&'a [u8]>,
+    content_type: Option<&'a [u8]>,
+    upgrade: Option<&'a [u8]>,
+}
+
+/// The headers of an HTTP head (the request or status line skipped), up to the blank line.
+fn headers(head: &[u8]) -> Headers<'_> {
+    let mut h = Headers::default();
     for line in head.split(|&c| c == b'\n').skip(1) {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.len() > name.len() && line[..name.len()].eq_ignore_ascii_case(name) {
-            return Some(line[name.len()..].trim_ascii());
+        if line.is_empty() {
+            break;
         }
+        let Some(colon) = line.iter().position(|&c| c == b':') else { continue };
+        let (name, value) = (&line[..colon], line[colon + 1..].trim_ascii());
+        let slot = match name.len() {
+            4 if name.eq_ignore_ascii_case(b"host") => &mut h.host,
+            10 if name.eq_ignore_ascii_case(b"user-agent") => &mut h.user_agent,
+            12 if name.eq_ignore_ascii_case(b"content-type") => &mut h.content_type,
+            7 if name.eq_ignore_ascii_case(b"upgrade") => &mut h.upgrade,
+            _ => continue,
+        };
+        slot.get_or_insert(value);
     }
-    None
+    h
 }
 
 fn starts(b: &[u8], prefix: &[u8]) -> bool {
@@ -94,13 +114,14 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
             // The host and user agent may be in the next segment.
             return Seen::More;
         }
-        if let Some(h) = header(b, b"host:") {
-            meta.http_host = Some(text_of(h));
+        let h = headers(b);
+        if let Some(host) = h.host {
+            meta.http_host = Some(text_of(host));
         }
-        if let Some(ua) = header(b, b"user-agent:") {
+        if let Some(ua) = h.user_agent {
             meta.user_agent = Some(text_of(ua));
         }
-        if header(b, b"content-type:").is_some_and(|v| starts(v, b"application/ipp")) {
+        if h.content_type.is_some_and(|v| starts(v, b"application/ipp")) {
             return Seen::Is(Label::of(Proto::Ipp));
         }
         // A request for an absolute URI goes to a proxy (RFC 9112, 3.2.2).
@@ -111,7 +132,7 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
         if *m == b"CONNECT " {
             return Seen::Is(Label::of(Proto::HttpConnect));
         }
-        if header(b, b"upgrade:").is_some_and(|v| v.eq_ignore_ascii_case(b"websocket")) {
+        if h.upgrade.is_some_and(|v| v.eq_ignore_ascii_case(b"websocket")) {
             return Seen::Is(Label::of(Proto::WebSocket));
         }
         return Seen::Is(Label::of(Proto::Http));
@@ -248,8 +269,10 @@ fn mail_and_ftp(p: &Packet<'_>) -> Seen {
 /// SIP and SSDP over UDP.
 pub(crate) fn udp(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     let b = p.payload;
-    let first = b.split(|&c| c == b'\n').next().unwrap_or(b);
-    if first.windows(7).any(|w| w == b"SIP/2.0") {
+    // The first line (a request line ends in `SIP/2.0`, a status line starts with it).
+    let head = &b[..b.len().min(256)];
+    let first = head.split(|&c| c == b'\n').next().unwrap_or(head);
+    if first.starts_with(b"SIP/2.0 ") || first.trim_ascii_end().ends_with(b" SIP/2.0") {
         return Seen::Is(Label::of(Proto::Sip));
     }
     if starts(b, b"BT-SEARCH * HTTP/1.1") {

@@ -11,8 +11,8 @@ pub(crate) const DETECTOR: Detector = Detector {
     transport: Transport::Both,
     first: First::Any,
     evidence: "over TCP the handshake line; over UDP a `GND` header with part <= count, or a \
-               descriptor header (known type, TTL + hops <= 16, payload length equal to the \
-               rest) in two packets",
+               descriptor header (a non-zero GUID, a known type, TTL + hops <= 16, a payload \
+               length equal to the rest)",
     source: "Gnutella Protocol Specification 0.6 (the GDF), gtk-gnutella's UDP \
              reliability layer description",
     detect,
@@ -38,12 +38,13 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         let kind = b[16];
         let (ttl, hops) = (b[17], b[18]);
         let len = super::le32(b, 19).unwrap_or(u32::MAX) as usize;
-        if matches!(kind, 0x00 | 0x01 | 0x02 | 0x30 | 0x31 | 0x40 | 0x80 | 0x81)
+        // Ping, pong, bye, QRP, vendor, push, query, query hit, and the DHT (0x44).
+        if matches!(kind, 0x00 | 0x01 | 0x02 | 0x30 | 0x31 | 0x32 | 0x40 | 0x44 | 0x80 | 0x81)
             && u16::from(ttl) + u16::from(hops) <= 16
             && len + 23 == b.len()
             && !b[..16].iter().all(|&c| c == 0)
         {
-            return super::maybe(&NAME, u32::from(kind != 0x80 && kind != 0x00));
+            return super::is(&NAME);
         }
     }
     Seen::No
@@ -64,7 +65,7 @@ mod tests {
         assert!(matches!(run(detect, gnd, [28681, 6346]), Seen::Is(_)));
         let mut ping = vec![7u8; 16];
         ping.extend_from_slice(&[0, 1, 0, 0, 0, 0, 0]);
-        assert!(matches!(run(detect, &ping, [28681, 6346]), Seen::Maybe(..)));
+        assert!(matches!(run(detect, &ping, [28681, 6346]), Seen::Is(_)));
         ping[17] = 30;
         assert_eq!(run(detect, &ping, [28681, 6346]), Seen::No);
         robust(detect, gnd, [1, 2]);
