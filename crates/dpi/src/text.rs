@@ -160,6 +160,9 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
 /// A directory listing as FTP servers send it over a data connection (`LIST`): lines like
 /// `ls -l`'s, starting with the file type and nine permission letters and ending in CRLF.
 fn is_listing(b: &[u8]) -> bool {
+    if b.len() < 22 || !matches!(b[0], b'-' | b'd' | b'l') || b[10] != b' ' {
+        return false;
+    }
     let Some(end) = b.windows(2).position(|w| w == b"\r\n") else { return false };
     let line = &b[..end];
     line.len() > 20

@@ -12,15 +12,17 @@ pub(crate) const DETECTOR: Detector = Detector {
     protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Udp,
     first: First::Any,
-    evidence: "a packet of 98-1280 bytes whose first 32 bytes are the Keccak-256 hash of the \
-               rest, and a packet type 1-6",
+    evidence: "a packet of 99-1280 bytes whose first 32 bytes are the Keccak-256 hash of the \
+               rest, a signature recovery id 0 or 1, a packet type 1-6 and RLP list data",
     source: "devp2p Node Discovery Protocol v4 specification (ethereum/devp2p, discv4.md)",
     detect,
 };
 
 fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     let b = p.payload;
-    if b.len() < 98 || b.len() > 1280 || !(1..=6).contains(&b[97]) {
+    // The signature's recovery id (0 or 1), the packet type, and the data an RLP list: checked
+    // before the hash is computed.
+    if b.len() < 99 || b.len() > 1280 || b[96] > 1 || !(1..=6).contains(&b[97]) || b[98] < 0xc0 {
         return Seen::No;
     }
     let hash = Keccak256::digest(&b[32..]);
@@ -34,7 +36,8 @@ mod tests {
 
     #[test]
     fn hash_over_the_rest() {
-        let mut rest = vec![0x11; 65];
+        let mut rest = vec![0x11; 64];
+        rest.push(1);
         rest.push(1);
         rest.extend_from_slice(&[0xc0; 40]);
         let mut m = Keccak256::digest(&rest).to_vec();
