@@ -647,6 +647,10 @@ pub(crate) fn be32(b: &[u8], off: usize) -> Option<u32> {
 /// Printable text for metadata: at most 255 bytes, control characters dropped.
 pub(crate) fn text_of(b: &[u8]) -> Box<str> {
     let b = &b[..b.len().min(255)];
+    // Printable ASCII, the usual case, in one allocation.
+    if b.iter().all(|c| (0x20..0x7f).contains(c)) {
+        return String::from_utf8_lossy(b).into();
+    }
     String::from_utf8_lossy(b).chars().filter(|c| !c.is_control()).collect::<String>().into()
 }
 

@@ -63,6 +63,8 @@ struct Headers<'a> {
     user_agent: Option<&'a [u8]>,
     content_type: Option<&'a [u8]>,
     upgrade: Option<&'a [u8]>,
+    /// Whether the blank line that ends the head was seen.
+    complete: bool,
 }
 
 /// The headers of an HTTP head (the request or status line skipped), up to the blank line.
@@ -71,6 +73,7 @@ fn headers(head: &[u8]) -> Headers<'_> {
     for line in head.split(|&c| c == b'\n').skip(1) {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
         if line.is_empty() {
+            h.complete = true;
             break;
         }
         let Some(colon) = line.iter().position(|&c| c == b':') else { continue };
@@ -99,7 +102,6 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
     }
     if let Some(m) = METHODS.iter().find(|m| b.starts_with(m)) {
         let line_end = b.iter().position(|&c| c == b'\n');
-        let head_end = b.windows(4).position(|w| w == b"\r\n\r\n");
         let Some(line_end) = line_end else {
             return if b.len() < 4096 { Seen::More } else { Seen::No };
         };
@@ -110,11 +112,11 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
         if !line.windows(5).any(|w| w == b"HTTP/") {
             return Seen::No;
         }
-        if head_end.is_none() && b.len() < 4096 {
+        let h = headers(b);
+        if !h.complete && b.len() < 4096 {
             // The host and user agent may be in the next segment.
             return Seen::More;
         }
-        let h = headers(b);
         if let Some(host) = h.host {
             meta.http_host = Some(text_of(host));
         }
