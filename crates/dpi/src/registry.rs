@@ -4,10 +4,8 @@
 //!
 //! Adding a protocol is one file under `proto/` that defines a [`Detector`], and one line in
 //! [`DETECTORS`]. The per-packet cost stays flat as detectors are added: a packet goes
-//! through the list for its transport and its first payload byte (built once), not through
-//! every detector in turn.
-
-use std::sync::OnceLock;
+//! through the set for its transport and its first payload byte (built at compile time), not
+//! through every detector in turn.
 
 use crate::{Meta, Packet, Proto, Seen, proto};
 
@@ -43,14 +41,25 @@ pub(crate) enum First {
 }
 
 impl First {
-    fn accepts(self, b: u8) -> bool {
+    const fn accepts(self, b: u8) -> bool {
         match self {
             First::Any => true,
-            First::Bytes(set) => set.contains(&b),
-            First::Range(lo, hi) => (lo..=hi).contains(&b),
-            First::Text(also) => (0x20..=0x7e).contains(&b) || also.contains(&b),
+            First::Bytes(set) => contains(set, b),
+            First::Range(lo, hi) => lo <= b && b <= hi,
+            First::Text(also) => (0x20 <= b && b <= 0x7e) || contains(also, b),
         }
     }
+}
+
+const fn contains(set: &[u8], b: u8) -> bool {
+    let mut i = 0;
+    while i < set.len() {
+        if set[i] == b {
+            return true;
+        }
+        i += 1;
+    }
+    false
 }
 
 /// A detector: the protocols it labels, where it looks, and the evidence it needs.
@@ -161,24 +170,52 @@ pub(crate) const DETECTORS: &[Detector] = &[
     crate::udp::RTP,
 ];
 
-/// Per transport (TCP, then UDP) and first byte, the detectors to try, in registry order.
-fn tables() -> &'static [Vec<u16>] {
-    static TABLES: OnceLock<Vec<Vec<u16>>> = OnceLock::new();
-    TABLES.get_or_init(|| {
-        let mut t = vec![Vec::new(); 512];
-        for (i, d) in DETECTORS.iter().enumerate() {
-            for (half, tr) in [(0, Transport::Tcp), (256, Transport::Udp)] {
-                if d.transport != tr && d.transport != Transport::Both {
-                    continue;
-                }
-                for b in 0..=255u8 {
-                    if d.first.accepts(b) {
-                        t[half + usize::from(b)].push(i as u16);
+/// Words of a detector set: up to 256 detectors.
+const WORDS: usize = 4;
+
+const _: () = assert!(DETECTORS.len() <= WORDS * 64, "widen the dispatch sets");
+
+/// Per transport (TCP, then UDP) and first byte, the set of detectors to try (bit `i` for
+/// `DETECTORS[i]`, tried in registry order). Built at compile time: 16 KB, contiguous.
+static TABLES: [[[u64; WORDS]; 256]; 2] = tables();
+
+const fn tables() -> [[[u64; WORDS]; 256]; 2] {
+    let mut t = [[[0u64; WORDS]; 256]; 2];
+    let mut i = 0;
+    while i < DETECTORS.len() {
+        let d = &DETECTORS[i];
+        let mut half = 0;
+        while half < 2 {
+            let wanted = if half == 0 { Transport::Tcp } else { Transport::Udp };
+            if d.transport as u8 == wanted as u8 || d.transport as u8 == Transport::Both as u8 {
+                let mut b = 0;
+                while b < 256 {
+                    if d.first.accepts(b as u8) {
+                        t[half][b][i / 64] |= 1 << (i % 64);
                     }
+                    b += 1;
                 }
             }
+            half += 1;
         }
-        t
+        i += 1;
+    }
+    t
+}
+
+/// The detectors to try for a transport and first byte, in registry order.
+fn candidates(tcp: bool, first: u8) -> impl Iterator<Item = usize> {
+    let set = TABLES[usize::from(!tcp)][usize::from(first)];
+    (0..WORDS).flat_map(move |w| {
+        let mut bits = set[w];
+        std::iter::from_fn(move || {
+            if bits == 0 {
+                return None;
+            }
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            Some(w * 64 + i)
+        })
     })
 }
 
@@ -186,11 +223,10 @@ fn tables() -> &'static [Vec<u16>] {
 /// decides; a heuristic match is passed on if nothing decides; `More` if one asked for more.
 pub(crate) fn detect(tcp: bool, p: &Packet<'_>, meta: &mut Meta) -> Seen {
     let Some(&first) = p.payload.first() else { return Seen::No };
-    let list = &tables()[usize::from(!tcp) * 256 + usize::from(first)];
     let mut more = false;
     let mut maybe = None;
-    for &i in list {
-        match (DETECTORS[usize::from(i)].detect)(p, meta) {
+    for i in candidates(tcp, first) {
+        match (DETECTORS[i].detect)(p, meta) {
             Seen::No => {}
             Seen::More => more = true,
             m @ Seen::Maybe(..) => {
@@ -275,23 +311,31 @@ mod tests {
 
     #[test]
     fn every_detector_is_reachable_and_named() {
-        let t = tables();
         for (i, d) in DETECTORS.iter().enumerate() {
             assert!(!d.protos.is_empty() && !d.evidence.is_empty() && !d.source.is_empty());
-            assert!(t.iter().any(|l| l.contains(&(i as u16))), "detector {i} is in no table");
+            let reachable = (0..=255u8).any(|b| {
+                candidates(true, b).any(|j| j == i) || candidates(false, b).any(|j| j == i)
+            });
+            assert!(reachable, "detector {i} is in no table");
         }
     }
 
     #[test]
     fn dispatch_skips_detectors_that_cannot_match() {
         // A TLS record's first byte reaches TLS but not the text protocols.
-        let t = tables();
-        let tls = DETECTORS.iter().position(|d| d.protos[0] == Proto::Tls).unwrap() as u16;
-        let text = DETECTORS.iter().position(|d| d.protos[0] == Proto::Http).unwrap() as u16;
-        assert!(t[0x16].contains(&tls) && !t[0x16].contains(&text));
-        assert!(t[usize::from(b'G')].contains(&text) && !t[usize::from(b'G')].contains(&tls));
-        // The lists are much shorter than the registry for most bytes.
-        let longest = t.iter().map(Vec::len).max().unwrap();
-        assert!(longest < DETECTORS.len());
+        let tls = DETECTORS.iter().position(|d| d.protos[0] == Proto::Tls).unwrap();
+        let text = DETECTORS.iter().position(|d| d.protos[0] == Proto::Http).unwrap();
+        assert!(candidates(true, 0x16).any(|i| i == tls));
+        assert!(!candidates(true, 0x16).any(|i| i == text));
+        assert!(candidates(true, b'G').any(|i| i == text));
+        assert!(!candidates(true, b'G').any(|i| i == tls));
+        // In registry order, and much shorter than the registry for most bytes.
+        for tcp in [true, false] {
+            for b in 0..=255u8 {
+                let list: Vec<usize> = candidates(tcp, b).collect();
+                assert!(list.windows(2).all(|w| w[0] < w[1]));
+                assert!(list.len() < DETECTORS.len());
+            }
+        }
     }
 }
