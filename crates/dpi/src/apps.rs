@@ -112,6 +112,12 @@ pub(crate) fn own_protocol(app: &str) -> bool {
     matches!(app, "Telegram")
 }
 
+/// Whether an address block's application is a provider's whole network (Google's, Meta's)
+/// rather than the blocks of one service (Teams, Zoom, Telegram, Discord).
+pub(crate) fn provider_wide(app: &str) -> bool {
+    matches!(app, "Google" | "Facebook")
+}
+
 /// The application to name for a flow of `master` protocol whose server address belongs to
 /// `app`: a call's media and signalling over STUN, DTLS or SRTP is the service's call
 /// application (nDPI's names), other protocols the service itself.

@@ -595,10 +595,12 @@ impl FlowDpi {
             label.app = Some("Tor");
         }
         // Without a name to go by, the server's address names the application of encrypted
-        // and call protocols.
+        // and call protocols (for TLS, only blocks a single service uses: a provider's whole
+        // network hosts too many services to name one from a TLS flow).
         if label.app.is_none()
-            && matches!(label.master, Proto::Tls | Proto::Quic | Proto::Stun | Proto::Dtls)
             && let Some(app) = self.address_app
+            && (matches!(label.master, Proto::Quic | Proto::Stun | Proto::Dtls)
+                || (label.master == Proto::Tls && !apps::provider_wide(app)))
         {
             label.app = Some(apps::app_over(label.master, app));
         }
