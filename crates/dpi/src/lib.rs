@@ -393,8 +393,8 @@ pub struct FlowDpi {
     pending: Option<Box<[Vec<u8>; 2]>>,
     /// A QUIC client's Initial packets so far.
     quic: Option<Box<quic::State>>,
-    /// Heuristic evidence so far (boxed: few flows need it).
-    candidate: Option<Box<Candidate>>,
+    /// Heuristic evidence so far, one entry per protocol that fitted (at most four).
+    candidates: Vec<Candidate>,
     /// A label found that a later packet may refine (STUN, then DTLS).
     provisional: Option<Label>,
     /// Whether the first payload contradicted the port's protocol (no port guess then).
@@ -419,7 +419,7 @@ impl FlowDpi {
             meta: Meta::default(),
             pending: None,
             quic: None,
-            candidate: None,
+            candidates: Vec::new(),
             provisional: None,
             contradicted: false,
             address_app: None,
@@ -461,7 +461,7 @@ impl FlowDpi {
             .as_ref()
             .map_or(0, |p| std::mem::size_of::<[Vec<u8>; 2]>() + p[0].capacity() + p[1].capacity());
         let quic = self.quic.as_ref().map_or(0, |q| q.heap_bytes());
-        let candidate = self.candidate.as_ref().map_or(0, |_| std::mem::size_of::<Candidate>());
+        let candidate = self.candidates.capacity() * std::mem::size_of::<Candidate>();
         pending + quic + candidate + self.meta.heap_bytes()
     }
 
@@ -507,10 +507,6 @@ impl FlowDpi {
                 return true;
             }
             Seen::Is(_) => {}
-            Seen::Maybe(label, key, seq) if self.evidence(label, key, seq, dir) => {
-                self.decide(label, By::Dpi);
-                return true;
-            }
             Seen::More if data.len() < cfg.max_bytes => {
                 let p = self.pending.get_or_insert_with(Default::default);
                 p[dir] = data.to_vec();
@@ -518,39 +514,12 @@ impl FlowDpi {
             _ => {}
         }
         // A flow gathering heuristic evidence may take twice the budget to complete it.
-        let extend = self.candidate.is_some() || self.provisional.is_some();
+        let extend = !self.candidates.is_empty() || self.provisional.is_some();
         let limit = if extend { limit.saturating_mul(2) } else { limit };
         if self.packets >= limit || self.bytes as usize >= cfg.max_bytes * 2 {
             self.give_up(ports);
         }
         self.done
-    }
-
-    /// Adds a heuristic match to the evidence; true once it is enough.
-    fn evidence(&mut self, label: Label, key: u32, seq: Option<u16>, dir: usize) -> bool {
-        let advances = |last: Option<u16>| match (last, seq) {
-            (Some(last), Some(now)) => (1..=64).contains(&now.wrapping_sub(last)),
-            _ => true,
-        };
-        let c = match &mut self.candidate {
-            Some(c)
-                if c.label == label
-                    && c.key[dir].is_none_or(|k| k == key)
-                    && advances(c.seq[dir]) =>
-            {
-                c
-            }
-            other => other.insert(Box::new(Candidate {
-                label,
-                hits: [0, 0],
-                key: [None, None],
-                seq: [None, None],
-            })),
-        };
-        c.hits[dir] = c.hits[dir].saturating_add(1);
-        c.key[dir] = Some(key);
-        c.seq[dir] = seq;
-        c.enough()
     }
 
     /// Ends inspection: labels the flow by its port if nothing recognised it and its payload
@@ -609,12 +578,16 @@ impl FlowDpi {
         self.done = true;
         self.pending = None;
         self.quic = None;
-        self.candidate = None;
+        self.candidates = Vec::new();
         self.provisional = None;
     }
 
     fn tcp(&mut self, p: &Packet<'_>) -> Seen {
-        registry::detect(true, p, &mut self.meta)
+        let dir = usize::from(!p.from_initiator);
+        let candidates = &mut self.candidates;
+        registry::detect(true, p, &mut self.meta, &mut |label, key, seq| {
+            evidence(candidates, label, key, seq, dir)
+        })
     }
 
     fn udp(&mut self, p: &Packet<'_>) -> Seen {
@@ -626,12 +599,50 @@ impl FlowDpi {
                 found => return found,
             }
         }
-        match registry::detect(false, p, &mut self.meta) {
+        let dir = usize::from(!p.from_initiator);
+        let candidates = &mut self.candidates;
+        let seen = registry::detect(false, p, &mut self.meta, &mut |label, key, seq| {
+            evidence(candidates, label, key, seq, dir)
+        });
+        match seen {
             // Nothing is buffered over UDP: each datagram stands alone.
             Seen::More => Seen::No,
             seen => seen,
         }
     }
+}
+
+/// Adds a heuristic match to a flow's evidence; true once it is enough for `label`. Each
+/// protocol that fitted keeps its own entry, so one heuristic's misfit does not erase
+/// another's evidence.
+fn evidence(
+    candidates: &mut Vec<Candidate>,
+    label: Label,
+    key: u32,
+    seq: Option<u16>,
+    dir: usize,
+) -> bool {
+    let fresh = Candidate { label, hits: [0, 0], key: [None, None], seq: [None, None] };
+    let i = match candidates.iter().position(|c| c.label == label) {
+        Some(i) => i,
+        None if candidates.len() < 4 => {
+            candidates.push(fresh);
+            candidates.len() - 1
+        }
+        None => return false,
+    };
+    let c = &mut candidates[i];
+    let advances = match (c.seq[dir], seq) {
+        (Some(last), Some(now)) => (1..=64).contains(&now.wrapping_sub(last)),
+        _ => true,
+    };
+    if c.key[dir].is_some_and(|k| k != key) || !advances {
+        *c = fresh;
+    }
+    c.hits[dir] = c.hits[dir].saturating_add(1);
+    c.key[dir] = Some(key);
+    c.seq[dir] = seq;
+    c.enough()
 }
 
 /// Reads a big-endian u16 at `off`.

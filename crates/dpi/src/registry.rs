@@ -220,24 +220,29 @@ fn candidates(tcp: bool, first: u8) -> impl Iterator<Item = usize> {
 }
 
 /// Runs the detectors that can accept `p` (over TCP if `tcp`): the first that recognises it
-/// decides; a heuristic match is passed on if nothing decides; `More` if one asked for more.
-pub(crate) fn detect(tcp: bool, p: &Packet<'_>, meta: &mut Meta) -> Seen {
+/// decides. A heuristic match goes to `evidence`, which says whether the flow's evidence for
+/// that protocol is now enough (then it decides too). `More` if a detector asked for more.
+pub(crate) fn detect(
+    tcp: bool,
+    p: &Packet<'_>,
+    meta: &mut Meta,
+    evidence: &mut dyn FnMut(crate::Label, u32, Option<u16>) -> bool,
+) -> Seen {
     let Some(&first) = p.payload.first() else { return Seen::No };
     let mut more = false;
-    let mut maybe = None;
     for i in candidates(tcp, first) {
         match (DETECTORS[i].detect)(p, meta) {
             Seen::No => {}
             Seen::More => more = true,
-            m @ Seen::Maybe(..) => {
-                if maybe.is_none() {
-                    maybe = Some(m);
+            Seen::Maybe(label, key, seq) => {
+                if evidence(label, key, seq) {
+                    return Seen::Is(label);
                 }
             }
             found => return found,
         }
     }
-    if more { Seen::More } else { maybe.unwrap_or(Seen::No) }
+    if more { Seen::More } else { Seen::No }
 }
 
 /// One row of the supported-protocols table.

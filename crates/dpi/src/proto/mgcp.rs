@@ -14,7 +14,7 @@ pub(crate) const DETECTOR: Detector = Detector {
     transport: Transport::Udp,
     first: First::Bytes(b"ACDEMNR"),
     evidence: "a command verb, a numeric transaction id, an endpoint with `@`, and `MGCP 1.0` \
-               on the first line",
+               (or the earlier 0.1) on the first line",
     source: "RFC 3435, section 3.2",
     detect,
 };
@@ -31,7 +31,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     let rest: Vec<&[u8]> = words.collect();
     if tid.is_some_and(|t| !t.is_empty() && t.iter().all(u8::is_ascii_digit))
         && ep.is_some_and(|e| e.contains(&b'@'))
-        && rest == [&b"MGCP"[..], b"1.0"]
+        && (rest == [&b"MGCP"[..], b"1.0"] || rest == [&b"MGCP"[..], b"0.1"])
     {
         return super::is(&NAME);
     }

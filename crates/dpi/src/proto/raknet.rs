@@ -13,9 +13,14 @@ const MAGIC: [u8; 16] = [
 pub(crate) const DETECTOR: Detector = Detector {
     protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Udp,
-    first: First::Bytes(&[0x01, 0x02, 0x05, 0x06, 0x07, 0x08, 0x1c, 0x19]),
+    first: First::Bytes(&[
+        0x01, 0x02, 0x05, 0x06, 0x07, 0x08, 0x1c, 0x19, 0x80, 0x81, 0x82, 0x83, 0x84, 0x85, 0x86,
+        0x87, 0x88, 0x89, 0x8a, 0x8b, 0x8c, 0x8d, 0x8e, 0x8f,
+    ]),
     evidence: "an offline message id (ping, pong, open-connection request/reply, \
-               incompatible version) with the 16-byte offline magic where that id puts it",
+               incompatible version) with the 16-byte offline magic where that id puts it; or \
+               connected frame sets (a valid datagram, a reliability 0-7 and a frame length \
+               that fits) whose 24-bit sequence numbers advance, three from a side or from both",
     source: "RakNet's MessageIdentifiers.h and the documented offline message layouts",
     detect,
 };
@@ -31,6 +36,21 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         Some(0x19) => 2,
         // Unconnected pong: id, time (8), server guid (8), magic.
         Some(0x1c) => 17,
+        // A frame set: flags, a 24-bit little-endian sequence number, then a frame with its
+        // reliability and a length in bits.
+        Some(0x80..=0x8f) if b.len() >= 8 => {
+            let reliability = b[4] >> 5;
+            let bytes = usize::from(crate::be16(b, 5).unwrap_or(0)).div_ceil(8);
+            if reliability <= 7 && bytes > 0 && 7 + bytes <= b.len() {
+                let seq = u16::from_le_bytes([b[1], b[2]]);
+                return Seen::Maybe(
+                    crate::Label { master: crate::Proto::Other(&NAME), app: None },
+                    0,
+                    Some(seq),
+                );
+            }
+            return Seen::No;
+        }
         _ => return Seen::No,
     };
     if b.get(at..at + 16) == Some(&MAGIC[..]) { super::is(&NAME) } else { Seen::No }

@@ -12,7 +12,8 @@ pub(crate) const DETECTOR: Detector = Detector {
     first: First::Bytes(&[0x01, 0x02, 0x03, 0x04, 0x06, 0x07, 0x0e, 0x10, 0x11, 0x12]),
     evidence: "a defined packet type and status, the header's length equal to the segment's, \
                window 0; a PRELOGIN's option table must end in 0xff and point inside the \
-               packet; other types need port 1433 or a reply of type 4",
+               packet; a server's result must start with a defined token; other types only \
+               count with port 1433 or a result from the server",
     source: "MS-TDS, section 2.2.3 (packet header) and 2.2.6.5 (PRELOGIN)",
     detect,
 };
@@ -42,7 +43,15 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         }
         return Seen::No;
     }
-    if p.port(1433) || (b[0] == 0x04 && !p.from_initiator) {
+    // A server's tabular result starting with a defined token (ENVCHANGE, ERROR, INFO,
+    // LOGINACK, COLMETADATA, RETURNSTATUS, DONE, DONEPROC, DONEINPROC).
+    if b[0] == 0x04
+        && !p.from_initiator
+        && matches!(b[8], 0xe3 | 0xaa | 0xab | 0xad | 0x81 | 0x79 | 0xfd | 0xfe | 0xff)
+    {
+        return super::is(&NAME);
+    }
+    if p.port(1433) || matches!(b[0], 0x01 | 0x03 | 0x0e | 0x10) {
         return super::maybe(&NAME, 0);
     }
     Seen::No
