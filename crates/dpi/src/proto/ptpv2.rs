@@ -12,7 +12,7 @@ pub(crate) const DETECTOR: Detector = Detector {
     first: First::Any,
     evidence: "on port 319 or 320: a message type (Sync, Delay_Req, Pdelay, Follow_Up, \
                Delay_Resp, Announce, Signaling, Management), version 2, and a message length \
-               (>= 34) equal to the datagram's",
+               (>= 34) equal to the datagram's (up to 8 bytes of padding after it)",
     source: "IEEE 1588-2008, clause 13.3 (common message header)",
     detect,
 };
