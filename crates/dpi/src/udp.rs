@@ -173,9 +173,12 @@ fn stun(b: &[u8]) -> bool {
 
 /// A QUIC version this code knows: 1, 2, the IETF drafts (0xff0000xx), version
 /// negotiation (0), the reserved versions that force negotiation (0x?a?a?a?a, RFC 9000
-/// section 15), and Facebook's mvfst (0xfaceb00x).
+/// section 15), Facebook's mvfst (0xfaceb00x) and Google's Q05x/T05x.
 fn quic_version(v: u32) -> bool {
-    v <= 1
+    // Google's QUIC versions in the IETF header: `Q050`, `T050`, `T051`.
+    let google = matches!(v >> 24, 0x51 | 0x54) && (v & 0x00ff_ffff) >> 16 == 0x30;
+    google
+        || v <= 1
         || v == 0x6b33_43cf
         || v & 0xffff_ff00 == 0xff00_0000
         || v & 0x0f0f_0f0f == 0x0a0a_0a0a
