@@ -23,9 +23,13 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         return Seen::No;
     }
     let kind = b[0] & 0x0f;
+    // Link layers pad short frames: the length may fall short of the datagram by a few bytes.
+    let len = usize::from(be16(b, 2).unwrap_or(0));
     if matches!(kind, 0..=3 | 8..=13)
         && b[1] & 0x0f == 2
-        && usize::from(be16(b, 2).unwrap_or(0)) == b.len()
+        && len >= 34
+        && len <= b.len()
+        && b.len() - len <= 8
     {
         return super::is(&NAME);
     }
@@ -43,6 +47,10 @@ mod tests {
         m.resize(44, 0);
         assert!(matches!(run(detect, &m, [319, 319]), Seen::Is(_)));
         assert_eq!(run(detect, &m, [318, 318]), Seen::No);
+        // Two bytes of link padding after the message.
+        let mut padded = m.clone();
+        padded.extend_from_slice(&[0, 0]);
+        assert!(matches!(run(detect, &padded, [319, 319]), Seen::Is(_)));
         robust(detect, &m, [319, 319]);
     }
 }

@@ -10,17 +10,22 @@ pub(crate) const DETECTOR: Detector = Detector {
     protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Tcp,
     first: First::Text(&[0]),
-    evidence: "on port 514, from the client: the stderr port (up to five digits, NUL) and/or \
-               three NUL-terminated printable strings (local user, remote user, command), \
-               the users of at most 32 characters",
+    evidence: "on port 514, three packets from both sides: from the client the stderr port \
+               (up to five digits, NUL) and/or three NUL-terminated printable strings (local \
+               user, remote user, command; users of at most 32 characters), from the server a \
+               single NUL",
     source: "rsh(1) and rshd(8) protocol descriptions (4.2BSD)",
     detect,
 };
 
 fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     let b = p.payload;
-    if !p.from_initiator || p.ports[1] != 514 || b.last() != Some(&0) {
+    if p.ports[1] != 514 || b.last() != Some(&0) {
         return Seen::No;
+    }
+    // The server's acknowledgement: a single NUL byte.
+    if !p.from_initiator {
+        return if b.len() == 1 { super::maybe(&NAME, 0) } else { Seen::No };
     }
     let parts: Vec<&[u8]> = b[..b.len() - 1].split(|&c| c == 0).collect();
     let printable = |s: &[u8]| s.iter().all(|c| (0x20..0x7f).contains(c));
