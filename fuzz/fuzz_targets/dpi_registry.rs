@@ -1,4 +1,4 @@
-//! Every detector of the registry (about 160 protocols): the first byte picks TCP or UDP,
+//! Every detector of the registry (about 165 protocols): the first byte picks TCP or UDP,
 //! the next four the initiator's and the responder's ports (so detectors bound to a port are
 //! reached), the rest is a run of packets as in `dpi/common.rs`.
 #![no_main]
