@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use rampart_dpi::{Config, FlowDpi, Proto};
+use rampart_dpi::{Config, FlowDpi};
 use rampart_flow::{FlowKey, Side};
 use rampart_wire::PacketMeta;
 
@@ -37,15 +37,26 @@ pub(crate) enum Cmd {
         #[arg(long, value_parser = ["rampart", "ndpi"], default_value = "rampart")]
         dpi: String,
     },
-    /// The protocols recognised from payloads (nDPI's names).
-    Protocols,
+    /// The protocols recognised (nDPI's names), from the detector registry: one line each,
+    /// tab-separated: name, transport, the evidence needed before a label, and the source
+    /// of the facts checked.
+    Protocols {
+        /// The table as a Markdown document instead (what crates/dpi/PROTOCOLS.md holds).
+        #[arg(long)]
+        markdown: bool,
+    },
 }
 
 pub(crate) fn run(cmd: Cmd) -> ExitCode {
     match cmd {
-        Cmd::Protocols => {
-            for p in Proto::ALL {
-                println!("{}", p.name());
+        Cmd::Protocols { markdown } => {
+            if markdown {
+                print!("{}", rampart_dpi::protocols_markdown());
+            } else {
+                println!("protocol\ttransport\tevidence\tsource");
+                for p in rampart_dpi::protocols() {
+                    println!("{}\t{}\t{}\t{}", p.name, p.transport, p.evidence, p.source);
+                }
             }
             ExitCode::SUCCESS
         }

@@ -52,9 +52,14 @@ fn a_cut_capture_keeps_its_flows_and_says_where() {
 fn lists_what_it_recognises() {
     let (code, out, _) = run(&["dpi", "protocols"]);
     assert_eq!(code, Some(0));
-    for p in ["TLS", "QUIC", "DNS", "HTTP", "SSH", "BitTorrent", "WireGuard"] {
-        assert!(out.lines().any(|l| l == p), "{p} missing from {out}");
+    for p in ["TLS", "QUIC", "DNS", "HTTP", "SSH", "BitTorrent", "WireGuard", "Modbus"] {
+        assert!(out.lines().any(|l| l.split('\t').next() == Some(p)), "{p} missing from {out}");
     }
+    // Every row has its four columns.
+    assert!(out.lines().all(|l| l.split('\t').count() == 4), "{out}");
+    let (code, md, _) = run(&["dpi", "protocols", "--markdown"]);
+    assert_eq!(code, Some(0));
+    assert!(md.contains("| Modbus | TCP |"), "{md}");
 }
 
 #[test]

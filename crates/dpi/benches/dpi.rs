@@ -1,5 +1,6 @@
 //! What identification costs: every TCP and UDP flow of the shared nDPI captures
-//! (`../shared/data/pcaps/dpi/ndpi/pcap`, packets held in memory) labelled from a fresh
+//! (`../shared/data/pcaps/dpi/ndpi/pcap`, group `dpi`, and the rest of nDPI's suite in
+//! `ndpi-suite/pcap`, group `dpi_suite`; packets held in memory) labelled from a fresh
 //! state, as when every flow is new (`new_flows`: time per flow), and one more packet fed to
 //! flows already decided (`decided`: time per packet). nDPI's own figures on this machine
 //! class are in `../shared/notes/dpi.md` §4; with `--features ndpi` the same flows also go
@@ -30,11 +31,11 @@ struct Flow {
 /// Protocol, source, destination, source port, destination port.
 type Tuple = (u8, [u8; 16], [u8; 16], u16, u16);
 
-fn flows() -> Option<Vec<Flow>> {
+fn flows(sub: &str) -> Option<Vec<Flow>> {
     let dir = std::env::var_os("RAMPART_DATA")
         .map(PathBuf::from)
         .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/data").into())
-        .join("pcaps/dpi/ndpi/pcap");
+        .join(sub);
     if !dir.is_dir() {
         println!("skipped: no nDPI captures at {}", dir.display());
         return None;
@@ -101,14 +102,22 @@ fn label(f: &Flow, cfg: &Config) -> FlowDpi {
 }
 
 fn bench(c: &mut Criterion) {
-    let Some(flows) = flows() else { return };
+    // The curated captures, then the rest of nDPI's suite (about 235 protocols).
+    for (group, sub) in [("dpi", "pcaps/dpi/ndpi/pcap"), ("dpi_suite", "pcaps/dpi/ndpi-suite/pcap")]
+    {
+        bench_group(c, group, sub);
+    }
+}
+
+fn bench_group(c: &mut Criterion, group: &str, sub: &str) {
+    let Some(flows) = flows(sub) else { return };
     let cfg = Config::default();
     println!(
-        "{} flows; {} bytes of state per flow (FlowDpi)",
+        "{group}: {} flows; {} bytes of state per flow (FlowDpi)",
         flows.len(),
         std::mem::size_of::<FlowDpi>()
     );
-    let mut g = c.benchmark_group("dpi");
+    let mut g = c.benchmark_group(group);
     g.sample_size(20);
     g.bench_function("new_flows", |b| {
         b.iter(|| {

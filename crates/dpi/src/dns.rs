@@ -1,10 +1,32 @@
 //! DNS over UDP and TCP (with its two-byte length), mDNS and LLMNR: a well-formed header
 //! and question, and the query name.
 
+use crate::registry::{Detector, First, Transport};
 use crate::{Label, Meta, Packet, Proto, Seen, be16};
 
+/// DNS, mDNS and LLMNR over UDP.
+pub(crate) const UDP: Detector = Detector {
+    protos: &[Proto::Dns, Proto::Mdns, Proto::Llmnr],
+    transport: Transport::Udp,
+    first: First::Any,
+    evidence: "a well-formed message (header counts, question names) on a DNS, mDNS or \
+               LLMNR port",
+    source: "RFC 1035, RFC 6762, RFC 4795",
+    detect: udp,
+};
+
+/// DNS over TCP.
+pub(crate) const TCP: Detector = Detector {
+    protos: &[Proto::Dns],
+    transport: Transport::Tcp,
+    first: First::Any,
+    evidence: "a length prefix and a well-formed message on port 53 or 5353",
+    source: "RFC 1035, RFC 7766",
+    detect: tcp,
+};
+
 /// Reads a DNS message; the query name if it is one.
-fn message(b: &[u8]) -> Option<String> {
+pub(crate) fn message(b: &[u8]) -> Option<String> {
     if b.len() < 12 {
         return None;
     }

@@ -2,26 +2,32 @@
 //! payloads of its first packets, with bounded work per flow.
 //!
 //! A [`FlowDpi`] is fed a flow's payloads in order, each with its direction and ports. Each
-//! packet goes through the detectors for its transport protocol; the first that recognises
-//! it decides the flow's [`Label`] (nDPI's naming: a master protocol, and an application
-//! recognised from the server name, as in `TLS.YouTube`) and the metadata found on the way
-//! ([`Meta`]: TLS server name and ALPN, HTTP host and user agent, DNS query name, SSH
-//! banner). A flow is inspected for at most [`Config::tcp_packets`] or
+//! packet goes to the detectors of the registry ([`protocols`] lists them) that can accept
+//! its transport and first byte; the first that recognises it decides the flow's [`Label`]
+//! (nDPI's naming: a master protocol, and an application recognised from the server name or
+//! address, as in `TLS.YouTube`) and the metadata found on the way ([`Meta`]: TLS server
+//! name and ALPN, HTTP host and user agent, DNS query name, SSH banner). Heuristic detectors
+//! only contribute evidence, and a flow is labelled from them once packets from both sides
+//! (or three from one) agree. A flow is inspected for at most [`Config::tcp_packets`] or
 //! [`Config::udp_packets`] payload packets and [`Config::max_bytes`] bytes; after that, or
 //! once decided, it is never looked at again. A flow no detector recognised can be labelled
-//! by its well-known port ([`By::Port`]) when inspection ends.
+//! by its well-known port ([`By::Port`]) when inspection ends, unless its payload
+//! contradicted that port's protocol, or by its server's address ([`By::Address`]).
 //!
 //! Detectors read untrusted bytes: every read is bounds-checked, nothing is buffered past the
 //! byte budget, and no detector loops over its input more than once.
 //!
-//! Written here: the detectors are metadata parsers for the protocols firewall rules name,
-//! not a signature engine; nDPI (C, LGPL) is the reference the accuracy tests compare with.
+//! Written here: the detectors are parsers of the protocols' headers as their specifications
+//! give them (each names its sources in the registry), not a signature engine; nDPI (C,
+//! LGPL) is the reference the accuracy tests compare with.
 
 mod apps;
 mod dns;
 #[cfg(feature = "ndpi")]
 pub mod ndpi;
+mod proto;
 mod quic;
+mod registry;
 mod stage;
 mod table;
 mod text;
@@ -31,6 +37,7 @@ mod udp;
 use std::fmt;
 
 pub use apps::{app_for_address, app_for_host};
+pub use registry::{ProtocolInfo, protocols, protocols_markdown};
 pub use stage::flow_info;
 pub use table::{App, DpiStats, DpiTable, FlowInfo};
 
@@ -107,6 +114,9 @@ pub enum Proto {
     IpInIp,
     Tailscale,
     FtpData,
+    /// A protocol named by its detector in the registry (nDPI's name; a thin reference keeps
+    /// a label at 32 bytes).
+    Other(&'static &'static str),
 }
 
 impl Proto {
@@ -183,80 +193,9 @@ impl Proto {
             IpInIp => "IP_in_IP",
             Tailscale => "Tailscale",
             FtpData => "FTP_DATA",
+            Other(name) => name,
         }
     }
-
-    /// Every protocol with a detector, for `rampart dpi protocols`.
-    pub const ALL: &'static [Proto] = &[
-        Proto::Tls,
-        Proto::Dtls,
-        Proto::Http,
-        Proto::HttpConnect,
-        Proto::Http2,
-        Proto::WebSocket,
-        Proto::Dns,
-        Proto::Mdns,
-        Proto::Llmnr,
-        Proto::Quic,
-        Proto::Ssh,
-        Proto::BitTorrent,
-        Proto::Smtp,
-        Proto::Pop3,
-        Proto::Imap,
-        Proto::FtpControl,
-        Proto::Sip,
-        Proto::Ssdp,
-        Proto::Rtsp,
-        Proto::Ntp,
-        Proto::Dhcp,
-        Proto::Dhcpv6,
-        Proto::Snmp,
-        Proto::Stun,
-        Proto::WireGuard,
-        Proto::NetBios,
-        Proto::SmbV1,
-        Proto::SmbV23,
-        Proto::Syslog,
-        Proto::OpenVpn,
-        Proto::IpSec,
-        Proto::Kerberos,
-        Proto::Ldap,
-        Proto::Rdp,
-        Proto::Mqtt,
-        Proto::Rtp,
-        Proto::Rtmp,
-        Proto::TeamViewer,
-        Proto::Imaps,
-        Proto::Pop3s,
-        Proto::Smtps,
-        Proto::Discord,
-        Proto::Dropbox,
-        Proto::Spotify,
-        Proto::WhatsApp,
-        Proto::Zoom,
-        Proto::Telnet,
-        Proto::Irc,
-        Proto::Nntp,
-        Proto::MySql,
-        Proto::PostgreSql,
-        Proto::Nfs,
-        Proto::Tftp,
-        Proto::Ipp,
-        Proto::MpegTs,
-        Proto::TeamSpeak,
-        Proto::Rtcp,
-        Proto::H323,
-        Proto::Tailscale,
-        Proto::FtpData,
-        Proto::Icmp,
-        Proto::Icmpv6,
-        Proto::Igmp,
-        Proto::Gre,
-        Proto::Ospf,
-        Proto::Sctp,
-        Proto::Vrrp,
-        Proto::IpInIp,
-    ];
 
     /// The protocol an IP protocol number other than TCP and UDP names on its own (as nDPI
     /// labels ICMP, ESP or GRE flows from the IP header).
@@ -369,9 +308,10 @@ impl Meta {
 /// Inspection budget per flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
-    /// TCP packets with payload inspected per flow (both directions).
+    /// TCP packets with payload inspected per flow (both directions); a flow whose packets
+    /// fit a heuristic so far may take twice as many to complete the evidence.
     pub tcp_packets: u8,
-    /// UDP packets inspected per flow.
+    /// UDP packets inspected per flow (twice as many while completing heuristic evidence).
     pub udp_packets: u8,
     /// Payload bytes buffered for reassembly per flow.
     pub max_bytes: usize,
@@ -401,6 +341,30 @@ pub(crate) enum Seen {
     Is(Label),
     /// A message that continues in later packets of this direction (buffer and retry).
     More,
+    /// A packet that fits a heuristic for this protocol; the number is what must stay the
+    /// same across the packets of one direction (an RTP source, a session id). The flow is
+    /// labelled once the evidence is enough ([`Candidate`]). A sequence number, if the
+    /// protocol has one, must advance by 1 to 64 from the side's previous packet.
+    Maybe(Label, u32, Option<u16>),
+}
+
+/// Heuristic evidence gathered across packets: the protocol, and per direction (initiator
+/// first) the packets that fit and the number they carried.
+#[derive(Clone, Copy, Debug)]
+struct Candidate {
+    label: Label,
+    hits: [u8; 2],
+    key: [Option<u32>; 2],
+    seq: [Option<u16>; 2],
+}
+
+impl Candidate {
+    /// Enough: three packets, two of them consistent from one side, and both sides unless a
+    /// side sent three (a one-way media stream).
+    fn enough(&self) -> bool {
+        let [a, b] = self.hits;
+        (a >= 1 && b >= 1 && a + b >= 3) || a >= 3 || b >= 3
+    }
 }
 
 /// One packet as the detectors see it.
@@ -436,6 +400,12 @@ pub struct FlowDpi {
     pending: Option<Box<[Vec<u8>; 2]>>,
     /// A QUIC client's Initial packets so far.
     quic: Option<Box<quic::State>>,
+    /// Heuristic evidence so far, one entry per protocol that fitted (at most four).
+    candidates: Vec<Candidate>,
+    /// A label found that a later packet may refine (STUN, then DTLS).
+    provisional: Option<Label>,
+    /// Whether the first payload contradicted the port's protocol (no port guess then).
+    contradicted: bool,
     /// The application the responder's address belongs to, if known.
     address_app: Option<&'static str>,
 }
@@ -456,6 +426,9 @@ impl FlowDpi {
             meta: Meta::default(),
             pending: None,
             quic: None,
+            candidates: Vec::new(),
+            provisional: None,
+            contradicted: false,
             address_app: None,
         }
     }
@@ -487,14 +460,16 @@ impl FlowDpi {
         &self.meta
     }
 
-    /// Heap bytes held: buffered message pieces, QUIC state and metadata strings.
+    /// Heap bytes held: buffered message pieces, QUIC state, heuristic evidence and metadata
+    /// strings.
     pub fn heap_bytes(&self) -> usize {
         let pending = self
             .pending
             .as_ref()
             .map_or(0, |p| std::mem::size_of::<[Vec<u8>; 2]>() + p[0].capacity() + p[1].capacity());
         let quic = self.quic.as_ref().map_or(0, |q| q.heap_bytes());
-        pending + quic + self.meta.heap_bytes()
+        let candidate = self.candidates.capacity() * std::mem::size_of::<Candidate>();
+        pending + quic + candidate + self.meta.heap_bytes()
     }
 
     /// Feeds one packet's transport payload: `from_initiator` says its direction, `ports`
@@ -525,36 +500,58 @@ impl FlowDpi {
         };
         let data = joined.as_deref().unwrap_or(payload);
         let pkt = Packet { payload: data, from_initiator, ports, index };
+        if index == 0 {
+            self.contradicted = udp::contradicts(self.l4, ports, data);
+        }
         let seen = if self.l4 == TCP { self.tcp(&pkt) } else { self.udp(&pkt) };
         match seen {
-            Seen::Is(label) => {
+            // STUN is often followed by DTLS on the same flow (WebRTC): keep looking for it.
+            Seen::Is(label) if label.master == Proto::Stun && self.l4 == UDP => {
+                self.provisional.get_or_insert(label);
+            }
+            Seen::Is(label) if self.provisional.is_none() || label.master == Proto::Dtls => {
                 self.decide(label, By::Dpi);
                 return true;
             }
+            Seen::Is(_) => {}
             Seen::More if data.len() < cfg.max_bytes => {
                 let p = self.pending.get_or_insert_with(Default::default);
                 p[dir] = data.to_vec();
             }
             _ => {}
         }
+        // A flow gathering heuristic evidence may take twice the budget to complete it.
+        let extend = !self.candidates.is_empty() || self.provisional.is_some();
+        let limit = if extend { limit.saturating_mul(2) } else { limit };
         if self.packets >= limit || self.bytes as usize >= cfg.max_bytes * 2 {
             self.give_up(ports);
         }
         self.done
     }
 
-    /// Ends inspection: labels the flow by its port if nothing recognised it.
+    /// Ends inspection: labels the flow by its port if nothing recognised it and its payload
+    /// did not contradict the port's protocol.
     pub fn give_up(&mut self, ports: [u16; 2]) {
         if self.done {
             return;
         }
-        if let Some(app) = self.address_app {
-            self.decide(Label { master: Proto::Unknown, app: Some(app) }, By::Address);
+        if let Some(label) = self.provisional {
+            self.decide(label, By::Dpi);
             return;
         }
-        match udp::by_port(self.l4, ports) {
-            Some(p) => self.decide(Label::of(p), By::Port),
-            None => {
+        let port = udp::by_port(self.l4, ports).filter(|_| !self.contradicted);
+        match (port, self.address_app) {
+            // A service that runs a protocol of its own on common ports (Telegram's MTProto
+            // on 443): its address says more than the port.
+            (_, Some(app)) if apps::own_protocol(app) => {
+                self.decide(Label { master: Proto::Unknown, app: Some(app) }, By::Address);
+            }
+            // The port's protocol, and the application the address names (decide adds it).
+            (Some(p), _) => self.decide(Label::of(p), By::Port),
+            (None, Some(app)) => {
+                self.decide(Label { master: Proto::Unknown, app: Some(app) }, By::Address);
+            }
+            (None, None) => {
                 self.done = true;
                 self.pending = None;
             }
@@ -573,23 +570,31 @@ impl FlowDpi {
         {
             label.app = Some("Tor");
         }
+        // Without a name to go by, the server's address names the application of encrypted
+        // and call protocols (for TLS, only blocks a single service uses: a provider's whole
+        // network hosts too many services to name one from a TLS flow).
+        if label.app.is_none()
+            && let Some(app) = self.address_app
+            && (matches!(label.master, Proto::Quic | Proto::Stun | Proto::Dtls)
+                || (label.master == Proto::Tls && !apps::provider_wide(app)))
+        {
+            label.app = Some(apps::app_over(label.master, app));
+        }
         self.label = label;
         self.by = by;
         self.done = true;
         self.pending = None;
         self.quic = None;
+        self.candidates = Vec::new();
+        self.provisional = None;
     }
 
     fn tcp(&mut self, p: &Packet<'_>) -> Seen {
-        let mut more = false;
-        for detect in [tls::tcp, text::detect, dns::tcp, udp::tcp_binary] {
-            match detect(p, &mut self.meta) {
-                Seen::No => {}
-                Seen::More => more = true,
-                found => return found,
-            }
-        }
-        if more { Seen::More } else { Seen::No }
+        let dir = usize::from(!p.from_initiator);
+        let candidates = &mut self.candidates;
+        registry::detect(true, p, &mut self.meta, &mut |label, key, seq| {
+            evidence(candidates, label, key, seq, dir)
+        })
     }
 
     fn udp(&mut self, p: &Packet<'_>) -> Seen {
@@ -601,14 +606,50 @@ impl FlowDpi {
                 found => return found,
             }
         }
-        for detect in [dns::udp, tls::dtls, udp::detect, text::udp] {
-            match detect(p, &mut self.meta) {
-                Seen::No | Seen::More => {}
-                found => return found,
-            }
+        let dir = usize::from(!p.from_initiator);
+        let candidates = &mut self.candidates;
+        let seen = registry::detect(false, p, &mut self.meta, &mut |label, key, seq| {
+            evidence(candidates, label, key, seq, dir)
+        });
+        match seen {
+            // Nothing is buffered over UDP: each datagram stands alone.
+            Seen::More => Seen::No,
+            seen => seen,
         }
-        Seen::No
     }
+}
+
+/// Adds a heuristic match to a flow's evidence; true once it is enough for `label`. Each
+/// protocol that fitted keeps its own entry, so one heuristic's misfit does not erase
+/// another's evidence.
+fn evidence(
+    candidates: &mut Vec<Candidate>,
+    label: Label,
+    key: u32,
+    seq: Option<u16>,
+    dir: usize,
+) -> bool {
+    let fresh = Candidate { label, hits: [0, 0], key: [None, None], seq: [None, None] };
+    let i = match candidates.iter().position(|c| c.label == label) {
+        Some(i) => i,
+        None if candidates.len() < 4 => {
+            candidates.push(fresh);
+            candidates.len() - 1
+        }
+        None => return false,
+    };
+    let c = &mut candidates[i];
+    let advances = match (c.seq[dir], seq) {
+        (Some(last), Some(now)) => (1..=64).contains(&now.wrapping_sub(last)),
+        _ => true,
+    };
+    if c.key[dir].is_some_and(|k| k != key) || !advances {
+        *c = fresh;
+    }
+    c.hits[dir] = c.hits[dir].saturating_add(1);
+    c.key[dir] = Some(key);
+    c.seq[dir] = seq;
+    c.enough()
 }
 
 /// Reads a big-endian u16 at `off`.
@@ -626,6 +667,10 @@ pub(crate) fn be32(b: &[u8], off: usize) -> Option<u32> {
 /// Printable text for metadata: at most 255 bytes, control characters dropped.
 pub(crate) fn text_of(b: &[u8]) -> Box<str> {
     let b = &b[..b.len().min(255)];
+    // Printable ASCII, the usual case, in one allocation.
+    if b.iter().all(|c| (0x20..0x7f).contains(c)) {
+        return String::from_utf8_lossy(b).into();
+    }
     String::from_utf8_lossy(b).chars().filter(|c| !c.is_control()).collect::<String>().into()
 }
 

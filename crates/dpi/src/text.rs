@@ -1,7 +1,47 @@
 //! Line-based protocols: HTTP/1.x (host, user agent, CONNECT, WebSocket upgrades), the
 //! HTTP/2 preface, SSH banners, mail and FTP dialogues, SIP, SSDP and RTSP.
 
+use crate::registry::{Detector, First, Transport};
 use crate::{Label, Meta, Packet, Proto, Seen, text_of};
+
+/// Text protocols over TCP.
+pub(crate) const DETECTOR: Detector = Detector {
+    protos: &[
+        Proto::Http,
+        Proto::HttpConnect,
+        Proto::Http2,
+        Proto::WebSocket,
+        Proto::Ipp,
+        Proto::Rtsp,
+        Proto::Ssh,
+        Proto::Telnet,
+        Proto::Irc,
+        Proto::Nntp,
+        Proto::Smtp,
+        Proto::Pop3,
+        Proto::Imap,
+        Proto::FtpControl,
+        Proto::FtpData,
+    ],
+    transport: Transport::Tcp,
+    first: First::Text(&[0xff]),
+    evidence: "a whole request or status line (HTTP, RTSP), a banner (SSH), a greeting or \
+               command line ending in a line break (mail, FTP, IRC, NNTP), Telnet option \
+               negotiation, or an `ls -l` listing line (FTP data)",
+    source: "RFC 9112, RFC 9113 (HTTP/2 preface), RFC 6455 (WebSocket), RFC 2326 (RTSP), \
+             RFC 4253 (SSH), RFC 5321, RFC 1939, RFC 9051, RFC 959, RFC 1459, RFC 3977, RFC 854",
+    detect,
+};
+
+/// SIP, SSDP and BitTorrent's local discovery over UDP.
+pub(crate) const UDP: Detector = Detector {
+    protos: &[Proto::Sip, Proto::Ssdp],
+    transport: Transport::Udp,
+    first: First::Text(&[]),
+    evidence: "a SIP request or status line, or an SSDP M-SEARCH or NOTIFY request",
+    source: "RFC 3261, UPnP Device Architecture 2.0",
+    detect: udp,
+};
 
 const METHODS: &[&[u8]] = &[
     b"GET ",
@@ -16,15 +56,38 @@ const METHODS: &[&[u8]] = &[
     b"PROPFIND ",
 ];
 
-/// The value of header `name` (lower case, with the colon) in an HTTP head.
-fn header<'a>(head: &'a [u8], name: &[u8]) -> Option<&'a [u8]> {
+/// The headers of an HTTP head that identification reads, found in one pass.
+#[derive(Default)]
+struct Headers<'a> {
+    host: Option<&'a [u8]>,
+    user_agent: Option<&'a [u8]>,
+    content_type: Option<&'a [u8]>,
+    upgrade: Option<&'a [u8]>,
+    /// Whether the blank line that ends the head was seen.
+    complete: bool,
+}
+
+/// The headers of an HTTP head (the request or status line skipped), up to the blank line.
+fn headers(head: &[u8]) -> Headers<'_> {
+    let mut h = Headers::default();
     for line in head.split(|&c| c == b'\n').skip(1) {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.len() > name.len() && line[..name.len()].eq_ignore_ascii_case(name) {
-            return Some(line[name.len()..].trim_ascii());
+        if line.is_empty() {
+            h.complete = true;
+            break;
         }
+        let Some(colon) = line.iter().position(|&c| c == b':') else { continue };
+        let (name, value) = (&line[..colon], line[colon + 1..].trim_ascii());
+        let slot = match name.len() {
+            4 if name.eq_ignore_ascii_case(b"host") => &mut h.host,
+            10 if name.eq_ignore_ascii_case(b"user-agent") => &mut h.user_agent,
+            12 if name.eq_ignore_ascii_case(b"content-type") => &mut h.content_type,
+            7 if name.eq_ignore_ascii_case(b"upgrade") => &mut h.upgrade,
+            _ => continue,
+        };
+        slot.get_or_insert(value);
     }
-    None
+    h
 }
 
 fn starts(b: &[u8], prefix: &[u8]) -> bool {
@@ -39,7 +102,6 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
     }
     if let Some(m) = METHODS.iter().find(|m| b.starts_with(m)) {
         let line_end = b.iter().position(|&c| c == b'\n');
-        let head_end = b.windows(4).position(|w| w == b"\r\n\r\n");
         let Some(line_end) = line_end else {
             return if b.len() < 4096 { Seen::More } else { Seen::No };
         };
@@ -50,23 +112,29 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
         if !line.windows(5).any(|w| w == b"HTTP/") {
             return Seen::No;
         }
-        if head_end.is_none() && b.len() < 4096 {
+        let h = headers(b);
+        if !h.complete && b.len() < 4096 {
             // The host and user agent may be in the next segment.
             return Seen::More;
         }
-        if let Some(h) = header(b, b"host:") {
-            meta.http_host = Some(text_of(h));
+        if let Some(host) = h.host {
+            meta.http_host = Some(text_of(host));
         }
-        if let Some(ua) = header(b, b"user-agent:") {
+        if let Some(ua) = h.user_agent {
             meta.user_agent = Some(text_of(ua));
         }
-        if header(b, b"content-type:").is_some_and(|v| starts(v, b"application/ipp")) {
+        if h.content_type.is_some_and(|v| starts(v, b"application/ipp")) {
             return Seen::Is(Label::of(Proto::Ipp));
+        }
+        // A request for an absolute URI goes to a proxy (RFC 9112, 3.2.2).
+        let target = line.get(m.len()..).unwrap_or(b"");
+        if starts(target, b"http://") {
+            return Seen::Is(Label::of(Proto::Other(&"HTTP_Proxy")));
         }
         if *m == b"CONNECT " {
             return Seen::Is(Label::of(Proto::HttpConnect));
         }
-        if header(b, b"upgrade:").is_some_and(|v| v.eq_ignore_ascii_case(b"websocket")) {
+        if h.upgrade.is_some_and(|v| v.eq_ignore_ascii_case(b"websocket")) {
             return Seen::Is(Label::of(Proto::WebSocket));
         }
         return Seen::Is(Label::of(Proto::Http));
@@ -94,6 +162,9 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
 /// A directory listing as FTP servers send it over a data connection (`LIST`): lines like
 /// `ls -l`'s, starting with the file type and nine permission letters and ending in CRLF.
 fn is_listing(b: &[u8]) -> bool {
+    if b.len() < 22 || !matches!(b[0], b'-' | b'd' | b'l') || b[10] != b' ' {
+        return false;
+    }
     let Some(end) = b.windows(2).position(|w| w == b"\r\n") else { return false };
     let line = &b[..end];
     line.len() > 20
@@ -110,13 +181,22 @@ fn is_listing(b: &[u8]) -> bool {
 fn chat_and_news(p: &Packet<'_>) -> Seen {
     let b = p.payload;
     // Telnet option negotiation: IAC, then WILL/WONT/DO/DONT or a subnegotiation.
-    if b.len() >= 3 && b[0] == 0xff && (0xfa..=0xfe).contains(&b[1]) {
+    // The option must be a registered one (0-49, 138-140, 255).
+    if b.len() >= 3
+        && b[0] == 0xff
+        && (0xfa..=0xfe).contains(&b[1])
+        && matches!(b[2], 0..=49 | 138..=140 | 255)
+    {
         return Seen::Is(Label::of(Proto::Telnet));
     }
     if !b.ends_with(b"\n") {
         return Seen::No;
     }
-    if starts(b, b"NICK ")
+    // IRC's registration: `USER name mode unused :real name`.
+    let irc_user = starts(b, b"USER ")
+        && b.split(|&c| c == b' ').nth(4).is_some_and(|w| w.first() == Some(&b':'));
+    if irc_user
+        || starts(b, b"NICK ")
         || starts(b, b"PASS ") && p.port(6667)
         || (b[0] == b':' && b.windows(5).any(|w| w == b" 001 " || w == b" 020 " || w == b"NOTIC"))
     {
@@ -194,8 +274,10 @@ fn mail_and_ftp(p: &Packet<'_>) -> Seen {
 /// SIP and SSDP over UDP.
 pub(crate) fn udp(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     let b = p.payload;
-    let first = b.split(|&c| c == b'\n').next().unwrap_or(b);
-    if first.windows(7).any(|w| w == b"SIP/2.0") {
+    // The first line (a request line ends in `SIP/2.0`, a status line starts with it).
+    let head = &b[..b.len().min(256)];
+    let first = head.split(|&c| c == b'\n').next().unwrap_or(head);
+    if first.starts_with(b"SIP/2.0 ") || first.trim_ascii_end().ends_with(b" SIP/2.0") {
         return Seen::Is(Label::of(Proto::Sip));
     }
     if starts(b, b"BT-SEARCH * HTTP/1.1") {

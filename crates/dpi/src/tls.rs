@@ -2,7 +2,30 @@
 //! as the hello takes (within the byte budget); a ServerHello or the other record types
 //! recognise a flow seen only from the server side.
 
+use crate::registry::{Detector, First, Transport};
 use crate::{Label, Meta, Packet, Proto, Seen, be16, text_of};
+
+/// TLS over TCP (and the mail protocols' implicit-TLS ports).
+pub(crate) const DETECTOR: Detector = Detector {
+    protos: &[Proto::Tls, Proto::Imaps, Proto::Smtps, Proto::Pop3s],
+    transport: Transport::Tcp,
+    first: First::Range(0x14, 0x17),
+    evidence: "a record header (type, version 3.x, length) and a whole ClientHello or \
+               ServerHello, reassembled over segments; or, after the first packet, other \
+               record types",
+    source: "RFC 8446, RFC 5246, RFC 6066 (SNI), RFC 7301 (ALPN)",
+    detect: tcp,
+};
+
+/// DTLS over UDP.
+pub(crate) const DTLS: Detector = Detector {
+    protos: &[Proto::Dtls],
+    transport: Transport::Udp,
+    first: First::Range(20, 25),
+    evidence: "a record with DTLS 1.0/1.2/1.3 version bytes whose length fits the datagram",
+    source: "RFC 6347, RFC 9147",
+    detect: dtls,
+};
 
 /// Handshake message types.
 const CLIENT_HELLO: u8 = 1;
@@ -19,7 +42,9 @@ fn label(p: &Packet<'_>) -> Label {
     } else {
         Proto::Tls
     };
-    Label::of(proto)
+    // DNS over TLS has its own port (RFC 7858).
+    let app = (proto == Proto::Tls && p.port(853)).then_some("DoH_DoT");
+    Label { master: proto, app }
 }
 
 /// TLS over TCP.
@@ -136,8 +161,8 @@ pub(crate) fn dtls(p: &Packet<'_>, meta: &mut Meta) -> Seen {
     let b = p.payload;
     if b.len() < 13
         || !(20..=25).contains(&b[0])
-        || b[1] != 0xfe
-        || !(b[2] == 0xff || b[2] == 0xfd || b[2] == 0xfc)
+        // DTLS 1.0, 1.2, 1.3, and OpenSSL's pre-standard 0x0100.
+        || !((b[1] == 0xfe && matches!(b[2], 0xff | 0xfd | 0xfc)) || (b[1] == 1 && b[2] == 0))
     {
         return Seen::No;
     }

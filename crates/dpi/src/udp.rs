@@ -3,10 +3,205 @@
 //! TCP (BitTorrent's handshake, SMB, NetBIOS sessions, RDP, MQTT, Kerberos, LDAP, RTMP,
 //! TeamViewer); and the well-known ports used when nothing recognised a flow.
 
+use crate::registry::{Detector, First, Transport};
 use crate::{Label, Meta, Packet, Proto, Seen, TCP, UDP, be16, be32};
 
 fn is(p: Proto) -> Seen {
     Seen::Is(Label::of(p))
+}
+
+/// The binary protocols over UDP that predate the per-protocol files.
+pub(crate) const UDP_BINARY: Detector = Detector {
+    protos: &[
+        Proto::Quic,
+        Proto::Discord,
+        Proto::Dropbox,
+        Proto::Spotify,
+        Proto::Zoom,
+        Proto::Stun,
+        Proto::Tailscale,
+        Proto::WireGuard,
+        Proto::BitTorrent,
+        Proto::Nfs,
+        Proto::Tftp,
+        Proto::MpegTs,
+        Proto::TeamSpeak,
+        Proto::Rtcp,
+        Proto::Ntp,
+        Proto::Dhcp,
+        Proto::Dhcpv6,
+        Proto::Snmp,
+        Proto::NetBios,
+        Proto::Syslog,
+        Proto::Kerberos,
+        Proto::IpSec,
+        Proto::OpenVpn,
+    ],
+    transport: Transport::Udp,
+    first: First::Any,
+    evidence: "one datagram with the protocol's header: magic values (STUN cookie, DHCP \
+               cookie, WireGuard and QUIC types and versions), lengths that match the datagram, \
+               ASN.1 structure (SNMP, Kerberos); OpenVPN needs a control packet from each side \
+               or three with one session id",
+    source: "RFC 9000/9369 (QUIC), RFC 8489 (STUN), RFC 2131/8415 (DHCP), RFC 3411 (SNMP), \
+             RFC 4120 (Kerberos), RFC 7296 (IKEv2), RFC 5905 (NTP), RFC 5424 (syslog), \
+             RFC 1002 (NetBIOS), RFC 1350 (TFTP), RFC 5531 (ONC RPC), BEP 5/29 (BitTorrent), \
+             WireGuard paper, OpenVPN protocol docs",
+    detect,
+};
+
+/// The binary protocols over TCP that predate the per-protocol files.
+pub(crate) const TCP_BINARY: Detector = Detector {
+    protos: &[
+        Proto::BitTorrent,
+        Proto::WhatsApp,
+        Proto::NetBios,
+        Proto::Rdp,
+        Proto::Nfs,
+        Proto::MySql,
+        Proto::PostgreSql,
+        Proto::H323,
+        Proto::Mqtt,
+        Proto::Kerberos,
+        Proto::Ldap,
+        Proto::Rtmp,
+        Proto::TeamViewer,
+        Proto::OpenVpn,
+    ],
+    transport: Transport::Tcp,
+    first: First::Any,
+    evidence: "the first message's header: magic strings (BitTorrent, MQTT), lengths that \
+               match the segment (TPKT, MySQL, PostgreSQL, Kerberos), SMB's magic in a \
+               NetBIOS session; OpenVPN needs a control packet from each side",
+    source: "BEP 3 (BitTorrent), RFC 1006 and MS-RDPBCGR (RDP), MySQL and PostgreSQL \
+             protocol docs, MQTT 3.1.1/5.0, RFC 4120 (Kerberos), RFC 4511 (LDAP), Adobe \
+             RTMP spec, MS-SMB/MS-SMB2",
+    detect: tcp_binary,
+};
+
+/// RTP: a heuristic, so it needs more than one packet.
+pub(crate) const RTP: Detector = Detector {
+    protos: &[Proto::Rtp],
+    transport: Transport::Udp,
+    first: First::Range(0x80, 0xbf),
+    evidence: "version 2 and an audio/video payload type on unprivileged ports, with the same \
+               synchronisation source in packets from both sides or in three from one",
+    source: "RFC 3550, RFC 3551",
+    detect: rtp,
+};
+
+/// RTP: version 2, a payload type in the audio/video ranges, on high ports; the source
+/// (SSRC) must stay the same across a direction's packets.
+fn rtp(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
+    let b = p.payload;
+    if b.len() >= 12 && b[0] >> 6 == 2 && p.ports[0] >= 1024 && p.ports[1] >= 1024 {
+        let pt = b[1] & 0x7f;
+        if pt <= 34 || (96..=127).contains(&pt) {
+            // The same source and payload type, the sequence number advancing.
+            let key = be32(b, 8).unwrap_or(0) ^ u32::from(pt) << 24;
+            return Seen::Maybe(Label::of(Proto::Rtp), key, be16(b, 2));
+        }
+    }
+    Seen::No
+}
+
+/// Whether a kerberos message (without any TCP record mark) has the shape RFC 4120 gives it:
+/// an application tag for a message type, a length that fits, then a sequence whose first
+/// field is the protocol version 5.
+fn kerberos(b: &[u8]) -> bool {
+    if b.len() < 10 || !matches!(b[0], 0x6a..=0x6f | 0x74..=0x76 | 0x7e) {
+        return false;
+    }
+    let Some((len, at)) = ber_len(b, 1) else { return false };
+    if at + len > b.len() + 4096 || at + len < b.len().min(at + 8) {
+        return false;
+    }
+    if b.get(at) != Some(&0x30) {
+        return false;
+    }
+    let Some((_, at)) = ber_len(b, at + 1) else { return false };
+    // pvno: [0] or [1] INTEGER 5.
+    matches!(b.get(at), Some(0xa0 | 0xa1)) && b.get(at + 1..at + 5) == Some(&[3, 2, 1, 5][..])
+}
+
+/// A BER length at `at`: the length and where the contents start.
+pub(crate) fn ber_len(b: &[u8], at: usize) -> Option<(usize, usize)> {
+    let first = *b.get(at)?;
+    if first & 0x80 == 0 {
+        return Some((usize::from(first), at + 1));
+    }
+    let n = usize::from(first & 0x7f);
+    if n == 0 || n > 3 {
+        return None;
+    }
+    let mut len = 0usize;
+    for i in 0..n {
+        len = len << 8 | usize::from(*b.get(at + 1 + i)?);
+    }
+    Some((len, at + 1 + n))
+}
+
+/// An RTCP compound packet (RFC 3550, 6.1): a sender or receiver report first, then
+/// packets of version 2 and a defined type whose lengths add up to the datagram's.
+fn rtcp(b: &[u8]) -> bool {
+    if b.len() < 8 || !matches!(b.get(1), Some(200 | 201)) {
+        return false;
+    }
+    let mut at = 0;
+    while at < b.len() {
+        let (Some(&first), Some(&kind), Some(words)) = (b.get(at), b.get(at + 1), be16(b, at + 2))
+        else {
+            return false;
+        };
+        if first >> 6 != 2 || !matches!(kind, 192 | 193 | 195 | 200..=213) {
+            return false;
+        }
+        at += (usize::from(words) + 1) * 4;
+    }
+    at == b.len()
+}
+
+/// A STUN message (RFC 8489): the top bits clear, the magic cookie, and an attribute length
+/// (a multiple of 4) that fits.
+fn stun(b: &[u8]) -> bool {
+    if b.len() >= 20 && be32(b, 4) == Some(0x2112_a442) && b[0] & 0xc0 == 0 {
+        let len = usize::from(be16(b, 2).unwrap_or(0));
+        return len + 20 <= b.len() && len % 4 == 0;
+    }
+    false
+}
+
+/// A QUIC version this code knows: 1, 2, the IETF drafts (0xff0000xx), version
+/// negotiation (0), the reserved versions that force negotiation (0x?a?a?a?a, RFC 9000
+/// section 15), Facebook's mvfst (0xfaceb00x) and Google's Q05x/T05x.
+fn quic_version(v: u32) -> bool {
+    // Google's QUIC versions in the IETF header: `Q050`, `T050`, `T051`.
+    let google = matches!(v >> 24, 0x51 | 0x54) && (v & 0x00ff_ffff) >> 16 == 0x30;
+    google
+        || v <= 1
+        || v == 0x6b33_43cf
+        || v & 0xffff_ff00 == 0xff00_0000
+        || v & 0x0f0f_0f0f == 0x0a0a_0a0a
+        || v & 0xffff_fff0 == 0xface_b000
+}
+
+/// A NetBIOS name in its first-level encoding (RFC 1001, 14.1): length 32, then 32 letters
+/// A-P (two per byte of the 16-byte name).
+fn netbios_name(b: &[u8]) -> bool {
+    b.first() == Some(&0x20)
+        && b.get(1..33).is_some_and(|n| n.iter().all(|c| (b'A'..=b'P').contains(c)))
+}
+
+/// OpenVPN's control opcodes (hard resets, control, ack) with key id 0: the session id after
+/// the opcode byte must stay the same across a direction's packets.
+fn openvpn(b: &[u8]) -> Option<Seen> {
+    // Hard reset client v1/v2/v3, server v1/v2, soft reset, control, ack.
+    let op = b.first()? >> 3;
+    if b.len() < 14 || b[0] & 7 != 0 || !matches!(op, 1 | 2 | 3 | 4 | 5 | 7 | 8 | 10) {
+        return None;
+    }
+    let key = be32(b, 1)? ^ be32(b, 5)?;
+    Some(Seen::Maybe(Label::of(Proto::OpenVpn), key, None))
 }
 
 /// UDP detectors, most specific first.
@@ -34,13 +229,17 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
         && b.len() >= 20
         && matches!(b[0], 1..=5 | 0x0f | 0x10 | 0x1f | 0x20 | 0x21)
     {
-        return is(Proto::Zoom);
+        // A type byte alone is weak: it needs three such packets from both sides.
+        return Seen::Maybe(Label::of(Proto::Zoom), 0, None);
     }
-    // QUIC long header: form and fixed bits, a known version.
+    // QUIC long header: form and fixed bits, a known version, connection ids of at most
+    // 20 bytes.
     if b.len() >= 20
         && b[0] & 0xc0 == 0xc0
         && let Some(v) = be32(b, 1)
-        && (v == 1 || v == 0x6b33_43cf || v & 0xffff_ff00 == 0xff00_0000 || v == 0)
+        && quic_version(v)
+        && b[5] <= 20
+        && b.get(6 + usize::from(b[5])).is_some_and(|&scid| scid <= 20)
     {
         return is(Proto::Quic);
     }
@@ -53,12 +252,8 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
     {
         return is(Proto::Quic);
     }
-    // STUN: magic cookie.
-    if b.len() >= 20 && be32(b, 4) == Some(0x2112_a442) && b[0] & 0xc0 == 0 {
-        let len = usize::from(be16(b, 2).unwrap_or(0));
-        if len + 20 <= b.len() && len % 4 == 0 {
-            return is(Proto::Stun);
-        }
+    if stun(b) {
+        return is(Proto::Stun);
     }
     // Tailscale's discovery messages: the magic `TS` and a speech balloon (U+1F4AC).
     if b.starts_with(b"TS\xf0\x9f\x92\xac") {
@@ -99,6 +294,11 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
             return is(Proto::Tftp);
         }
     }
+    // TFTP transfers on their own ports: DATA (up to 512 bytes) and ACK packets whose block
+    // numbers advance.
+    if b.len() >= 4 && b[0] == 0 && ((b[1] == 3 && b.len() <= 516) || (b[1] == 4 && b.len() == 4)) {
+        return Seen::Maybe(Label::of(Proto::Tftp), u32::from(b[1]), be16(b, 2));
+    }
     // MPEG transport stream: 188-byte packets, each starting with 0x47.
     if b.len() >= 188 && b.len().is_multiple_of(188) && b.chunks(188).all(|c| c[0] == 0x47) {
         return is(Proto::MpegTs);
@@ -110,19 +310,22 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
     {
         return is(Proto::TeamSpeak);
     }
-    // RTCP: version 2, a report type (200-204).
-    if b.len() >= 8
-        && b[0] >> 6 == 2
-        && (200..=204).contains(&b[1])
-        && usize::from(be16(b, 2).unwrap_or(0)) * 4 + 4 <= b.len()
-    {
+    // RTCP: a compound packet, starting with a sender or receiver report.
+    if rtcp(b) {
         return is(Proto::Rtcp);
     }
     // NTP: version 1-4, a client/server/broadcast mode, 48 bytes or more, port 123.
     if p.port(123) && b.len() >= 48 {
         let v = (b[0] >> 3) & 7;
         let mode = b[0] & 7;
-        if (1..=4).contains(&v) && (1..=5).contains(&mode) {
+        // Stratum 0-16, a poll exponent 0-17, a precision of 2^0 to 2^-32 seconds.
+        let precision = b[3] as i8;
+        if (1..=4).contains(&v)
+            && (1..=5).contains(&mode)
+            && b[1] <= 16
+            && b[2] <= 17
+            && (-32..=0).contains(&precision)
+        {
             return is(Proto::Ntp);
         }
     }
@@ -136,7 +339,17 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
     }
     // DHCPv6: a client or relay message type on its ports.
     if (p.port(546) || p.port(547)) && b.len() >= 4 && (1..=13).contains(&b[0]) {
-        return is(Proto::Dhcpv6);
+        // Options (code, length) that end exactly at the end; relays have a longer header.
+        let mut at = if b[0] >= 12 { 34 } else { 4 };
+        while let (Some(code), Some(len)) = (be16(b, at), be16(b, at + 2)) {
+            if code == 0 {
+                break;
+            }
+            at += 4 + usize::from(len);
+        }
+        if at == b.len() {
+            return is(Proto::Dhcpv6);
+        }
     }
     // SNMP: an ASN.1 sequence with an integer version 0-3.
     if (p.port(161) || p.port(162)) && b.len() > 6 && b[0] == 0x30 {
@@ -149,11 +362,15 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
         }
     }
     // NetBIOS name service and datagrams.
-    if p.port(137) && b.len() >= 12 && (b[2] & 0x78) >> 3 <= 8 && be16(b, 4).is_some_and(|q| q <= 1)
+    if p.port(137)
+        && b.len() >= 50
+        && (b[2] & 0x78) >> 3 <= 8
+        && be16(b, 4).is_some_and(|q| q <= 1)
+        && netbios_name(&b[12..])
     {
         return is(Proto::NetBios);
     }
-    if p.port(138) && b.len() >= 14 && (0x10..=0x16).contains(&b[0]) {
+    if p.port(138) && b.len() >= 50 && (0x10..=0x16).contains(&b[0]) && netbios_name(&b[14..]) {
         // A datagram carrying SMB (browser announcements): nDPI's `NetBIOS.SMBv1`.
         if b.windows(4).any(|w| w == b"\xffSMB") {
             return Seen::Is(Label { master: Proto::NetBios, app: Some("SMBv1") });
@@ -174,8 +391,8 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
             return is(Proto::Syslog);
         }
     }
-    // Kerberos: an application tag (AS-REQ 10 ... KRB-ERROR 30) on port 88.
-    if p.port(88) && b.len() > 4 && (0x6a..=0x7e).contains(&b[0]) {
+    // Kerberos: an application tag (AS-REQ 10 ... KRB-ERROR 30), then version 5.
+    if kerberos(b) {
         return is(Proto::Kerberos);
     }
     // IKE on 500/4500 (after the non-ESP marker on 4500): version 1 or 2.
@@ -186,16 +403,9 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
             return is(Proto::IpSec);
         }
     }
-    // OpenVPN: a hard reset from the client, opcode 7 (v2) or 1 (v1), key id 0.
-    if b.len() >= 14 && (b[0] == 0x38 || b[0] == 0x08 || b[0] == 0x50) && p.index == 0 {
-        return is(Proto::OpenVpn);
-    }
-    // RTP: version 2, a payload type in the audio/video ranges, on high ports.
-    if b.len() >= 12 && b[0] >> 6 == 2 && p.ports[0] >= 1024 && p.ports[1] >= 1024 {
-        let pt = b[1] & 0x7f;
-        if pt <= 34 || (96..=127).contains(&pt) {
-            return is(Proto::Rtp);
-        }
+    // OpenVPN: control packets with one session id per side.
+    if let Some(seen) = openvpn(b) {
+        return seen;
     }
     Seen::No
 }
@@ -205,6 +415,10 @@ pub(crate) fn tcp_binary(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     let b = p.payload;
     if b.len() >= 20 && b[0] == 19 && &b[1..20] == b"BitTorrent protocol" {
         return is(Proto::BitTorrent);
+    }
+    // STUN over TCP, bare or in RFC 4571's length framing.
+    if stun(b) || (usize::from(be16(b, 0).unwrap_or(0)) + 2 <= b.len() && stun(&b[2..])) {
+        return is(Proto::Stun);
     }
     // WhatsApp's chat connection: its "WA" or "ED" header with a version.
     if b.len() >= 4
@@ -226,17 +440,34 @@ pub(crate) fn tcp_binary(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
             _ => {}
         }
     }
-    if p.port(139) && b.len() >= 4 && (b[0] == 0x81 || b[0] == 0x82 || b[0] == 0x85) {
+    // Session service: a request with two encoded names, or an empty response or keep-alive.
+    if p.port(139)
+        && b.len() >= 4
+        && b[1] & 0xfe == 0
+        && usize::from(be16(b, 2).unwrap_or(0)) + 4 == b.len()
+        && match b[0] {
+            0x81 => netbios_name(&b[4..]),
+            0x82 | 0x85 => b.len() == 4,
+            _ => false,
+        }
+    {
         return is(Proto::NetBios);
     }
-    // RDP: TPKT, then an X.224 connection request or confirm.
+    // RDP: TPKT, then an X.224 connection request with RDP's routing cookie or negotiation
+    // request, or a confirm with its negotiation response (other ISO transport users, such
+    // as S7 or MMS, send requests without them).
     if b.len() >= 11
         && b[0] == 3
         && b[1] == 0
         && usize::from(be16(b, 2).unwrap_or(0)) == b.len()
         && (b[5] == 0xe0 || b[5] == 0xd0)
     {
-        return is(Proto::Rdp);
+        let x224 = &b[11..];
+        let cookie = x224.starts_with(b"Cookie: ") || x224.starts_with(b"Cookie:");
+        let neg = b.len() >= 19 && matches!(b[b.len() - 8], 1..=3) && b[b.len() - 6] == 8;
+        if cookie || neg || p.port(3389) {
+            return is(Proto::Rdp);
+        }
     }
     // ONC RPC over TCP: a record mark, then the message.
     if b.len() > 28
@@ -272,17 +503,33 @@ pub(crate) fn tcp_binary(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     {
         return is(Proto::Mqtt);
     }
-    // Kerberos over TCP: a four-byte length, then an application tag.
-    if p.port(88)
-        && b.len() > 8
-        && be32(b, 0).is_some_and(|l| l as usize + 4 >= b.len())
-        && (0x6a..=0x7e).contains(&b[4])
-    {
+    // Kerberos over TCP: a four-byte length, then a message.
+    if b.len() > 14 && be32(b, 0).is_some_and(|l| l as usize + 4 >= b.len()) && kerberos(&b[4..]) {
         return is(Proto::Kerberos);
     }
-    // LDAP: a sequence, a message id, then an application tag (bind, search, ...).
-    if (p.port(389) || p.port(3268)) && b.len() > 7 && b[0] == 0x30 {
-        return is(Proto::Ldap);
+    // LDAP: a sequence, a message id, then an application tag (bind, search, ...). Off its
+    // ports the message must fill the segment exactly and be a bind request of version 2 or
+    // 3, or a search request.
+    if b.len() > 7
+        && b[0] == 0x30
+        && let Some((len, at)) = ber_len(b, 1)
+        && at + len >= b.len()
+        && b.get(at) == Some(&2)
+        && b.get(at + 1).is_some_and(|&l| (1..=4).contains(&l))
+    {
+        let op_at = at + 2 + usize::from(b[at + 1]);
+        let op = b.get(op_at).copied().unwrap_or(0);
+        if (p.port(389) || p.port(3268)) && (0x60..=0x78).contains(&op) {
+            return is(Proto::Ldap);
+        }
+        let exact = at + len == b.len();
+        let bind = op == 0x60
+            && ber_len(b, op_at + 1).is_some_and(|(_, v)| {
+                b.get(v..v + 3).is_some_and(|x| x == [2, 1, 3] || x == [2, 1, 2])
+            });
+        if exact && (bind || op == 0x63) {
+            return is(Proto::Ldap);
+        }
     }
     // RTMP: the C0 version byte 3 and a 1536-byte C1.
     if b.len() >= 1537 && b[0] == 3 && p.index == 0 && (p.port(1935) || b[5..9] == [0, 0, 0, 0]) {
@@ -292,13 +539,12 @@ pub(crate) fn tcp_binary(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if b.len() >= 4 && b[0] == 0x17 && b[1] == 0x24 && p.port(5938) {
         return is(Proto::TeamViewer);
     }
-    // OpenVPN over TCP: a length, then a hard-reset opcode.
+    // OpenVPN over TCP: a length, then a control packet.
     if b.len() >= 16
         && usize::from(be16(b, 0).unwrap_or(0)) + 2 == b.len()
-        && (b[2] == 0x38 || b[2] == 0x08)
-        && p.index == 0
+        && let Some(seen) = openvpn(&b[2..])
     {
-        return is(Proto::OpenVpn);
+        return seen;
     }
     Seen::No
 }
@@ -316,6 +562,43 @@ fn rpc(b: &[u8]) -> Option<Seen> {
         }
     }
     None
+}
+
+/// Whether a flow's first payload rules out the protocol its port suggests: a port guess is
+/// never made against payload that cannot be that protocol (a UDP 443 datagram that is no
+/// QUIC packet, a TCP 443 segment that is no TLS record, a port 53 message that is no DNS).
+pub(crate) fn contradicts(l4: u8, ports: [u16; 2], b: &[u8]) -> bool {
+    let Some(proto) = by_port(l4, ports) else { return false };
+    let first = b.first().copied().unwrap_or(0);
+    match proto {
+        // QUIC: the fixed bit, and a known version in a long header.
+        Proto::Quic => {
+            crate::dns::message(b).is_some()
+                || first & 0x40 == 0
+                || (first & 0x80 != 0 && !be32(b, 1).is_some_and(quic_version))
+        }
+        Proto::Tls | Proto::Imaps | Proto::Pop3s | Proto::Smtps => {
+            !(0x14..=0x17).contains(&first) || b.get(1) != Some(&3)
+        }
+        Proto::Dns if l4 == UDP => crate::dns::message(b).is_none(),
+        Proto::Http => !first.is_ascii_uppercase(),
+        // Text protocols start with printable text.
+        Proto::Sip
+        | Proto::Smtp
+        | Proto::Pop3
+        | Proto::Imap
+        | Proto::FtpControl
+        | Proto::Irc
+        | Proto::Nntp
+        | Proto::Ssdp => !b.iter().take(4).all(|c| c.is_ascii_graphic() || *c == b' '),
+        Proto::Ntp => b.len() < 48 || !(1..=4).contains(&((first >> 3) & 7)),
+        Proto::Snmp => first != 0x30,
+        Proto::Kerberos if l4 == UDP => !kerberos(b),
+        Proto::Kerberos => b.len() <= 4 || !kerberos(&b[4..]),
+        Proto::Dhcp => b.len() < 240,
+        Proto::IpSec => b.len() < 28 && b != [0xff],
+        _ => false,
+    }
 }
 
 /// The protocol a well-known port suggests, for flows no detector recognised.

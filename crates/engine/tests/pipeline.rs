@@ -60,6 +60,15 @@ fn arp() -> Vec<u8> {
     f
 }
 
+/// The web request: 100 bytes of HTTP.
+fn request() -> Vec<u8> {
+    let mut f = tcp(C, 40000, S, 80, ACK | PSH, 101, (3, 50), 100);
+    let head = b"GET / HTTP/1.1\r\nHost: example.net\r\nUser-Agent: test\r\n\r\n";
+    let at = f.len() - 100;
+    f[at..at + head.len()].copy_from_slice(head);
+    f
+}
+
 const C: [u8; 4] = [10, 0, 0, 1];
 const S: [u8; 4] = [10, 0, 0, 2];
 
@@ -71,7 +80,7 @@ fn conversation() -> Vec<(u64, Vec<u8>)> {
         (ms(0), tcp(C, 40000, S, 80, SYN, 100, (1, 0), 0)),
         (ms(10), tcp(S, 80, C, 40000, SYN | ACK, 900, (50, 1), 0)),
         (ms(11), tcp(C, 40000, S, 80, ACK, 101, (2, 50), 0)),
-        (ms(12), tcp(C, 40000, S, 80, ACK | PSH, 101, (3, 50), 100)),
+        (ms(12), request()),
         (ms(22), tcp(S, 80, C, 40000, ACK | PSH, 901, (60, 3), 1000)),
         (ms(23), tcp(C, 40000, S, 23, SYN, 7, (9, 0), 0)),
         (ms(24), arp()),

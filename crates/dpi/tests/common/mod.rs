@@ -33,7 +33,8 @@ pub(crate) fn key(l4: &str, a: String, b: String) -> Key {
 /// nDPI's labels for the TCP and UDP flows of a `.out` file (with `dpi_only`, only those
 /// it found by payload inspection).
 pub(crate) fn expected(out: &Path, dpi_only: bool) -> BTreeMap<Key, String> {
-    let text = std::fs::read_to_string(out).unwrap();
+    // Some flow lines carry raw bytes (banners, names) that are not UTF-8.
+    let text = String::from_utf8_lossy(&std::fs::read(out).unwrap()).into_owned();
     let mut m = BTreeMap::new();
     for line in text.lines() {
         let Some(rest) = line.strip_prefix('\t') else { continue };
