@@ -1,36 +1,38 @@
 //! `rampart dpi`: application identification of each flow of a capture, and the list of
 //! what is recognised.
 
-use std::collections::HashMap;
-use std::io::Write as _;
+use std::io::{self, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Subcommand;
-use rampart_dpi::{Config, FlowDpi};
-use rampart_flow::{FlowKey, Side};
-use rampart_wire::PacketMeta;
+use rampart_dpi::Config;
+use rampart_engine::{Event, FlowsConfig, Sink};
+use rampart_export::{FlowFormat, FlowWriter};
+use rampart_flow::{KeyKind, Side};
 
 use crate::input::{Fail, stop_flag};
 
 /// `rampart dpi` subcommands.
 #[derive(Subcommand, Debug)]
 pub(crate) enum Cmd {
-    /// Label each TCP and UDP flow of a capture: one line per flow in order of its first
-    /// packet (`PROTO A <-> B LABEL BY` and the metadata found), or JSON lines.
+    /// Label each flow of a capture: one line per flow as it ends (`PROTO A <-> B LABEL BY`
+    /// and the metadata found), or the records of `rampart flows --format json`.
     Label {
         /// Capture file (pcap or pcapng).
         #[arg(short = 'r', long = "read", value_name = "FILE")]
         input: PathBuf,
-        /// One JSON object per flow instead.
+        /// The flow records of `rampart flows --format json` instead.
         #[arg(long)]
         json: bool,
-        /// TCP packets with payload inspected per flow.
-        #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u8).range(1..=32))]
+        /// TCP packets with payload inspected per flow (as `flows --dpi-tcp-packets`).
+        #[arg(long, alias = "dpi-tcp-packets", default_value_t = 8,
+              value_parser = clap::value_parser!(u8).range(1..=64))]
         tcp_packets: u8,
-        /// UDP packets inspected per flow.
-        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u8).range(1..=32))]
+        /// UDP packets inspected per flow (as `flows --dpi-udp-packets`).
+        #[arg(long, alias = "dpi-udp-packets", default_value_t = 4,
+              value_parser = clap::value_parser!(u8).range(1..=64))]
         udp_packets: u8,
         /// Which labeller: rampart's own, or nDPI (builds with the `ndpi` feature only;
         /// labels come with `app_by` "ndpi" and no metadata).
@@ -62,15 +64,7 @@ pub(crate) fn run(cmd: Cmd) -> ExitCode {
         }
         Cmd::Label { input, json, tcp_packets, udp_packets, dpi } => {
             let cfg = Config { tcp_packets, udp_packets, ..Config::default() };
-            let ndpi = dpi == "ndpi";
-            if ndpi && !cfg!(feature = "ndpi") {
-                return Fail(
-                    "this rampart was built without nDPI (cargo feature `ndpi`)".into(),
-                    2,
-                )
-                .exit();
-            }
-            match label(&input, json, &cfg, ndpi) {
+            match label(&input, json, &cfg, dpi == "ndpi") {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => e.exit(),
             }
@@ -78,25 +72,58 @@ pub(crate) fn run(cmd: Cmd) -> ExitCode {
     }
 }
 
-struct Entry {
-    key: FlowKey,
-    /// The side that sent the first packet, and its port and the other's.
-    first: Side,
-    ports: [u16; 2],
-    dpi: FlowDpi,
-    /// nDPI's state and its packets so far, when it labels instead.
-    #[cfg(feature = "ndpi")]
-    ndpi: Option<(rampart_dpi::ndpi::NdpiFlow<'static>, u32)>,
+/// Flow records as `dpi label` prints them: `PROTO A <-> B LABEL BY` and the metadata found
+/// (`name="value"`), or the record in the JSON schema of `rampart flows`.
+struct Labels<W: Write> {
+    out: W,
+    json: Option<FlowWriter<Vec<u8>>>,
 }
 
-/// One nDPI module for the process (it lives until exit).
-#[cfg(feature = "ndpi")]
-fn ndpi_module() -> Option<&'static rampart_dpi::ndpi::Ndpi> {
-    thread_local! {
-        static MODULE: Option<&'static rampart_dpi::ndpi::Ndpi> =
-            rampart_dpi::ndpi::Ndpi::new().map(|m| &*Box::leak(Box::new(m)));
+impl<W: Write> Sink for Labels<W> {
+    fn event(&mut self, e: Event<'_>) -> io::Result<()> {
+        let Event::Flow(r) = e else { return Ok(()) };
+        if let Some(w) = &mut self.json {
+            w.write(r)?;
+            let line = std::mem::take(w.get_mut());
+            return self.out.write_all(&line);
+        }
+        let f = &r.flow;
+        let k = &f.key;
+        let (a, b) = match f.initiator {
+            Side::A => ((&k.addr_a, k.port_a), (&k.addr_b, k.port_b)),
+            Side::B => ((&k.addr_b, k.port_b), (&k.addr_a, k.port_a)),
+        };
+        let ports = k.kind() == KeyKind::Ports;
+        let l4 = proto_label(k.proto, k.family);
+        let (a, b) = (endpoint(k.family, a.0, a.1, ports), endpoint(k.family, b.0, b.1, ports));
+        let app = r.app.clone().unwrap_or_default();
+        write!(self.out, "{l4} {a} <-> {b} {} {}", app.label, app.by.name())?;
+        let m = app.meta();
+        for (name, v) in [
+            ("sni", &m.sni),
+            ("alpn", &m.alpn),
+            ("http_host", &m.http_host),
+            ("user_agent", &m.user_agent),
+            ("dns_query", &m.dns_query),
+            ("ssh_banner", &m.ssh_banner),
+        ] {
+            if let Some(v) = v {
+                write!(self.out, " {name}={v:?}")?;
+            }
+        }
+        writeln!(self.out)
     }
-    MODULE.with(|m| *m)
+}
+
+/// `TCP`, `UDP`, `ICMP`, `ICMP6`, or the protocol number.
+fn proto_label(proto: u8, family: u8) -> String {
+    match (proto, family) {
+        (6, _) => "TCP".into(),
+        (17, _) => "UDP".into(),
+        (1, 4) => "ICMP".into(),
+        (58, 6) => "ICMP6".into(),
+        (p, _) => p.to_string(),
+    }
 }
 
 fn address(family: u8, a: &[u8; 16]) -> IpAddr {
@@ -107,142 +134,142 @@ fn address(family: u8, a: &[u8; 16]) -> IpAddr {
     }
 }
 
-fn endpoint(family: u8, a: &[u8; 16], port: u16) -> String {
-    match address(family, a) {
-        IpAddr::V4(v) => format!("{v}:{port}"),
-        IpAddr::V6(v) => format!("[{v}]:{port}"),
+/// `a.b.c.d:port` or `[v6]:port`; the address alone for flows without ports.
+fn endpoint(family: u8, a: &[u8; 16], port: u16, ports: bool) -> String {
+    match (address(family, a), ports) {
+        (IpAddr::V4(v), true) => format!("{v}:{port}"),
+        (IpAddr::V6(v), true) => format!("[{v}]:{port}"),
+        (ip, false) => ip.to_string(),
     }
 }
 
-fn json_str(s: &str) -> String {
-    let mut out = Vec::with_capacity(s.len() + 2);
-    rampart_export::text::json_string(&mut out, s);
-    String::from_utf8(out).expect("escaping keeps UTF-8")
-}
-
-fn write_flow(out: &mut impl std::io::Write, e: &mut Entry, json: bool) -> std::io::Result<()> {
-    e.dpi.give_up(e.ports);
-    let k = &e.key;
-    let l4 = if k.proto == 6 { "TCP" } else { "UDP" };
-    // The initiator first.
-    let (a, b) = (endpoint(k.family, &k.addr_a, k.port_a), endpoint(k.family, &k.addr_b, k.port_b));
-    let (a, b) = if e.first == Side::A { (a, b) } else { (b, a) };
-    #[allow(unused_mut)]
-    let (mut label, mut by) = (e.dpi.label().to_string(), e.dpi.by().name());
-    #[cfg(feature = "ndpi")]
-    if let Some((flow, _)) = &mut e.ndpi {
-        label = flow.label();
-        by = "ndpi";
-    }
-    let m = e.dpi.meta();
-    let fields = [
-        ("sni", &m.sni),
-        ("alpn", &m.alpn),
-        ("http_host", &m.http_host),
-        ("user_agent", &m.user_agent),
-        ("dns_query", &m.dns_query),
-        ("ssh_banner", &m.ssh_banner),
-    ];
-    if json {
-        write!(
-            out,
-            "{{\"proto\":\"{l4}\",\"src\":{},\"dst\":{},\"app\":{},\"app_by\":\"{by}\"",
-            json_str(&a),
-            json_str(&b),
-            json_str(&label)
-        )?;
-        for (name, v) in fields {
-            if let Some(v) = v {
-                write!(out, ",\"{name}\":{}", json_str(v))?;
-            }
-        }
-        writeln!(out, "}}")
-    } else {
-        write!(out, "{l4} {a} <-> {b} {label} {by}")?;
-        for (name, v) in fields {
-            if let Some(v) = v {
-                write!(out, " {name}={v:?}")?;
-            }
-        }
-        writeln!(out)
-    }
-}
-
+/// Labels every flow of the capture with rampart's detectors, through the same pipeline and
+/// reading loop as `rampart flows`: a line per flow as it ends, with the capture's error
+/// (after every flow seen before it is written) as the exit status.
 fn label(path: &std::path::Path, json: bool, cfg: &Config, ndpi: bool) -> Result<(), Fail> {
-    #[cfg(not(feature = "ndpi"))]
-    let _ = ndpi;
     let mut cap = crate::input::open_file(path)?;
     crate::input::refuse_overwrite(&cap, None)?;
-    let mut index: HashMap<FlowKey, usize> = HashMap::new();
-    let mut flows: Vec<Entry> = Vec::new();
-    let mut failed = None;
     // Ctrl-C ends reading; the flows seen so far are still written.
     let stop = stop_flag();
-    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-        let batch = match cap.next_batch(256) {
-            Ok(b) => b,
-            Err(e) => {
-                failed = Some(e.to_string());
-                break;
-            }
-        };
-        if batch.is_empty() {
-            break;
-        }
-        for frame in batch.iter() {
-            let m = PacketMeta::parse(frame.link, frame.data);
-            if (m.proto != 6 && m.proto != 17) || m.is_later_fragment() {
-                continue;
-            }
-            let Some((key, side)) = FlowKey::from_meta(&m) else { continue };
-            let i = *index.entry(key).or_insert_with(|| {
-                let mut dpi = FlowDpi::new(m.proto);
-                dpi.set_responder(key.family, &m.dst);
-                flows.push(Entry {
-                    key,
-                    first: side,
-                    ports: [m.sport, m.dport],
-                    dpi,
-                    #[cfg(feature = "ndpi")]
-                    ndpi: if ndpi {
-                        ndpi_module().and_then(|m| m.flow()).map(|f| (f, 0))
-                    } else {
-                        None
-                    },
-                });
-                flows.len() - 1
-            });
-            let e = &mut flows[i];
-            #[cfg(feature = "ndpi")]
-            if let Some((flow, packets)) = &mut e.ndpi {
-                // As ndpiReader: whole IP packets, at most 80 TCP or 24 UDP.
-                *packets += 1;
-                if *packets <= if m.proto == 6 { 80 } else { 24 } {
-                    let l3 = usize::from(m.l3_offset).min(frame.data.len());
-                    let end = l3.saturating_add(m.ip_wire_len as usize).min(frame.data.len());
-                    flow.feed(&frame.data[l3..end], frame.ts.0 / 1_000_000);
-                }
-                continue;
-            }
-            if e.dpi.is_done() {
-                continue;
-            }
-            // The payload as captured, without link-layer padding.
-            let start = usize::from(m.payload_offset).min(frame.data.len());
-            let end = start.saturating_add(m.payload_wire_len as usize).min(frame.data.len());
-            e.dpi.feed(cfg, side == e.first, e.ports, &frame.data[start..end]);
-        }
-    }
-    // Every flow found so far is written, even when the capture ends in an error.
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    for e in &mut flows {
-        write_flow(&mut out, e, json).map_err(|e| Fail(format!("cannot write: {e}"), 2))?;
-    }
-    out.flush().map_err(|e| Fail(format!("cannot write: {e}"), 2))?;
+    let out = io::BufWriter::new(io::stdout().lock());
+    let error = if ndpi {
+        ndpi_labels(&mut cap, out, json, &stop)?
+    } else {
+        let flows = FlowsConfig { rtt: None, dpi: Some(*cfg), ..FlowsConfig::default() };
+        let json = json.then(|| FlowWriter::new(Vec::new(), FlowFormat::Json));
+        let mut sink = Labels { out, json };
+        let outcome = rampart_engine::run(&mut cap, &flows, None, &stop, &mut sink, &mut |_| {})
+            .and_then(|o| sink.out.flush().map(|()| o))
+            .map_err(|e| Fail(format!("cannot write: {e}"), 2))?;
+        outcome.error
+    };
     crate::input::report_end(&mut cap, crate::input::Tell::Alone);
-    match failed {
-        Some(e) => Err(Fail(e, 1)),
+    match error {
+        Some(e) => Err(Fail(e.to_string(), if e.is_usage() { 2 } else { 1 })),
         None => Ok(()),
     }
+}
+
+#[cfg(not(feature = "ndpi"))]
+fn ndpi_labels(
+    _: &mut rampart_capture::Capture,
+    _: impl Write,
+    _: bool,
+    _: &std::sync::atomic::AtomicBool,
+) -> Result<Option<rampart_engine::RunError>, Fail> {
+    Err(Fail("this rampart was built without nDPI (cargo feature `ndpi`)".into(), 2))
+}
+
+/// nDPI's labels for the same flows, through the shared reading loop: nDPI is fed whole IP
+/// packets, as ndpiReader feeds it (at most 80 of a TCP flow, 24 of a UDP flow), and each
+/// TCP and UDP flow is written at the end, in order of its first packet, with `app_by`
+/// `ndpi`, in the same fields as `rampart flows` (JSON) or `dpi label` (text).
+#[cfg(feature = "ndpi")]
+fn ndpi_labels(
+    cap: &mut rampart_capture::Capture,
+    mut out: impl Write,
+    json: bool,
+    stop: &std::sync::atomic::AtomicBool,
+) -> Result<Option<rampart_engine::RunError>, Fail> {
+    use rampart_capture::Frame;
+    use rampart_engine::{Consumer, Limits, Summary, read_batches};
+    use rampart_wire::PacketMeta;
+    use std::collections::HashMap;
+
+    let Some(module) = rampart_dpi::ndpi::Ndpi::new() else {
+        return Err(Fail("nDPI could not be started".into(), 2));
+    };
+    struct Flow<'m> {
+        key: rampart_flow::FlowKey,
+        first: Side,
+        ndpi: rampart_dpi::ndpi::NdpiFlow<'m>,
+        packets: u32,
+    }
+    struct Feed<'m> {
+        module: &'m rampart_dpi::ndpi::Ndpi,
+        index: HashMap<rampart_flow::FlowKey, usize>,
+        flows: Vec<Flow<'m>>,
+    }
+    impl Consumer for Feed<'_> {
+        fn batch(&mut self, frames: &[Frame<'_>], _: &mut Summary) -> io::Result<()> {
+            for frame in frames {
+                let m = PacketMeta::parse(frame.link, frame.data);
+                if (m.proto != 6 && m.proto != 17) || m.is_later_fragment() {
+                    continue;
+                }
+                let Some((key, side)) = rampart_flow::FlowKey::from_meta(&m) else { continue };
+                let i = match self.index.get(&key) {
+                    Some(&i) => i,
+                    None => {
+                        let Some(ndpi) = self.module.flow() else { continue };
+                        self.flows.push(Flow { key, first: side, ndpi, packets: 0 });
+                        self.index.insert(key, self.flows.len() - 1);
+                        self.flows.len() - 1
+                    }
+                };
+                let f = &mut self.flows[i];
+                f.packets += 1;
+                if f.packets <= if m.proto == 6 { 80 } else { 24 } {
+                    let l3 = usize::from(m.l3_offset).min(frame.data.len());
+                    let end = l3.saturating_add(m.ip_wire_len as usize).min(frame.data.len());
+                    f.ndpi.feed(&frame.data[l3..end], frame.ts.0 / 1_000_000);
+                }
+            }
+            Ok(())
+        }
+    }
+    let mut feed = Feed { module: &module, index: HashMap::new(), flows: Vec::new() };
+    let mut s = Summary::default();
+    let error = read_batches(cap, &Limits::none(256), None, stop, &mut s, &mut feed, &mut |_| {})
+        .map_err(|e| Fail(format!("cannot write: {e}"), 2))?;
+    let write = |out: &mut dyn Write, f: &mut Flow<'_>| -> io::Result<()> {
+        let k = &f.key;
+        let (a, b) = match f.first {
+            Side::A => ((&k.addr_a, k.port_a), (&k.addr_b, k.port_b)),
+            Side::B => ((&k.addr_b, k.port_b), (&k.addr_a, k.port_a)),
+        };
+        let label = f.ndpi.label();
+        if json {
+            let mut l = Vec::new();
+            l.extend_from_slice(b"{\"proto\":\"");
+            l.extend_from_slice(if k.proto == 6 { b"tcp" } else { b"udp" });
+            l.extend_from_slice(b"\",\"src\":\"");
+            rampart_export::num::slot_addr(&mut l, k.family, a.0);
+            write!(l, "\",\"sport\":{},\"dst\":\"", a.1)?;
+            rampart_export::num::slot_addr(&mut l, k.family, b.0);
+            write!(l, "\",\"dport\":{},\"app\":", b.1)?;
+            rampart_export::text::json_string(&mut l, &label);
+            l.extend_from_slice(b",\"app_by\":\"ndpi\"}\n");
+            out.write_all(&l)
+        } else {
+            let l4 = proto_label(k.proto, k.family);
+            let (a, b) = (endpoint(k.family, a.0, a.1, true), endpoint(k.family, b.0, b.1, true));
+            writeln!(out, "{l4} {a} <-> {b} {label} ndpi")
+        }
+    };
+    for f in &mut feed.flows {
+        write(&mut out, f).map_err(|e| Fail(format!("cannot write: {e}"), 2))?;
+    }
+    out.flush().map_err(|e| Fail(format!("cannot write: {e}"), 2))?;
+    Ok(error)
 }
