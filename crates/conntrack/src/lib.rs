@@ -192,9 +192,10 @@ pub struct Outcome {
     pub id: Option<FlowId>,
     /// How that entry's deadline moves.
     pub refresh: Refresh,
-    /// An entry ended: the one the packet belonged to (an RST answering before any reply) or
-    /// one a new connection replaced. The flow table may end the flow's record.
-    pub ended: Option<FlowId>,
+    /// An entry ended, with the state it ended in: the one the packet belonged to (an RST
+    /// answering before any reply) or one a new connection replaced. The flow table may end
+    /// the flow's record.
+    pub ended: Option<(FlowId, Summary)>,
 }
 
 /// What a flow record carries of its connection: the state its next packet from the
@@ -307,20 +308,18 @@ impl Conntrack {
             Action::Update { id, entry, refresh, kill } => {
                 if kill {
                     self.clear(id);
-                    Outcome { id: None, refresh: Refresh::Keep, ended: Some(id) }
+                    Outcome { id: None, refresh: Refresh::Keep, ended: Some((id, summary(&entry))) }
                 } else {
                     self.store(id, entry);
                     Outcome { id: Some(id), refresh, ended: None }
                 }
             }
             Action::Kill { id } => {
-                self.clear(id);
-                Outcome { id: None, refresh: Refresh::Keep, ended: Some(id) }
+                let ended = self.retire(id).map(|s| (id, s));
+                Outcome { id: None, refresh: Refresh::Keep, ended }
             }
             Action::Create { entry, refresh, replaces } => {
-                if let Some(old) = replaces {
-                    self.clear(old);
-                }
+                let ended = replaces.and_then(|old| Some((old, self.retire(old)?)));
                 let target = id.or(replaces);
                 let stored = match target {
                     Some(t) if accepted => {
@@ -336,7 +335,7 @@ impl Conntrack {
                     _ => None,
                 };
                 let refresh = if stored.is_some() { refresh } else { Refresh::Keep };
-                Outcome { id: stored, refresh, ended: replaces }
+                Outcome { id: stored, refresh, ended }
             }
         }
     }
@@ -385,13 +384,7 @@ impl Conntrack {
 
     /// The summary of the entry of `id`, if it has one.
     pub fn summary(&self, id: FlowId) -> Option<Summary> {
-        let e = self.entry(id)?;
-        Some(Summary {
-            ct_state: ct_state(e.seen_reply(), Dir::Original),
-            tcp_state: e.tcp_state(),
-            assured: e.assured(),
-            seen_reply: e.seen_reply(),
-        })
+        self.entry(id).map(summary)
     }
 
     /// The flow `id` has ended in the flow table: its summary, and its entry forgotten before
@@ -444,7 +437,8 @@ impl Conntrack {
         let seen_reply = e.seen_reply();
         match tcp::packet(&mut e, dir as usize, p, &self.cfg) {
             tcp::Verdict::Accept { refresh, kill } => {
-                if dir == Dir::Reply {
+                // A killed entry reports its end before the reply could mark it.
+                if dir == Dir::Reply && !kill {
                     e.set_seen_reply();
                 }
                 Inspection::of(
@@ -690,6 +684,15 @@ impl Conntrack {
             Dir::Original,
             Action::Create { entry: e, refresh, replaces: None },
         )
+    }
+}
+
+fn summary(e: &Entry) -> Summary {
+    Summary {
+        ct_state: ct_state(e.seen_reply(), Dir::Original),
+        tcp_state: e.tcp_state(),
+        assured: e.assured(),
+        seen_reply: e.seen_reply(),
     }
 }
 
