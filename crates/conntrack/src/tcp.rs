@@ -503,23 +503,20 @@ pub(crate) fn packet(e: &mut Entry, d: usize, p: &CtPacket, cfg: &Config) -> Ver
     };
 
     match new_state {
-        S::TimeWait => {
+        S::TimeWait
             if old == S::LastAck
                 && idx == index::ACK
                 && e.last_dir() != d
                 && e.last_index() == index::SYN
-                && e.last_flags & tf::EXP_CHALLENGE_ACK != 0
-            {
-                // An RFC 5961 challenge ACK, not the last ACK of the close.
-                e.last_flags &= !tf::EXP_CHALLENGE_ACK;
-                return Verdict::Ignore;
-            }
+                && e.last_flags & tf::EXP_CHALLENGE_ACK != 0 =>
+        {
+            // An RFC 5961 challenge ACK, not the last ACK of the close.
+            e.last_flags &= !tf::EXP_CHALLENGE_ACK;
+            return Verdict::Ignore;
         }
         S::SynSent2 => e.last_flags |= tf::SIMULTANEOUS_OPEN,
-        S::SynRecv => {
-            if d == 1 && idx == index::ACK && e.last_flags & tf::SIMULTANEOUS_OPEN != 0 {
-                new_state = S::Established;
-            }
+        S::SynRecv if d == 1 && idx == index::ACK && e.last_flags & tf::SIMULTANEOUS_OPEN != 0 => {
+            new_state = S::Established;
         }
         S::Close if idx == index::RST => 'rst: {
             if closing(old) {
@@ -585,13 +582,14 @@ pub(crate) fn packet(e: &mut Entry, d: usize, p: &CtPacket, cfg: &Config) -> Ver
     }
     let to = &cfg.timeouts;
     let state_to = to.tcp(new_state);
+    // Linux's order of caps: retransmissions, then an RST that left the connection
+    // ESTABLISHED or unacknowledged data (both the unacknowledged timeout), then a zero
+    // window.
+    let rst_kept = idx == index::RST && new_state == S::Established;
+    let unacked = (e.flags[0] | e.flags[1]) & tf::DATA_UNACKNOWLEDGED != 0;
     let mut timeout = if e.retrans >= cfg.tcp_max_retrans && state_to > to.tcp_max_retrans {
         to.tcp_max_retrans
-    } else if idx == index::RST && new_state == S::Established && state_to > to.tcp_unacknowledged {
-        to.tcp_unacknowledged
-    } else if (e.flags[0] | e.flags[1]) & tf::DATA_UNACKNOWLEDGED != 0
-        && state_to > to.tcp_unacknowledged
-    {
+    } else if (rst_kept || unacked) && state_to > to.tcp_unacknowledged {
         to.tcp_unacknowledged
     } else if e.last_win == 0 && state_to > to.tcp_max_retrans {
         to.tcp_max_retrans

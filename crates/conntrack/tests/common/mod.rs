@@ -7,8 +7,8 @@ use rampart_flow::{FlowKey, Side};
 use rampart_wire::check::{finish, pseudo_header, sum};
 use rampart_wire::{Family, LinkType, PacketMeta};
 
-pub const CLIENT: [u8; 4] = [10, 0, 0, 1];
-pub const SERVER: [u8; 4] = [10, 0, 0, 2];
+pub(crate) const CLIENT: [u8; 4] = [10, 0, 0, 1];
+pub(crate) const SERVER: [u8; 4] = [10, 0, 0, 2];
 
 fn addr16(a: [u8; 4]) -> [u8; 16] {
     let mut x = [0; 16];
@@ -17,7 +17,7 @@ fn addr16(a: [u8; 4]) -> [u8; 16] {
 }
 
 /// An Ethernet + IPv4 + TCP frame with right checksums, from the client when `client`.
-pub fn tcp_frame(client: bool, flags: u16, seq: u32, ack: u32, win: u16, len: usize) -> Vec<u8> {
+pub(crate) fn tcp_frame(client: bool, flags: u16, seq: u32, ack: u32, win: u16, len: usize) -> Vec<u8> {
     let (src, dst, sp, dp) =
         if client { (CLIENT, SERVER, 40000, 80) } else { (SERVER, CLIENT, 80, 40000) };
     let mut t = Vec::with_capacity(20 + len);
@@ -45,7 +45,7 @@ pub fn tcp_frame(client: bool, flags: u16, seq: u32, ack: u32, win: u16, len: us
 }
 
 /// A frame's tracker facts and the side of its flow key that sent it.
-pub fn facts(frame: &[u8]) -> (CtPacket, Side, FlowKey) {
+pub(crate) fn facts(frame: &[u8]) -> (CtPacket, Side, FlowKey) {
     let m = PacketMeta::parse(LinkType::Ethernet, frame);
     let (key, side) = FlowKey::from_meta(&m).unwrap();
     (CtPacket::from_meta(&m, frame, true), side, key)
