@@ -52,7 +52,8 @@ pub struct CtPacket {
 
 impl CtPacket {
     /// The facts of a packet parsed into `meta` from `frame`. Checksums are verified only when
-    /// `verify` (the tracker's `checksum` knob), since that reads every byte.
+    /// `verify` (the tracker's `checksum` knob), since that reads every byte; UDP-Lite's
+    /// always are, as Linux checks that its checksum is present whatever the knob says.
     pub fn from_meta(meta: &PacketMeta, frame: &[u8], verify: bool) -> Self {
         let l4 = usize::from(meta.l4_offset);
         let l3 = usize::from(meta.l3_offset);
@@ -100,7 +101,7 @@ impl CtPacket {
             Status::Truncated(Layer::Udp | Layer::Icmp) if l4_len >= 8 => Some(Reason::Cut),
             _ => None,
         };
-        if verify {
+        if verify || meta.proto == proto::UDPLITE {
             let sums = meta.checksums(frame);
             p.ip_checksum = sums.ip;
             p.l4_checksum = sums.l4;

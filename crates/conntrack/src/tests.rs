@@ -742,3 +742,35 @@ fn new_entries_exist_only_once_accepted() {
     assert_eq!(ct.stats().early_drop, 1);
     assert!(ct.retire(ID).is_none());
 }
+
+/// A UDP-Lite datagram from the client covering `cov` bytes (0: all), checksum `sum_ok`.
+fn udplite_pkt(cov: u16, with_sum: bool) -> (CtPacket, Side) {
+    let mut u = vec![0x13, 0x88, 0, 53];
+    u.extend_from_slice(&cov.to_be_bytes());
+    u.extend_from_slice(&[0, 0]);
+    u.resize(20, 7);
+    if with_sum {
+        let n = if cov == 0 { u.len() } else { usize::from(cov).min(u.len()) };
+        let acc =
+            sum(&u[..n], pseudo_header(Family::V4, &addr16(CLIENT), &addr16(SERVER), 136, 20));
+        let c = finish(acc);
+        u[6..8].copy_from_slice(&c.to_be_bytes());
+    }
+    parse(&ipv4(CLIENT, SERVER, 136, u, None))
+}
+
+#[test]
+fn udplite_checks() {
+    let cfg = Config::default();
+    let first = |p: (CtPacket, Side), cfg: Config| Conn::new(cfg).send(p).0;
+    assert_eq!(first(udplite_pkt(8, true), cfg).state, CtState::New);
+    assert_eq!(first(udplite_pkt(0, true), cfg).state, CtState::New);
+    assert_eq!(first(udplite_pkt(4, true), cfg).reason, Some(Reason::UdpliteCoverage));
+    assert_eq!(first(udplite_pkt(21, true), cfg).reason, Some(Reason::UdpliteCoverage));
+    let off = Config { checksum: false, ..cfg };
+    assert_eq!(first(udplite_pkt(8, false), off).reason, Some(Reason::UdpliteNoChecksum));
+    let (mut p, side) = udplite_pkt(8, true);
+    p.l4_checksum = Checksum::Bad;
+    assert_eq!(first((p, side), cfg).reason, Some(Reason::BadChecksum));
+    assert_eq!(first((p, side), off).reason, None);
+}

@@ -17,7 +17,14 @@ fn addr16(a: [u8; 4]) -> [u8; 16] {
 }
 
 /// An Ethernet + IPv4 + TCP frame with right checksums, from the client when `client`.
-pub(crate) fn tcp_frame(client: bool, flags: u16, seq: u32, ack: u32, win: u16, len: usize) -> Vec<u8> {
+pub(crate) fn tcp_frame(
+    client: bool,
+    flags: u16,
+    seq: u32,
+    ack: u32,
+    win: u16,
+    len: usize,
+) -> Vec<u8> {
     let (src, dst, sp, dp) =
         if client { (CLIENT, SERVER, 40000, 80) } else { (SERVER, CLIENT, 80, 40000) };
     let mut t = Vec::with_capacity(20 + len);
