@@ -45,8 +45,10 @@ pub(crate) enum Kind {
 /// bits, the TCP tracker's `ip_ct_tcp`, UDP's stream timestamp), in 64 bytes. An entry whose
 /// [`Entry::exists`] is false is an empty slot. Timeouts are not kept here: the flow table
 /// carries each record's deadline, which the tracker's answers set.
+///
+/// Entries are aligned to 64 bytes, so each lies in one cache line of the array.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[repr(C)]
+#[repr(C, align(64))]
 pub struct Entry {
     /// Capture time of the first packet (UDP's stream test).
     pub(crate) start: u64,
@@ -76,7 +78,7 @@ pub struct Entry {
     status: u8,
 }
 
-const _: () = assert!(std::mem::size_of::<Entry>() <= 64, "connection state must fit 64 bytes");
+const _: () = assert!(std::mem::size_of::<Entry>() == 64, "connection state must fit 64 bytes");
 
 impl Entry {
     /// A fresh unconfirmed entry of `kind` opened by endpoint `side` at `now`.
@@ -164,6 +166,8 @@ mod tests {
     #[test]
     fn sixty_four_bytes() {
         assert_eq!(std::mem::size_of::<Entry>(), 64);
+        assert_eq!(std::mem::align_of::<Entry>(), 64);
+        eprintln!("CtPacket: {} bytes", std::mem::size_of::<crate::CtPacket>());
     }
 
     #[test]

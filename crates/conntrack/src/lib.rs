@@ -39,9 +39,10 @@
 //!    **without** inserting), the packet's [`CtPacket`] and side, and a lookup for the flow an
 //!    ICMP error quotes. It returns an [`Inspection`]: the `ct state` for the rule set, the
 //!    reason if invalid, and what to do with the entry.
-//! 2. [`Conntrack::commit`] once the verdict is known: an existing entry's update is stored
-//!    whatever the verdict; a new entry is stored only when the packet was accepted (the
-//!    engine inserts the flow then and passes its id). The [`Outcome`] says how the entry's
+//! 2. [`Conntrack::commit`] once the verdict is known: a new entry is stored only when the
+//!    packet was accepted (the engine inserts the flow then and passes its id). An existing
+//!    entry was already updated by `inspect`, whatever the verdict, as Linux updates it
+//!    before any rule runs; commit reports how its deadline moves. The [`Outcome`] says how the entry's
 //!    deadline moves ([`Refresh`]) and whether the entry ended (an RST before any reply, a
 //!    reopened connection).
 //!
@@ -124,18 +125,21 @@ pub struct Inspection {
     action: Action,
 }
 
-/// What committing an inspection does to the entries.
+/// What committing an inspection does. Updates of existing entries (and their ends) are made
+/// by [`Conntrack::inspect`] itself, as Linux makes them before any rule runs; only a new
+/// entry waits for the verdict.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Action {
     /// Nothing to store.
     None,
-    /// The existing entry of `id` becomes `entry` (or ends, when `kill`), whatever the verdict.
-    Update { id: FlowId, entry: Entry, refresh: Refresh, kill: bool },
-    /// A new entry, stored if the packet is accepted; `replaces` is an entry that ended
-    /// whatever the verdict (a reopened connection).
-    Create { entry: Entry, refresh: Refresh, replaces: Option<FlowId> },
-    /// The entry of `id` ends, whatever the verdict (a reopening SYN that is itself invalid).
-    Kill { id: FlowId },
+    /// The existing entry of `id` was updated; `ended` when the packet ended it.
+    Update { id: FlowId, refresh: Refresh, ended: Option<Summary> },
+    /// A new entry waits in the tracker's pending slot (`serial` tells it is this packet's),
+    /// stored if the packet is accepted; `replaces` is an entry that ended whatever the
+    /// verdict (a reopened connection).
+    Create { refresh: Refresh, replaces: Option<(FlowId, Summary)>, serial: u32 },
+    /// The entry of `id` ended whatever the verdict (a reopening SYN that is itself invalid).
+    Kill { ended: Option<(FlowId, Summary)> },
 }
 
 impl Inspection {
@@ -155,8 +159,8 @@ impl Inspection {
     /// The flow whose existing entry this packet belongs to (and updates on commit).
     pub fn entry_of(&self) -> Option<FlowId> {
         match self.action {
-            Action::Update { id, .. } | Action::Kill { id } => Some(id),
-            Action::Create { replaces, .. } => replaces,
+            Action::Update { id, .. } => Some(id),
+            Action::Kill { ended } | Action::Create { replaces: ended, .. } => ended.map(|e| e.0),
             Action::None => None,
         }
     }
@@ -218,6 +222,9 @@ pub struct Conntrack {
     cfg: Config,
     entries: Vec<Entry>,
     stats: Stats,
+    /// The new entry the last inspection made, with its serial.
+    pending: (Entry, u32),
+    serial: u32,
 }
 
 /// ICMP types that open an entry (`valid_new`).
@@ -240,7 +247,13 @@ fn ct_state(seen_reply: bool, d: Dir) -> CtState {
 impl Conntrack {
     /// A tracker with `cfg`.
     pub fn new(cfg: Config) -> Self {
-        Self { cfg, entries: Vec::new(), stats: Stats::default() }
+        Self {
+            cfg,
+            entries: Vec::new(),
+            stats: Stats::default(),
+            pending: (Entry::default(), 0),
+            serial: 0,
+        }
     }
 
     /// The configuration.
@@ -298,44 +311,45 @@ impl Conntrack {
         }
     }
 
-    /// Applies an inspection once the rule set has decided: an existing entry's update is
-    /// stored whatever `accepted` says; a new entry only when `accepted`, under `id` (the id
-    /// the flow table gave the flow when the engine inserted it; for a packet whose flow
-    /// already existed, its id).
+    /// Applies an inspection once the rule set has decided: a new entry is stored only when
+    /// `accepted`, under `id` (the id the flow table gave the flow when the engine inserted
+    /// it; for a packet whose flow already existed, its id). An existing entry was already
+    /// updated by [`Conntrack::inspect`], whatever the verdict: commit then only reports how
+    /// its deadline moves. Commit each inspection before inspecting the next packet (a new
+    /// entry waits in a single pending slot).
     pub fn commit(&mut self, insp: &Inspection, accepted: bool, id: Option<FlowId>) -> Outcome {
         match insp.action {
             Action::None => Outcome::default(),
-            Action::Update { id, entry, refresh, kill } => {
-                if kill {
-                    self.clear(id);
-                    Outcome { id: None, refresh: Refresh::Keep, ended: Some((id, summary(&entry))) }
-                } else {
-                    self.store(id, entry);
-                    Outcome { id: Some(id), refresh, ended: None }
-                }
+            Action::Update { id, refresh, ended: None } => {
+                Outcome { id: Some(id), refresh, ended: None }
             }
-            Action::Kill { id } => {
-                let ended = self.retire(id).map(|s| (id, s));
-                Outcome { id: None, refresh: Refresh::Keep, ended }
+            Action::Update { id, ended: Some(s), .. } => {
+                Outcome { id: None, refresh: Refresh::Keep, ended: Some((id, s)) }
             }
-            Action::Create { entry, refresh, replaces } => {
-                let ended = replaces.and_then(|old| Some((old, self.retire(old)?)));
-                let target = id.or(replaces);
+            Action::Kill { ended } => Outcome { id: None, refresh: Refresh::Keep, ended },
+            Action::Create { refresh, replaces, serial } => {
+                let target = id.or(replaces.map(|r| r.0));
                 let stored = match target {
-                    Some(t) if accepted => {
+                    Some(t) if accepted && self.pending.1 == serial => {
                         if self.entry(t).is_some() {
                             self.stats.insert_failed += 1;
                             None
                         } else {
-                            self.store(t, entry);
+                            let e = self.pending.0;
+                            self.store(t, e);
                             self.stats.insert += 1;
                             Some(t)
                         }
                     }
+                    Some(_) if accepted => {
+                        // Another packet was inspected in between: this entry is gone.
+                        self.stats.insert_failed += 1;
+                        None
+                    }
                     _ => None,
                 };
                 let refresh = if stored.is_some() { refresh } else { Refresh::Keep };
-                Outcome { id: stored, refresh, ended }
+                Outcome { id: stored, refresh, ended: replaces }
             }
         }
     }
@@ -419,6 +433,29 @@ impl Conntrack {
         }
     }
 
+    /// Writes an existing entry's update (or ends it) now, as Linux does before any rule.
+    fn update(&mut self, id: FlowId, e: Entry, refresh: Refresh, kill: bool) -> Action {
+        if kill {
+            self.clear(id);
+            Action::Update { id, refresh: Refresh::Keep, ended: Some(summary(&e)) }
+        } else {
+            self.entries[id.0 as usize] = e;
+            Action::Update { id, refresh, ended: None }
+        }
+    }
+
+    /// Puts a new entry in the pending slot until the verdict.
+    fn create(
+        &mut self,
+        e: Entry,
+        refresh: Refresh,
+        replaces: Option<(FlowId, Summary)>,
+    ) -> Action {
+        self.serial = self.serial.wrapping_add(1);
+        self.pending = (e, self.serial);
+        Action::Create { refresh, replaces, serial: self.serial }
+    }
+
     fn invalid(&mut self, r: Reason, action: Action) -> Inspection {
         self.stats.count_invalid(r);
         Inspection::invalid(r, action)
@@ -441,25 +478,26 @@ impl Conntrack {
                 if dir == Dir::Reply && !kill {
                     e.set_seen_reply();
                 }
-                Inspection::of(
-                    ct_state(seen_reply, dir),
-                    dir,
-                    Action::Update { id, entry: e, refresh, kill },
-                )
+                let action = self.update(id, e, refresh, kill);
+                Inspection::of(ct_state(seen_reply, dir), dir, action)
             }
             tcp::Verdict::Ignore => {
                 self.stats.ignored += 1;
                 if dir == Dir::Reply {
                     e.set_seen_reply();
                 }
-                let action = Action::Update { id, entry: e, refresh: Refresh::Keep, kill: false };
+                let action = self.update(id, e, Refresh::Keep, false);
                 Inspection::of(ct_state(seen_reply, dir), dir, action)
             }
             tcp::Verdict::Invalid { reason, detail, refresh } => {
-                let action = Action::Update { id, entry: e, refresh, kill: false };
+                let action = self.update(id, e, refresh, false);
                 Inspection { detail, dir, ..self.invalid(reason, action) }
             }
-            tcp::Verdict::Reopen => self.tcp_new(side, p, now, Some(id)),
+            tcp::Verdict::Reopen => {
+                // Linux kills the old entry, then looks the packet up again as a new one.
+                let ended = self.retire(id).map(|s| (id, s));
+                self.tcp_new(side, p, now, ended)
+            }
         }
     }
 
@@ -468,27 +506,23 @@ impl Conntrack {
         side: Side,
         p: &CtPacket,
         now: u64,
-        replaces: Option<FlowId>,
+        replaces: Option<(FlowId, Summary)>,
     ) -> Inspection {
-        let kill = replaces.map_or(Action::None, |id| Action::Kill { id });
+        let kill = if replaces.is_some() { Action::Kill { ended: replaces } } else { Action::None };
         let mut e = Entry::open(Kind::Tcp, side, now);
         if let Err(r) = tcp::new(&mut e, p, &self.cfg) {
             return self.invalid(r, kill);
         }
         match tcp::packet(&mut e, 0, p, &self.cfg) {
-            tcp::Verdict::Accept { refresh, .. } => Inspection::of(
-                CtState::New,
-                Dir::Original,
-                Action::Create { entry: e, refresh, replaces },
-            ),
+            tcp::Verdict::Accept { refresh, .. } => {
+                let action = self.create(e, refresh, replaces);
+                Inspection::of(CtState::New, Dir::Original, action)
+            }
             tcp::Verdict::Ignore => {
                 self.stats.ignored += 1;
                 let refresh = Refresh::Set(tcp::timeout(&e, &self.cfg));
-                Inspection::of(
-                    CtState::New,
-                    Dir::Original,
-                    Action::Create { entry: e, refresh, replaces },
-                )
+                let action = self.create(e, refresh, replaces);
+                Inspection::of(CtState::New, Dir::Original, action)
             }
             tcp::Verdict::Invalid { reason, detail, .. } => {
                 Inspection { detail, ..self.invalid(reason, kill) }
@@ -549,8 +583,8 @@ impl Conntrack {
         }
         let refresh = Refresh::Set(refresh);
         let action = match id {
-            Some(id) => Action::Update { id, entry: e, refresh, kill: false },
-            None => Action::Create { entry: e, refresh, replaces: None },
+            Some(id) => self.update(id, e, refresh, false),
+            None => self.create(e, refresh, None),
         };
         Inspection::of(ct_state(seen_reply, dir), dir, action)
     }
@@ -670,7 +704,7 @@ impl Conntrack {
                 if dir == Dir::Reply {
                     e.set_seen_reply();
                 }
-                let action = Action::Update { id, entry: e, refresh, kill: false };
+                let action = self.update(id, e, refresh, false);
                 return Inspection::of(ct_state(seen_reply, dir), dir, action);
             }
         }
@@ -679,11 +713,8 @@ impl Conntrack {
         }
         let mut e = Entry::open(Kind::Icmp, side, now);
         e.pstate = p.icmp_type;
-        Inspection::of(
-            CtState::New,
-            Dir::Original,
-            Action::Create { entry: e, refresh, replaces: None },
-        )
+        let action = self.create(e, refresh, None);
+        Inspection::of(CtState::New, Dir::Original, action)
     }
 }
 

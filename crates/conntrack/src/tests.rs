@@ -774,3 +774,18 @@ fn udplite_checks() {
     assert_eq!(first((p, side), cfg).reason, Some(Reason::BadChecksum));
     assert_eq!(first((p, side), off).reason, None);
 }
+
+#[test]
+fn a_new_entry_waits_for_its_own_commit() {
+    let mut ct = Conntrack::new(Config::default());
+    let (a, sa) = tcp_pkt(true, &seg(SYN, 1, 0));
+    let (b, sb) = udp_pkt(true, 4);
+    let ia = ct.inspect(None, sa, &a, 0, |_, _| None);
+    let ib = ct.inspect(None, sb, &b, 0, |_, _| None);
+    // The SYN's pending entry was replaced by the datagram's: committing the SYN late stores
+    // nothing (and says so), committing the datagram stores its own.
+    assert_eq!(ct.commit(&ia, true, Some(FlowId(1))).id, None);
+    assert_eq!(ct.stats().insert_failed, 1);
+    assert_eq!(ct.commit(&ib, true, Some(FlowId(2))).id, Some(FlowId(2)));
+    assert_eq!(ct.entry(FlowId(2)).unwrap().tcp_state(), None, "the UDP entry");
+}
