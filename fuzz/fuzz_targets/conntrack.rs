@@ -8,7 +8,9 @@
 #![no_main]
 
 use rampart_conntrack::{Config, Conntrack, CtPacket, CtState, Refresh};
-use rampart_flow::{EndReason, FlowKey, FlowTable, PacketInfo, TableConfig};
+use std::collections::HashMap;
+
+use rampart_flow::{EndReason, FlowId, FlowKey, FlowTable, PacketInfo, TableConfig};
 use rampart_wire::{LinkType, PacketMeta};
 
 fn segment(b: &[u8], client: bool) -> Vec<u8> {
@@ -61,6 +63,16 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         ..Config::default()
     };
     let mut table = FlowTable::new(TableConfig { max_flows: 16, ..TableConfig::default() });
+    // The table's keys, for looking a flow up without inserting it.
+    let mut index: HashMap<FlowKey, FlowId> = HashMap::new();
+    let forget = |table: &mut FlowTable, index: &mut HashMap<FlowKey, FlowId>, ct: &mut Conntrack| {
+        for e in table.take_ended().collect::<Vec<_>>() {
+            if index.get(&e.flow.key) == Some(&e.id) {
+                index.remove(&e.flow.key);
+            }
+            ct.retire(e.id);
+        }
+    };
     let mut ct = Conntrack::new(cfg);
     let mut ts = 1_000_000_000u64;
     let mut packets = 0u64;
@@ -81,8 +93,8 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         packets += 1;
         let p = CtPacket::from_meta(&meta, &frame, cfg.checksum);
         let hash = table.hash(&key);
-        let found = table.lookup(&key, hash);
-        let insp = ct.inspect(found, side, &p, ts, |k, _| table.lookup(k, table.hash(k)));
+        let found = index.get(&key).copied();
+        let insp = ct.inspect(found, side, &p, ts, |k, _| index.get(k).copied());
         if insp.state == CtState::Invalid {
             assert!(!insp.creates());
             assert!(insp.reason.is_some());
@@ -94,10 +106,12 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         let accepted = ctl & 4 == 0;
         let id = (accepted || found.is_some()).then(|| {
             let info = PacketInfo { key, side, hash, ts, wire_len: frame.len() as u32, tcp_flags: meta.tcp.flags };
-            table.track(&info).id
+            let t = table.track(&info);
+            t.id
         });
-        for e in table.take_ended().collect::<Vec<_>>() {
-            ct.retire(e.id);
+        forget(&mut table, &mut index, &mut ct);
+        if let Some(id) = id {
+            index.insert(key, id);
         }
         let out = ct.commit(&insp, accepted, id);
         if let Some(eid) = out.id {
@@ -115,7 +129,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
             && out.id.is_none()
         {
             table.end(eid, EndReason::Rst);
-            table.take_ended().for_each(drop);
+            forget(&mut table, &mut index, &mut ct);
         }
         let s = ct.stats();
         assert!(s.invalid + s.error <= packets);

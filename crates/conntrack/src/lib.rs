@@ -132,8 +132,10 @@ pub struct Inspection {
 enum Action {
     /// Nothing to store.
     None,
-    /// The existing entry of `id` was updated; `ended` when the packet ended it.
-    Update { id: FlowId, refresh: Refresh, ended: Option<Summary> },
+    /// The existing entry of `id` was updated (a copy waits in the pending slot under
+    /// `serial`, in case the flow table retires the record before the commit); `ended` when
+    /// the packet ended it.
+    Update { id: FlowId, refresh: Refresh, ended: Option<Summary>, serial: u32 },
     /// A new entry waits in the tracker's pending slot (`serial` tells it is this packet's),
     /// stored if the packet is accepted; `replaces` is an entry that ended whatever the
     /// verdict (a reopened connection).
@@ -314,14 +316,29 @@ impl Conntrack {
     /// Applies an inspection once the rule set has decided: a new entry is stored only when
     /// `accepted`, under `id` (the id the flow table gave the flow when the engine inserted
     /// it; for a packet whose flow already existed, its id). An existing entry was already
-    /// updated by [`Conntrack::inspect`], whatever the verdict: commit then only reports how
-    /// its deadline moves. Commit each inspection before inspecting the next packet (a new
-    /// entry waits in a single pending slot).
+    /// updated by [`Conntrack::inspect`], whatever the verdict: commit then reports how its
+    /// deadline moves (and if the flow table retired the record in between, ending the flow
+    /// and starting it again, the entry goes on under `id`, as Linux's entry outlives a flow
+    /// record). Commit each inspection before inspecting the next packet (the entry waits in a
+    /// single pending slot).
     pub fn commit(&mut self, insp: &Inspection, accepted: bool, id: Option<FlowId>) -> Outcome {
         match insp.action {
             Action::None => Outcome::default(),
-            Action::Update { id, refresh, ended: None } => {
-                Outcome { id: Some(id), refresh, ended: None }
+            Action::Update { id: was, refresh, ended: None, serial } => {
+                if self.entry(was).is_some() {
+                    return Outcome { id: Some(was), refresh, ended: None };
+                }
+                // The flow table retired the record between inspect and commit (it ended
+                // the flow and started it again): the connection goes on, in the record the
+                // packet was counted in.
+                match id {
+                    Some(t) if self.pending.1 == serial && self.entry(t).is_none() => {
+                        let e = self.pending.0;
+                        self.store(t, e);
+                        Outcome { id: Some(t), refresh, ended: None }
+                    }
+                    _ => Outcome::default(),
+                }
             }
             Action::Update { id, ended: Some(s), .. } => {
                 Outcome { id: None, refresh: Refresh::Keep, ended: Some((id, s)) }
@@ -435,12 +452,15 @@ impl Conntrack {
 
     /// Writes an existing entry's update (or ends it) now, as Linux does before any rule.
     fn update(&mut self, id: FlowId, e: Entry, refresh: Refresh, kill: bool) -> Action {
+        self.serial = self.serial.wrapping_add(1);
+        let serial = self.serial;
         if kill {
             self.clear(id);
-            Action::Update { id, refresh: Refresh::Keep, ended: Some(summary(&e)) }
+            Action::Update { id, refresh: Refresh::Keep, ended: Some(summary(&e)), serial }
         } else {
             self.entries[id.0 as usize] = e;
-            Action::Update { id, refresh, ended: None }
+            self.pending = (e, serial);
+            Action::Update { id, refresh, ended: None, serial }
         }
     }
 

@@ -789,3 +789,21 @@ fn a_new_entry_waits_for_its_own_commit() {
     assert_eq!(ct.commit(&ib, true, Some(FlowId(2))).id, Some(FlowId(2)));
     assert_eq!(ct.entry(FlowId(2)).unwrap().tcp_state(), None, "the UDP entry");
 }
+
+#[test]
+fn an_entry_outlives_a_record_retired_before_its_commit() {
+    // The flow table may end a record while counting the packet (a port reused, an idle
+    // flow) and start it again in the same or another slot: the connection goes on there.
+    let (mut c, cs, ss) = reach(TcpState::Established, Config::default());
+    let (p, side) = tcp_pkt(true, &seg(ACK, cs, ss));
+    let insp = c.ct.inspect(Some(ID), side, &p, c.now + 1, |_, _| None);
+    let before = *c.ct.entry(ID).unwrap();
+    assert!(c.ct.retire(ID).is_some());
+    let out = c.ct.commit(&insp, true, Some(FlowId(9)));
+    assert_eq!(out.id, Some(FlowId(9)));
+    assert_eq!(c.ct.entry(FlowId(9)), Some(&before));
+    // Without a record to go on in, nothing is stored.
+    let insp = c.ct.inspect(Some(FlowId(9)), side, &p, c.now + 2, |_, _| None);
+    c.ct.retire(FlowId(9));
+    assert_eq!(c.ct.commit(&insp, false, None), Outcome::default());
+}

@@ -13,7 +13,7 @@ use rampart_capture::Capture;
 use rampart_conntrack::{
     Config, Conntrack, CtPacket, CtState, Inspection, Reason, Refresh, Summary,
 };
-use rampart_flow::{EndReason, FlowId, FlowKey, FlowTable, PacketInfo, TableConfig};
+use rampart_flow::{EndReason, EndedFlow, FlowId, FlowKey, FlowTable, PacketInfo, TableConfig};
 use rampart_wire::{Family, PacketMeta, proto};
 
 /// The router's port addresses: a frame whose source is one of them was sent by the router
@@ -21,6 +21,41 @@ use rampart_wire::{Family, PacketMeta, proto};
 /// of the client's and the server's frames in `invalid-log.txt` (`MAC=dst:src:type`).
 const R0: [u8; 6] = [0x9a, 0xc0, 0xd6, 0x7f, 0x03, 0x86];
 const R1: [u8; 6] = [0xd2, 0x62, 0x18, 0xba, 0x51, 0x94];
+
+/// The flow table with a key index beside it, for looking a flow up without inserting it.
+struct Flows {
+    table: FlowTable,
+    index: HashMap<FlowKey, FlowId>,
+}
+
+impl Flows {
+    fn lookup(&self, key: &FlowKey) -> Option<FlowId> {
+        self.index.get(key).copied()
+    }
+
+    fn forget(&mut self) -> Vec<EndedFlow> {
+        let ended: Vec<EndedFlow> = self.table.take_ended().collect();
+        for e in &ended {
+            if self.index.get(&e.flow.key) == Some(&e.id) {
+                self.index.remove(&e.flow.key);
+            }
+        }
+        ended
+    }
+
+    /// Accounts a packet (inserting its flow if new): its flow's id, and the flows that ended.
+    fn track(&mut self, p: &PacketInfo) -> (FlowId, Vec<EndedFlow>) {
+        let id = self.table.track(p).id;
+        let ended = self.forget();
+        self.index.insert(p.key, id);
+        (id, ended)
+    }
+
+    fn end(&mut self, id: FlowId, why: EndReason) {
+        self.table.end(id, why);
+        self.forget();
+    }
+}
 
 /// One ingress packet.
 struct In {
@@ -162,12 +197,13 @@ fn linux_router_oracle() {
     };
     let (b_from, b_to) = (when("load ruleset B"), when("load ruleset A"));
 
-    let mut table = FlowTable::new(TableConfig {
+    let table = FlowTable::new(TableConfig {
         max_flows: 1 << 16,
         idle_timeout_ns: u64::MAX / 4,
         close_linger_ns: u64::MAX / 4,
         seed: 7,
     });
+    let mut flows = Flows { table, index: HashMap::new() };
     let mut ct = Conntrack::new(Config::default());
     let mut deadline: HashMap<FlowId, u64> = HashMap::new();
     let mut opened: HashMap<FlowId, String> = HashMap::new();
@@ -183,8 +219,8 @@ fn linux_router_oracle() {
         if to_router(&m) {
             continue;
         }
-        let hash = table.hash(&key);
-        let mut found = table.lookup(&key, hash);
+        let hash = flows.table.hash(&key);
+        let mut found = flows.lookup(&key);
         if let Some(id) = found
             && deadline.get(&id).is_some_and(|&d| p.ts > d)
         {
@@ -192,13 +228,12 @@ fn linux_router_oracle() {
             if let Some(s) = ct.retire(id) {
                 finals.push((opened.remove(&id).unwrap(), s));
             }
-            table.end(id, EndReason::Idle);
-            table.take_ended().for_each(drop);
+            flows.end(id, EndReason::Idle);
             deadline.remove(&id);
             found = None;
         }
         let ctp = CtPacket::from_meta(&m, &p.frame, true);
-        let insp = ct.inspect(found, side, &ctp, p.ts, |k, _| table.lookup(k, table.hash(k)));
+        let insp = ct.inspect(found, side, &ctp, p.ts, |k, _| flows.lookup(k));
         let in_b = p.ts >= b_from && p.ts < b_to;
         let accepted = forward(insp.state, &m, p.from_client, in_b);
 
@@ -207,7 +242,7 @@ fn linux_router_oracle() {
             crafted.insert(t, (insp, accepted));
         }
 
-        let id = if accepted || found.is_some() {
+        let (id, ended) = if accepted || found.is_some() {
             let info = PacketInfo {
                 key,
                 side,
@@ -216,11 +251,12 @@ fn linux_router_oracle() {
                 wire_len: p.frame.len() as u32,
                 tcp_flags: m.tcp.flags,
             };
-            Some(table.track(&info).id)
+            let (id, ended) = flows.track(&info);
+            (Some(id), ended)
         } else {
-            None
+            (None, Vec::new())
         };
-        for e in table.take_ended().collect::<Vec<_>>() {
+        for e in ended {
             if let Some(s) = ct.retire(e.id) {
                 finals.push((opened.remove(&e.id).unwrap(), s));
             }
@@ -253,8 +289,7 @@ fn linux_router_oracle() {
             && let Some(eid) = id
         {
             // The entry is gone (a reset answered first): so is the flow.
-            table.end(eid, EndReason::Rst);
-            table.take_ended().for_each(drop);
+            flows.end(eid, EndReason::Rst);
         }
 
         let k = (micros(p.ts), p.from_client, addr(&m, &m.src), addr(&m, &m.dst));
@@ -270,7 +305,7 @@ fn linux_router_oracle() {
             mismatches.push(format!("{} {} {}: {got}, Linux {want} ({:?})", k.0, k.2, k.3, insp));
         }
     }
-    for id in table.live_in_order() {
+    for id in flows.table.live_in_order() {
         if let Some(s) = ct.retire(id) {
             finals.push((opened.remove(&id).unwrap(), s));
         }

@@ -398,14 +398,6 @@ impl FlowTable {
         Tracked { id: FlowId(rec), new: true, dir: Dir::Original }
     }
 
-    /// The live flow with this key, without creating one or counting the packet: a stateful
-    /// filter looks a packet's flow up first and inserts it only once the packet is accepted.
-    /// (A flow quiet past its timeout is still found until the table ends it.)
-    #[inline]
-    pub fn lookup(&self, key: &FlowKey, hash: u64) -> Option<FlowId> {
-        self.find(key, hash as u32).1.map(FlowId)
-    }
-
     /// The record of a flow [`FlowTable::track`] just returned (or any id below the table's
     /// high-water mark; the record may be a freed one).
     #[inline]

@@ -398,16 +398,3 @@ fn many_flows_grow_the_index_and_stay_findable() {
     let per_flow = t.memory_bytes() / t.len();
     assert!(per_flow <= 160, "{per_flow} bytes per flow");
 }
-
-#[test]
-fn lookup_neither_inserts_nor_counts() {
-    let mut t = FlowTable::new(TableConfig::default());
-    let p = packet(&t, 1, false, 1_000);
-    assert_eq!(t.lookup(&p.key, p.hash), None);
-    assert!(t.is_empty(), "a lookup inserts nothing");
-    let tr = t.track(&p);
-    assert_eq!(t.lookup(&p.key, p.hash), Some(tr.id));
-    assert_eq!(t.flow(tr.id).packets, [1, 0], "a lookup counts nothing");
-    t.end(tr.id, EndReason::Evicted);
-    assert_eq!(t.lookup(&p.key, p.hash), None);
-}
