@@ -39,7 +39,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         for e in table.take_ended() {
             let _ = stage.retire(e.id);
         }
-        if let Some(s) = stage.observe(t.id, t.new, &key, side, now, &input) {
+        if let Some(s) = stage.observe_packet(t.id, t.new, &key, side, t.dir, now, &input) {
             assert!(s.rtt <= now - start && s.min <= s.rtt);
         }
     }

@@ -1,9 +1,10 @@
 //! One frame: the first byte picks the link type, the rest is the frame. The parser must not
-//! panic, and what it reports must lie inside the frame.
+//! panic, and what it reports must lie inside the frame; nor may checksum verification or
+//! reading an ICMP error's quote, and a frame cut short can never verify as good or bad.
 #![no_main]
 
 use rampart_flow::FlowKey;
-use rampart_wire::{Family, LinkType, PacketMeta, Status};
+use rampart_wire::{Checksum, Family, LinkType, PacketMeta, Status};
 
 const LINKS: [LinkType; 9] = [
     LinkType::Ethernet,
@@ -31,6 +32,20 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         assert!(FlowKey::from_meta(&m).is_none());
     } else {
         assert!(FlowKey::from_meta(&m).is_some());
+    }
+    let sums = m.checksums(frame);
+    let wire_end = usize::from(m.l3_offset) + m.ip_wire_len as usize;
+    if matches!(sums.l4, Checksum::Good | Checksum::Bad) && m.proto != rampart_wire::proto::UDPLITE
+    {
+        assert!(wire_end <= len, "a verified checksum covers captured bytes only");
+    }
+    if m.family == Family::None {
+        assert_eq!(sums.ip, Checksum::Absent);
+    }
+    if let Some(q) = m.icmp_quote(frame) {
+        assert!(m.proto == rampart_wire::proto::ICMP || m.proto == rampart_wire::proto::ICMPV6);
+        assert!(rampart_wire::icmp::is_error(m.icmp_type, m.family == Family::V6));
+        let _ = q.kind;
     }
     if let Some(i) = m.status.problem_index() {
         assert!(i < Status::PROBLEMS);

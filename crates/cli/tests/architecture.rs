@@ -11,6 +11,7 @@ fn dependencies_point_one_way() {
         ("rampart-capture", &["rampart-wire"][..]),
         ("rampart-flow", &["rampart-wire"][..]),
         ("rampart-rtt", &["rampart-wire", "rampart-flow"][..]),
+        ("rampart-conntrack", &["rampart-wire", "rampart-flow"][..]),
         (
             "rampart-export",
             &["rampart-wire", "rampart-flow", "rampart-rtt", "rampart-dpi", "rampart-engine"][..],

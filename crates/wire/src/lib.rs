@@ -8,6 +8,12 @@
 //! can panic or fail. [`PacketMeta::parse`] walks the layers with those views and keeps the
 //! offsets, the addresses, ports, TCP fields and options, and a [`Status`].
 //!
+//! What a stateful tracker needs beyond the parse is read from the same frame with the parse's
+//! offsets, on demand: [`PacketMeta::checksums`] verifies the IPv4 header and transport
+//! checksums over the captured bytes ([`check`]), and [`PacketMeta::icmp_quote`] reads the
+//! packet an ICMP error quotes ([`icmp::Quote`]). The highest SACK right edge a segment
+//! acknowledges is kept by the parse ([`TcpMeta::highest_sack`]).
+//!
 //! # Hostile and truncated input
 //! Captures are routinely cut by a snap length, so a header that is cut short is parsed as far as
 //! its bytes go (addresses, then ports, then sequence numbers, then options) and the packet is
@@ -22,6 +28,7 @@
 //! (see BENCHMARKS.md). The parser here touches only the bytes it reads.
 #![forbid(unsafe_code)]
 
+pub mod check;
 pub mod ethernet;
 pub mod icmp;
 pub mod ipv4;
@@ -31,6 +38,7 @@ mod meta;
 pub mod tcp;
 pub mod udp;
 
+pub use check::{Checksum, Checksums};
 pub use link::LinkType;
 pub use meta::{Family, Layer, Malformed, PacketMeta, Status, TcpMeta};
 

@@ -204,6 +204,7 @@ pub struct TcpMeta {
     mss: u16,
     tsval: u32,
     tsecr: u32,
+    sack_edge: u32,
 }
 
 const OPT_MSS: u8 = 1;
@@ -242,6 +243,21 @@ impl TcpMeta {
     pub fn timestamps(&self) -> Option<(u32, u32)> {
         (self.opts & OPT_TS != 0).then_some((self.tsval, self.tsecr))
     }
+
+    /// The highest right edge of the first SACK option's blocks, in sequence-number order and
+    /// starting from the acknowledgment number: the acknowledgment number itself when there is
+    /// no SACK option. This is what Linux's connection tracking calls `sack` (`tcp_sack`): the
+    /// highest byte the packet acknowledges, selectively or not.
+    #[inline]
+    pub fn highest_sack(&self) -> u32 {
+        if self.opts & OPT_SACK != 0 { self.sack_edge } else { self.ack }
+    }
+}
+
+/// Whether sequence number `a` comes after `b` (RFC 1982 serial arithmetic, as TCP compares).
+#[inline]
+fn seq_after(a: u32, b: u32) -> bool {
+    (b.wrapping_sub(a) as i32) < 0
 }
 
 /// Everything later stages need from one frame. Built by [`PacketMeta::parse`]; never re-parsed.
@@ -291,6 +307,9 @@ pub struct PacketMeta {
     pub icmp_id: u16,
     /// TCP fields when `proto` is TCP and the fixed header was reached.
     pub tcp: TcpMeta,
+    /// The UDP header's length field (for UDP-Lite, its checksum coverage) when the UDP header
+    /// was read, else 0.
+    pub udp_len: u16,
     flags: u8,
 }
 
@@ -333,6 +352,24 @@ impl PacketMeta {
     #[inline]
     pub fn has_ports(&self) -> bool {
         self.flags & F_HAS_PORTS != 0
+    }
+
+    /// The packet an ICMP or ICMPv6 error quotes (addresses, protocol, ports or ICMP type and
+    /// identifier), read from `frame`, the frame this meta was parsed from; `None` when the
+    /// packet is not an error message ([`icmp::is_error`]) or the quote is cut short or a
+    /// later fragment.
+    pub fn icmp_quote(&self, frame: &[u8]) -> Option<icmp::Quote> {
+        let v6 = match (self.proto, self.family) {
+            (proto::ICMP, Family::V4) => false,
+            (proto::ICMPV6, Family::V6) => true,
+            _ => return None,
+        };
+        if self.is_later_fragment() || self.l4_offset == 0 || !icmp::is_error(self.icmp_type, v6) {
+            return None;
+        }
+        let end = (usize::from(self.l3_offset) + self.ip_wire_len as usize).min(frame.len());
+        let body = frame.get(usize::from(self.l4_offset) + icmp::HEADER_LEN..end)?;
+        icmp::read_quote(body, v6)
     }
 
     /// The source address as a std address, if the packet is IP.
@@ -547,11 +584,15 @@ impl PacketMeta {
                 self.dport = dp;
                 self.flags |= F_HAS_PORTS;
                 if self.proto != proto::UDP {
+                    if self.proto == proto::UDPLITE {
+                        self.udp_len = be16(b, 4).unwrap_or(0);
+                    }
                     return;
                 }
                 let Some(h) = udp::Header::new(b) else {
                     return self.status = Status::Truncated(Layer::Udp);
                 };
+                self.udp_len = h.len();
                 self.payload_offset = (l4 + udp::HEADER_LEN) as u16;
                 self.payload_wire_len = l4_wire.saturating_sub(udp::HEADER_LEN) as u32;
                 if usize::from(h.len()) < udp::HEADER_LEN && !h.is_empty() {
@@ -636,10 +677,17 @@ impl PacketMeta {
                     t.opts |= OPT_WSCALE;
                 }
                 Ok(TcpOption::SackPermitted) => t.opts |= OPT_SACK_PERM,
-                Ok(TcpOption::Sack(d)) => {
+                // The first SACK option counts, as in Linux's tracker; its highest right edge
+                // is kept for window tracking.
+                Ok(TcpOption::Sack(d)) if t.opts & OPT_SACK == 0 => {
                     t.sack_blocks = (d.len() / 8) as u8;
                     t.opts |= OPT_SACK;
+                    t.sack_edge = d.chunks_exact(8).fold(t.ack, |edge, b| {
+                        let right = u32::from_be_bytes([b[4], b[5], b[6], b[7]]);
+                        if seq_after(right, edge) { right } else { edge }
+                    });
                 }
+                Ok(TcpOption::Sack(_)) => {}
                 Ok(TcpOption::Timestamps { tsval, tsecr }) => {
                     t.tsval = tsval;
                     t.tsecr = tsecr;

@@ -362,3 +362,39 @@ mod against_etherparse {
         }
     }
 }
+
+/// An ACK 40000 -> 443 (ack `ack`) with NOP NOP and a SACK option holding `blocks`.
+fn tcp_sack(ack: u32, blocks: &[(u32, u32)]) -> Vec<u8> {
+    let opt_len = 2 + 8 * blocks.len();
+    let hl = (20 + 2 + opt_len).div_ceil(4) * 4;
+    let mut t = vec![0x9c, 0x40, 0x01, 0xbb, 0, 0, 0, 1];
+    t.extend_from_slice(&ack.to_be_bytes());
+    t.extend_from_slice(&[((hl / 4) as u8) << 4, 0x10, 0xff, 0xff, 0, 0, 0, 0]);
+    t.extend_from_slice(&[1, 1, 5, opt_len as u8]);
+    for (l, r) in blocks {
+        t.extend_from_slice(&l.to_be_bytes());
+        t.extend_from_slice(&r.to_be_bytes());
+    }
+    t.resize(hl, 0);
+    t
+}
+
+#[test]
+fn highest_sack_edge() {
+    let sack = |ack, blocks: &[(u32, u32)]| {
+        let f = eth_ipv4(6, &tcp_sack(ack, blocks));
+        let m = PacketMeta::parse(LinkType::Ethernet, &f);
+        assert_eq!(m.status, Status::Ok);
+        assert_eq!(usize::from(m.tcp.sack_blocks), blocks.len());
+        m.tcp.highest_sack()
+    };
+    assert_eq!(sack(1000, &[(2000, 3000), (1500, 2500)]), 3000);
+    assert_eq!(sack(1000, &[(1500, 2500), (2000, 3000), (1100, 1200)]), 3000);
+    // Blocks below the ACK (a D-SACK) acknowledge nothing new.
+    assert_eq!(sack(1000, &[(500, 900)]), 1000);
+    // Sequence numbers wrap: 0x100 comes after 0xffff_ff00.
+    assert_eq!(sack(0xffff_ff00, &[(0xffff_ff80, 0x100)]), 0x100);
+    // Without a SACK option it is the ACK itself (the parser's fast path included).
+    let f = eth_ipv4(6, &tcp_syn());
+    assert_eq!(PacketMeta::parse(LinkType::Ethernet, &f).tcp.highest_sack(), 0);
+}

@@ -1,0 +1,170 @@
+//! Checksums as a receiver verifies them: the IPv4 header's, and the transport checksum of TCP,
+//! UDP, UDP-Lite, ICMP and ICMPv6 over the pseudo-header (RFC 791, 768, 3828, 792, 4443, 9293;
+//! RFC 8200 for IPv6), computed over the captured bytes with the offsets of the one parse
+//! ([`PacketMeta::checksums`]). A checksum can only be verified over the whole datagram, so a
+//! packet cut by the snap length is reported as such, never as good or bad.
+
+use crate::{Family, PacketMeta, Status, proto};
+
+/// What verifying one checksum found.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Checksum {
+    /// There is nothing to verify: not IP, IPv6 (whose header has no checksum), a protocol this
+    /// crate does not verify (SCTP, DCCP, ...), a header the parser could not place, or a
+    /// checksum field of zero where the protocol lets the sender leave it out (UDP), or where
+    /// it must not but did (UDP-Lite).
+    #[default]
+    Absent,
+    /// Verified: the checksum is right.
+    Good,
+    /// Verified: the checksum is wrong (for UDP-Lite, also a checksum coverage outside the
+    /// datagram).
+    Bad,
+    /// Not checkable: the capture holds fewer bytes than the checksum covers (cut by the snap
+    /// length).
+    Cut,
+    /// Not checkable: an IP fragment, whose transport checksum covers the reassembled datagram.
+    Fragment,
+}
+
+impl Checksum {
+    /// A short lower-case name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Absent => "absent",
+            Self::Good => "good",
+            Self::Bad => "bad",
+            Self::Cut => "cut",
+            Self::Fragment => "fragment",
+        }
+    }
+}
+
+/// The checksums of one packet.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Checksums {
+    /// The IPv4 header checksum ([`Checksum::Absent`] for IPv6).
+    pub ip: Checksum,
+    /// The transport checksum.
+    pub l4: Checksum,
+}
+
+/// Adds `bytes` to a running one's-complement sum of big-endian 16-bit words (`bytes` is
+/// taken to start on an even offset; an odd last byte is padded with zero). Fold the result
+/// with [`fold`].
+#[inline]
+pub fn sum(bytes: &[u8], mut acc: u64) -> u64 {
+    let mut words = bytes.chunks_exact(4);
+    for w in &mut words {
+        acc += u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]]));
+    }
+    let rest = words.remainder();
+    let mut tail = [0u8; 4];
+    tail[..rest.len()].copy_from_slice(rest);
+    acc + u64::from(u32::from_be_bytes(tail))
+}
+
+/// Folds a running sum from [`sum`] to 16 bits with end-around carries. A datagram whose
+/// checksum field is right folds to `0xffff` over all its bytes (the pseudo-header included).
+#[inline]
+pub fn fold(mut acc: u64) -> u16 {
+    while acc >> 16 != 0 {
+        acc = (acc & 0xffff) + (acc >> 16);
+    }
+    acc as u16
+}
+
+/// The checksum to store in a header whose checksum field is zero and whose bytes (with the
+/// pseudo-header) sum to `acc`.
+#[inline]
+pub fn finish(acc: u64) -> u16 {
+    !fold(acc)
+}
+
+/// The pseudo-header's sum: addresses, protocol and transport length.
+#[inline]
+pub fn pseudo_header(family: Family, src: &[u8; 16], dst: &[u8; 16], proto: u8, len: u32) -> u64 {
+    let n = if family == Family::V6 { 16 } else { 4 };
+    sum(&dst[..n], sum(&src[..n], 0)) + u64::from(proto) + u64::from(len)
+}
+
+fn verdict(acc: u64) -> Checksum {
+    if fold(acc) == 0xffff { Checksum::Good } else { Checksum::Bad }
+}
+
+impl PacketMeta {
+    /// Verifies the IPv4 header checksum and the transport checksum of `frame`, the frame this
+    /// meta was parsed from. The transport checksum covers the IP payload as the IP header
+    /// gives its length (as a receiver computes it); bytes past it are link padding.
+    pub fn checksums(&self, frame: &[u8]) -> Checksums {
+        let mut out = Checksums::default();
+        if self.family == Family::None {
+            return out;
+        }
+        let l3 = usize::from(self.l3_offset);
+        if self.family == Family::V4 {
+            let ihl = frame.get(l3).map_or(0, |b| usize::from(b & 0x0f) * 4);
+            out.ip = match frame.get(l3..l3 + ihl) {
+                _ if ihl < 20 => Checksum::Absent,
+                Some(h) => verdict(sum(h, 0)),
+                None => Checksum::Cut,
+            };
+        }
+        out.l4 = self.l4_checksum(frame, l3);
+        out
+    }
+
+    fn l4_checksum(&self, frame: &[u8], l3: usize) -> Checksum {
+        if self.is_fragment() {
+            return Checksum::Fragment;
+        }
+        let verified = match self.proto {
+            proto::TCP | proto::UDP | proto::UDPLITE => true,
+            proto::ICMP => self.family == Family::V4,
+            proto::ICMPV6 => self.family == Family::V6,
+            _ => false,
+        };
+        if !verified {
+            return Checksum::Absent;
+        }
+        if matches!(self.status, Status::Truncated(_)) && self.l4_offset == 0 {
+            return Checksum::Cut;
+        }
+        let l4 = usize::from(self.l4_offset);
+        let end = l3 + self.ip_wire_len as usize;
+        if l4 == 0 || end < l4 {
+            return Checksum::Absent;
+        }
+        let Some(seg) = frame.get(l4..end) else {
+            return Checksum::Cut;
+        };
+        let len = seg.len() as u32;
+        let pseudo = || pseudo_header(self.family, &self.src, &self.dst, self.proto, len);
+        match self.proto {
+            proto::ICMP => verdict(sum(seg, 0)),
+            proto::TCP | proto::ICMPV6 => verdict(sum(seg, pseudo())),
+            proto::UDP => match seg.get(6..8) {
+                Some([0, 0]) => Checksum::Absent,
+                Some(_) => verdict(sum(seg, pseudo())),
+                None => Checksum::Absent,
+            },
+            _ => {
+                // UDP-Lite: the length field is the checksum coverage (0: the whole datagram),
+                // and the checksum is mandatory.
+                let Some(h) = seg.get(..8) else { return Checksum::Absent };
+                if h[6..8] == [0, 0] {
+                    return Checksum::Absent;
+                }
+                let cov = match usize::from(u16::from_be_bytes([h[4], h[5]])) {
+                    0 => seg.len(),
+                    c if c < 8 || c > seg.len() => return Checksum::Bad,
+                    c => c,
+                };
+                verdict(sum(&seg[..cov], pseudo()))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
