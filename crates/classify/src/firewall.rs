@@ -556,7 +556,12 @@ impl Firewall {
         let count = hits.len() == self.entries.len();
         let policy = self.entries.len() - 1;
         let decided = match self.header(p) {
-            Some(h) => self.walk(&h, p, count.then_some(&mut *hits)),
+            Some(h) if count => self.walk(
+                &h,
+                p,
+                Some(&mut |e, t| hits[e as usize] = hits[e as usize].saturating_add(t)),
+            ),
+            Some(h) => self.walk(&h, p, None),
             None => None,
         };
         let e = decided.unwrap_or(policy);
@@ -566,9 +571,41 @@ impl Firewall {
         self.decision(e)
     }
 
+    /// [`Firewall::evaluate`], also giving the packet's path: each entry it matched on its way
+    /// with how many times (what [`Firewall::evaluate_counting`] would add to each entry's
+    /// counter), in `path`, cleared first. A caller that caches a flow's decision replays the
+    /// path onto its counters for the flow's later packets.
+    pub fn evaluate_path(&self, p: &Packet<'_>, path: &mut Vec<(u32, u64)>) -> Decision {
+        path.clear();
+        let policy = self.entries.len() - 1;
+        let decided = match self.header(p) {
+            Some(h) => self.walk_path(&h, p, path),
+            None => None,
+        };
+        let e = decided.unwrap_or(policy);
+        if decided.is_none() {
+            path.push((policy as u32, 1));
+        }
+        self.decision(e)
+    }
+
+    fn walk_path(
+        &self,
+        h: &Header<FW>,
+        p: &Packet<'_>,
+        path: &mut Vec<(u32, u64)>,
+    ) -> Option<usize> {
+        self.walk(h, p, Some(&mut |e, t| path.push((e, t))))
+    }
+
     /// Walks the chains from the entered one; the deciding entry, or `None` when the packet
     /// falls off the entered chain.
-    fn walk(&self, h: &Header<FW>, p: &Packet<'_>, hits: Option<&mut [u64]>) -> Option<usize> {
+    fn walk(
+        &self,
+        h: &Header<FW>,
+        p: &Packet<'_>,
+        hits: Option<&mut dyn FnMut(u32, u64)>,
+    ) -> Option<usize> {
         let mut runs: Vec<Run> = vec![Run::default()];
         // Chains known to return for this packet, and the walk that found it out.
         let mut returns: Vec<(usize, u32)> = Vec::new();
@@ -643,7 +680,7 @@ impl Firewall {
             for &r in done.iter().rev() {
                 let t = times[r as usize];
                 for &e in &runs[r as usize].hits {
-                    hits[e as usize] = hits[e as usize].saturating_add(t);
+                    hits(e, t);
                 }
                 for &c in &runs[r as usize].calls {
                     times[c as usize] = times[c as usize].saturating_add(t);

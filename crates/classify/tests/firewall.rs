@@ -248,6 +248,14 @@ fn lowered_rule_sets_decide_as_netfilter_does() {
                 }
             }
             assert_eq!(got_hits, want_hits, "counters: {p:?}\n{text}");
+            // The path a cache replays adds up to the same counters, with the same decision.
+            let mut path = Vec::new();
+            let again = fw.evaluate_path(&p, &mut path);
+            let mut replayed = vec![0u64; fw.entries().len()];
+            for &(e, n) in &path {
+                replayed[e as usize] += n;
+            }
+            assert_eq!((replayed, again.entry), (hits.clone(), got.entry), "path: {p:?}\n{text}");
             let name = &fw.entries()[got.entry].name;
             assert_eq!((got.verdict, name.clone()), want, "{p:?}\n{text}");
             decided += 1;
