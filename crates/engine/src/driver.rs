@@ -325,3 +325,130 @@ pub fn run_flows(
     let cfg = FlowsConfig { samples: false, ..cfg.clone() };
     run(capture, &cfg, None, stop, &mut FlowFn(sink), progress)
 }
+
+/// One capture among several read as one ([`read_merged`]): the capture, and the source
+/// address of frames the port itself sent (a capture taken on a router's port holds them too;
+/// they are not ingress packets and are skipped).
+pub struct Input {
+    /// The capture.
+    pub capture: Capture,
+    /// The port's own MAC address, if frames from it are to be skipped.
+    pub own_mac: Option<[u8; 6]>,
+}
+
+/// A frame copied out of an input's batch: time, original length, link type, record offset,
+/// and where its bytes lie in the queue's buffer.
+type Queued =
+    (rampart_capture::Timestamp, u32, rampart_wire::LinkType, u64, std::ops::Range<usize>);
+
+/// Frames copied out of one input's batch, waiting to be merged.
+#[derive(Default)]
+struct Queue {
+    frames: std::collections::VecDeque<Queued>,
+    bytes: Vec<u8>,
+    done: bool,
+}
+
+/// Reads several captures as one, merged by timestamp (on a tie, the earlier input first):
+/// each frame's `interface` is its input's index, and frames an input's port sent itself are
+/// skipped (and counted in [`Summary::filtered`]). The reading loop is [`read_batches`]'s:
+/// limits, the stop flag, and an input's error after every frame before it was handed on.
+pub fn read_merged(
+    inputs: &mut [Input],
+    limits: &Limits,
+    stop: &AtomicBool,
+    s: &mut Summary,
+    to: &mut dyn Consumer,
+) -> io::Result<Option<RunError>> {
+    let mut queues: Vec<Queue> = inputs.iter().map(|_| Queue::default()).collect();
+    let mut error = None;
+    let mut first = None;
+    let mut passed = 0u64;
+    // Frames picked for the next batch: (input, queue position).
+    let mut picked: Vec<(usize, usize)> = Vec::with_capacity(limits.batch);
+    'run: loop {
+        if stop.load(Ordering::Relaxed) {
+            s.interrupted = true;
+            break;
+        }
+        // Refill every empty queue that has more to give.
+        for (k, (input, q)) in inputs.iter_mut().zip(&mut queues).enumerate() {
+            while q.frames.is_empty() && !q.done {
+                q.bytes.clear();
+                match input.capture.next_batch(limits.batch) {
+                    Ok(b) if b.is_empty() => q.done = true,
+                    Ok(b) => {
+                        for f in b.iter() {
+                            if input.own_mac.is_some_and(|m| f.data.get(6..12) == Some(&m[..])) {
+                                s.filtered += 1;
+                                continue;
+                            }
+                            let start = q.bytes.len();
+                            q.bytes.extend_from_slice(f.data);
+                            q.frames.push_back((
+                                f.ts,
+                                f.origlen,
+                                f.link,
+                                f.offset,
+                                start..q.bytes.len(),
+                            ));
+                        }
+                    }
+                    Err(e) => {
+                        q.done = true;
+                        error = Some((k, RunError::from(e)));
+                    }
+                }
+            }
+        }
+        // Take frames in time order while every input that is not done still has one (the
+        // next frame of an input with an empty queue could come first).
+        picked.clear();
+        let mut at: Vec<usize> = vec![0; queues.len()];
+        while picked.len() < limits.batch {
+            let mut best: Option<(rampart_capture::Timestamp, usize)> = None;
+            let mut blocked = false;
+            for (k, q) in queues.iter().enumerate() {
+                match q.frames.get(at[k]) {
+                    Some(f) if best.is_none_or(|(t, _)| f.0 < t) => best = Some((f.0, k)),
+                    Some(_) => {}
+                    None if !q.done => blocked = true,
+                    None => {}
+                }
+            }
+            if blocked {
+                break;
+            }
+            let Some((_, k)) = best else { break };
+            picked.push((k, at[k]));
+            at[k] += 1;
+        }
+        if picked.is_empty() {
+            if queues.iter().all(|q| q.done && q.frames.is_empty()) {
+                break;
+            }
+            continue;
+        }
+        let frames: Vec<Frame<'_>> = picked
+            .iter()
+            .map(|&(k, i)| {
+                let q = &queues[k];
+                let (ts, origlen, link, offset, ref r) = q.frames[i];
+                Frame { ts, origlen, link, interface: k as u32, offset, data: &q.bytes[r.clone()] }
+            })
+            .collect();
+        let left = limits.count.map_or(u64::MAX, |c| c - passed);
+        let (take, done) = limit(frames.iter().map(|f| f.ts.0), left, limits.seconds, &mut first);
+        passed += take as u64;
+        to.batch(&frames[..take], s)?;
+        to.tick()?;
+        drop(frames);
+        for (k, q) in queues.iter_mut().enumerate() {
+            q.frames.drain(..at[k]);
+        }
+        if done {
+            break 'run;
+        }
+    }
+    Ok(error.map(|(_, e)| e))
+}

@@ -27,10 +27,15 @@ pub mod inline;
 pub mod packet;
 pub mod pipeline;
 mod pping;
+pub mod replay;
+pub mod reply;
+pub mod stateful;
 mod workers;
 
 pub use balance::{Balance, QueueLoad, balance, nic_hash};
-pub use driver::{Consumer, FlowFn, Limits, Sink, read_batches, run, run_flows};
+pub use driver::{
+    Consumer, FlowFn, Input, Limits, Sink, read_batches, read_merged, run, run_flows,
+};
 pub use filter::{FilterCounts, FilterOptions, filter_capture, filter_capture_with};
 pub use packet::{Packet, Parser, Payload, PayloadSource, Place};
 pub use pipeline::{Event, Events, FlowRecord, Ordered, Pipeline, Policy, Verdict};
@@ -140,6 +145,8 @@ pub struct Summary {
     pub elapsed: Duration,
     /// The run was stopped by the caller's stop flag.
     pub interrupted: bool,
+    /// With two rule sets judging the same traffic: flows whose fate differed.
+    pub differing_flows: u64,
 }
 
 impl Summary {

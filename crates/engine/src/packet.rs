@@ -197,9 +197,26 @@ impl Parser {
     ) -> Option<Packet> {
         self.now = frame.ts.0;
         let meta = PacketMeta::parse(frame.link, frame.data);
-        let Some((key, side)) = FlowKey::from_meta(&meta) else {
+        self.packet(frame, &meta, index, pos, s, keep, unkeyed)
+    }
+
+    /// The [`Packet`] of a frame already parsed into `meta` (see [`Parser::prepare_if`]).
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub fn packet(
+        &mut self,
+        frame: &Frame<'_>,
+        meta: &PacketMeta,
+        index: u32,
+        pos: u32,
+        s: &mut Summary,
+        keep: impl FnOnce(&FlowKey) -> bool,
+        unkeyed: bool,
+    ) -> Option<Packet> {
+        self.now = frame.ts.0;
+        let Some((key, side)) = FlowKey::from_meta(meta) else {
             if unkeyed {
-                s.problem(&meta);
+                s.problem(meta);
                 if meta.status == Status::NotIp {
                     s.non_ip += 1;
                 }
@@ -209,7 +226,7 @@ impl Parser {
         if !keep(&key) {
             return None;
         }
-        s.problem(&meta);
+        s.problem(meta);
         if self.tcp_only && key.proto != rampart_wire::proto::TCP {
             s.not_tcp += 1;
             return None;
@@ -224,7 +241,7 @@ impl Parser {
         };
         let mut tcp = None;
         if self.rtt {
-            tcp = RttInput::from_meta(&meta, frame.origlen);
+            tcp = RttInput::from_meta(meta, frame.origlen);
             if let Some(i) = &mut tcp
                 && !self.local.is_empty()
             {

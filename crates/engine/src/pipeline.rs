@@ -32,8 +32,10 @@ use rampart_flow::{
     EndReason, Flow, FlowCtx, FlowId, FlowKey, FlowTable, KeyKind, SideStage, TableConfig,
 };
 use rampart_rtt::{RttStage, RttSummary, Sample};
+use rampart_wire::PacketMeta;
 
 use crate::packet::{Packet, PayloadSource};
+use crate::stateful::{self, Decided, Stateful};
 use crate::{FlowsConfig, Parser, Summary};
 
 /// Pipeline depth: packet i+D's record and packet i+2D's index line are prefetched while packet i
@@ -75,6 +77,11 @@ pub struct FlowRecord {
     pub rtt: Option<RttSummary>,
     /// The application and its metadata (`None` when identification is off).
     pub app: Option<App>,
+    /// Its connection as the stateful firewall tracked it (`ct state`, TCP state, ASSURED,
+    /// reply seen), when it had an entry.
+    pub ct: Option<rampart_conntrack::Summary>,
+    /// The last verdict on the flow and the rule that gave it (stateful firewall only).
+    pub verdict: Option<(Verdict, Option<Arc<str>>)>,
 }
 
 /// What a run hands to its [`crate::Sink`], in order.
@@ -191,6 +198,10 @@ pub struct Pipeline {
     parser: Parser,
     table: FlowTable,
     policy: Option<Policy>,
+    /// The stateful firewall: connection tracking and a rule set per hook.
+    stateful: Option<Box<Stateful>>,
+    /// What the stateful firewall decided for each frame of the last batch.
+    decisions: Vec<Decided>,
     rtt: Option<RttStage>,
     dpi: Option<DpiTable>,
     /// Hand every RTT sample out (else only per-flow summaries are kept).
@@ -208,6 +219,8 @@ impl Pipeline {
                 .tcp_only(cfg.tcp_only),
             table: FlowTable::new(cfg.table),
             policy: None,
+            stateful: None,
+            decisions: Vec::new(),
             rtt: cfg.rtt.map(RttStage::new),
             dpi: cfg.dpi.map(DpiTable::new),
             samples: cfg.samples,
@@ -224,6 +237,31 @@ impl Pipeline {
     pub fn with_policy(mut self, policy: Policy) -> Self {
         self.policy = Some(policy);
         self
+    }
+
+    /// Decides every packet as a stateful firewall: connection tracking and `st`'s rule set
+    /// (see [`crate::stateful`]). A full table keeps established connections and refuses new
+    /// flows instead.
+    pub fn with_stateful(mut self, st: Stateful) -> Self {
+        let cfg = TableConfig { evict_protected: false, ..*self.table.config() };
+        self.table = FlowTable::new(cfg);
+        self.stateful = Some(Box::new(st));
+        self
+    }
+
+    /// The stateful firewall, if any.
+    pub fn stateful(&self) -> Option<&Stateful> {
+        self.stateful.as_deref()
+    }
+
+    /// The stateful firewall, to reload its rules.
+    pub fn stateful_mut(&mut self) -> Option<&mut Stateful> {
+        self.stateful.as_deref_mut()
+    }
+
+    /// What the stateful firewall decided for each frame of the last batch.
+    pub fn decisions(&self) -> &[Decided] {
+        &self.decisions
     }
 
     /// The flow table.
@@ -248,6 +286,10 @@ impl Pipeline {
         events: &mut Events,
         s: &mut Summary,
     ) {
+        if self.stateful.is_some() {
+            self.process_stateful(frames, non_ip, verdicts, events, s);
+            return;
+        }
         let mut packets = std::mem::take(&mut self.packets);
         packets.clear();
         for (i, frame) in frames.iter().enumerate() {
@@ -300,27 +342,144 @@ impl Pipeline {
             if !self.table.ended().is_empty() {
                 self.retire_ended(p.pos, false, events);
             }
-            let flow = self.table.flow(t.id);
-            let ctx = FlowCtx {
-                id: t.id,
-                new: t.new,
-                dir: t.dir,
-                side: p.info.side,
-                flow,
-                ts: p.info.ts,
+            self.observe(t, p, payloads, events);
+        }
+    }
+
+    /// [`Pipeline::process`] for the stateful firewall, packet by packet in Linux's order:
+    /// look the flow up, track the connection, decide at each hook, create the flow only if
+    /// the packet was accepted, move the flow's deadline to what the connection asks for.
+    fn process_stateful(
+        &mut self,
+        frames: &[Frame<'_>],
+        non_ip: Verdict,
+        verdicts: &mut Vec<Verdict>,
+        events: &mut Events,
+        s: &mut Summary,
+    ) {
+        verdicts.clear();
+        self.decisions.clear();
+        let src = PayloadSource { frames, ..PayloadSource::default() };
+        for (i, frame) in frames.iter().enumerate() {
+            s.count(frame);
+            let ts = frame.ts.0;
+            let iif = frame.interface;
+            let meta = PacketMeta::parse(frame.link, frame.data);
+            let Some(mut p) =
+                self.parser.packet(frame, &meta, i as u32, i as u32, s, |_| true, true)
+            else {
+                verdicts.push(non_ip);
+                self.decisions.push(Decided { verdict: non_ip, iif, ..Decided::default() });
+                continue;
             };
-            if let Some(rtt) = &mut self.rtt
-                && let Some(input) = &p.tcp
-                && let Some(sample) = rtt.observe(&ctx, input)
-                && self.samples
+            let (key, side) = (p.info.key, p.info.side);
+            p.info.hash = self.table.hash(&key);
+            let mut found = self.table.lookup(&key, p.info.hash);
+            if let Some(id) = found
+                && self.table.deadline(id).is_some_and(|d| ts > d)
             {
-                events.samples.push((p.pos, sample));
+                // Its connection timed out before this packet: it ends first.
+                self.table.end(id, EndReason::Idle);
+                found = None;
             }
-            if let Some(dpi) = &mut self.dpi
-                && !p.payload.is_empty()
+            if !self.table.ended().is_empty() {
+                self.retire_ended(i as u32, false, events);
+            }
+            let st = self.stateful.as_deref_mut().expect("the stateful path has its state");
+            let ctp = rampart_conntrack::CtPacket::from_meta(
+                &meta,
+                frame.data,
+                st.conntrack().config().checksum,
+            );
+            let table = &self.table;
+            let insp = st.inspect(found, side, &ctp, ts, |k, _| table.lookup(k, table.hash(k)));
+            let oif = meta.dst_addr().and_then(|dst| st.routes().route(iif, dst));
+            let dir = found.map(|id| (id, self.table.flow(id).dir(side)));
+            let icmp = matches!(key.proto, 1 | 58).then_some((meta.icmp_type, meta.icmp_code));
+            let app_known =
+                found.is_some_and(|id| self.dpi.as_ref().is_some_and(|d| !d.wants(id.0)));
+            let (mut verdict, rule) = st.verdict(
+                dir,
+                &key,
+                side,
+                insp.state,
+                meta.tcp.flags as u8,
+                icmp,
+                iif,
+                oif,
+                app_known,
+            );
+            let mut reason = insp.message();
+            let accepted = verdict == Verdict::Accept;
+            let tracked = if accepted || found.is_some() {
+                let t = self.table.try_track(&p.info);
+                if t.is_none() {
+                    // The table is full of connections that may not be pushed out.
+                    st.conntrack_mut().table_full();
+                    verdict = Verdict::Drop;
+                    reason = Some("table full, dropping packet".into());
+                }
+                t
+            } else {
+                None
+            };
+            let out =
+                st.conntrack_mut().commit(&insp, verdict == Verdict::Accept, tracked.map(|t| t.id));
+            if let Some(t) = tracked {
+                st.note(t.id, verdict, rule);
+            }
+            if let Some((ended, _)) = out.ended
+                && out.id.is_none()
+                && tracked.is_some_and(|t| t.id == ended)
             {
-                dpi.observe(&ctx, payloads.get(p.payload));
+                // The connection is gone (a reset answered it first): so is its flow.
+                self.table.end(ended, EndReason::Rst);
             }
+            if let Some(id) = out.id {
+                if let Some(t) = stateful::deadline(out.refresh, ts, self.table.deadline(id)) {
+                    self.table.set_deadline(id, t, ts);
+                }
+                let keep = !st.conntrack().may_early_drop(id, false);
+                self.table.set_protected(id, keep);
+            }
+            if !self.table.ended().is_empty() {
+                self.retire_ended(i as u32, false, events);
+            }
+            if let Some(t) = tracked
+                && self.table.get(t.id).is_some()
+            {
+                self.observe(t, &p, &src, events);
+            }
+            verdicts.push(verdict);
+            self.decisions.push(Decided { verdict, rule, ct: Some(insp.state), reason, iif, oif });
+        }
+        let now = self.parser.now();
+        self.advance(now, u32::MAX, events);
+    }
+
+    /// The side stages' look at a packet of a live flow.
+    #[inline]
+    fn observe(
+        &mut self,
+        t: rampart_flow::Tracked,
+        p: &Packet,
+        payloads: &PayloadSource<'_>,
+        events: &mut Events,
+    ) {
+        let flow = self.table.flow(t.id);
+        let ctx =
+            FlowCtx { id: t.id, new: t.new, dir: t.dir, side: p.info.side, flow, ts: p.info.ts };
+        if let Some(rtt) = &mut self.rtt
+            && let Some(input) = &p.tcp
+            && let Some(sample) = rtt.observe(&ctx, input)
+            && self.samples
+        {
+            events.samples.push((p.pos, sample));
+        }
+        if let Some(dpi) = &mut self.dpi
+            && !p.payload.is_empty()
+        {
+            dpi.observe(&ctx, payloads.get(p.payload));
         }
     }
 
@@ -382,7 +541,14 @@ impl Pipeline {
         for e in self.table.take_ended() {
             let rtt = self.rtt.as_mut().map(|r| SideStage::retire(r, e.id, &e.flow));
             let app = self.dpi.as_mut().map(|d| SideStage::retire(d, e.id, &e.flow));
-            let record = FlowRecord { flow: e.flow, end: e.reason, rtt, app };
+            let (ct, verdict) = match &mut self.stateful {
+                Some(st) => {
+                    let r = st.retire(e.id, e.reason == EndReason::Evicted);
+                    (r.ct, r.decided)
+                }
+                None => (None, None),
+            };
+            let record = FlowRecord { flow: e.flow, end: e.reason, rtt, app, ct, verdict };
             events.records.push(Ordered { pos, tick, record });
         }
     }

@@ -22,6 +22,10 @@
 //! | `http_host`, `user_agent` | HTTP request headers |
 //! | `dns_query` | the DNS query name |
 //! | `ssh_banner` | the first SSH banner seen |
+//! | `ct_state` | stateful firewall: the connection's state as its initiator's next packet would see it (`new`, `established`) |
+//! | `tcp_state` | the TCP connection's state as conntrack names it (`ESTABLISHED`, `TIME_WAIT`, ...) |
+//! | `assured` | whether the connection was ASSURED |
+//! | `verdict`, `rule` | the last verdict on the flow and the rule that gave it |
 //!
 //! A field that does not apply is left out of JSON and left empty in CSV: `tcp_flags_*` and
 //! `rtt_*` for flows that are not TCP and `rtt_*` when RTT matching is off,
@@ -129,6 +133,8 @@ enum Value<'a> {
     Flags(u8),
     /// An application label.
     Label(Label),
+    /// A yes or no.
+    Bool(bool),
 }
 
 /// A field: its name and how its value is found.
@@ -177,6 +183,17 @@ const FIELDS: &[Field] = &[
     ("user_agent", |v| v.meta(|m| m.user_agent.as_deref())),
     ("dns_query", |v| v.meta(|m| m.dns_query.as_deref())),
     ("ssh_banner", |v| v.meta(|m| m.ssh_banner.as_deref())),
+    ("ct_state", |v| v.r.ct.map_or(Value::Absent, |c| Value::Name(c.ct_state.name()))),
+    ("tcp_state", |v| match v.r.ct.and_then(|c| c.tcp_state) {
+        Some(t) => Value::Name(t.name()),
+        None => Value::Absent,
+    }),
+    ("assured", |v| v.r.ct.map_or(Value::Absent, |c| Value::Bool(c.assured))),
+    ("verdict", |v| v.r.verdict.as_ref().map_or(Value::Absent, |(d, _)| Value::Name(d.name()))),
+    ("rule", |v| match &v.r.verdict {
+        Some((_, Some(rule))) => Value::Text(rule),
+        _ => Value::Absent,
+    }),
 ];
 
 /// Writes flow records to `W`. Output is buffered by `W`; call [`FlowWriter::flush`] before exit.
@@ -270,6 +287,7 @@ impl<W: Write> FlowWriter<W> {
 fn json_value(l: &mut Vec<u8>, v: Value<'_>) {
     match v {
         Value::Absent => {}
+        Value::Bool(b) => l.extend_from_slice(if b { b"true" } else { b"false" }),
         Value::Int(n) => int(l, n),
         Value::Time(ns) => epoch(l, ns),
         Value::Rtt(ns) => rtt::secs(l, ns, 9),
@@ -315,6 +333,7 @@ fn json_value(l: &mut Vec<u8>, v: Value<'_>) {
 fn csv_value(l: &mut Vec<u8>, v: Value<'_>) {
     match v {
         Value::Absent => {}
+        Value::Bool(b) => l.extend_from_slice(if b { b"true" } else { b"false" }),
         Value::Int(n) => int(l, n),
         Value::Time(ns) => epoch(l, ns),
         Value::Rtt(ns) => rtt::secs(l, ns, 9),
@@ -414,7 +433,14 @@ mod tests {
         flow.packets = [3, 2];
         flow.bytes = [180, 1500];
         flow.tcp_flags = [0x1b, 0x12];
-        FlowRecord { flow, end: EndReason::End, rtt: Some(RttSummary::default()), app: None }
+        FlowRecord {
+            flow,
+            end: EndReason::End,
+            rtt: Some(RttSummary::default()),
+            app: None,
+            ct: None,
+            verdict: None,
+        }
     }
 
     fn with_app(mut r: FlowRecord, app: App) -> FlowRecord {
@@ -468,7 +494,8 @@ mod tests {
     const COLUMNS: &str = "proto,src,sport,dst,dport,first,last,duration,packets_fwd,\
         bytes_fwd,packets_rev,bytes_rev,tcp_flags_fwd,tcp_flags_rev,icmp_id,end_reason,\
         rtt_src_count,rtt_src_min,rtt_src_median,rtt_src_max,rtt_dst_count,rtt_dst_min,\
-        rtt_dst_median,rtt_dst_max,app,app_by,sni,alpn,http_host,user_agent,dns_query,ssh_banner";
+        rtt_dst_median,rtt_dst_max,app,app_by,sni,alpn,http_host,user_agent,dns_query,ssh_banner,\
+        ct_state,tcp_state,assured,verdict,rule";
 
     #[test]
     fn csv_has_a_header_and_fixed_columns() {
@@ -484,7 +511,7 @@ mod tests {
         assert_eq!(
             lines[1],
             "udp,10.0.0.2,80,10.0.0.1,40000,1700000000.000001,1700000001.500000,1.499999,\
-             3,180,2,1500,,,,end,,,,,,,,,,,,,,,,"
+             3,180,2,1500,,,,end,,,,,,,,,,,,,,,,,,,,,"
         );
         let mut w = FlowWriter::new(Vec::new(), FlowFormat::Csv);
         w.header().unwrap();
@@ -533,7 +560,7 @@ mod tests {
         let row = s.lines().nth(1).unwrap();
         assert!(
             row.ends_with(
-                ",TLS.YouTube,dpi,www.youtube.com,\"h2,http/1.1\",,\"a \"\"quoted\"\", \\ agent\",,"
+                ",TLS.YouTube,dpi,www.youtube.com,\"h2,http/1.1\",,\"a \"\"quoted\"\", \\ agent\",,,,,,,"
             ),
             "{row}"
         );
@@ -547,10 +574,10 @@ mod tests {
         assert!(!render(FlowFormat::Json, &r).contains("rtt_"));
         let csv = render(FlowFormat::Csv, &r);
         let row = csv.lines().nth(1).unwrap();
-        assert!(row.ends_with(",end,,,,,,,,,,,,,,,,"), "{row}");
+        assert!(row.ends_with(",end,,,,,,,,,,,,,,,,,,,,,"), "{row}");
         // RTT on, a TCP flow without samples: counts of 0.
         let r = ended(6, KeyKind::Ports, 4);
         let row = render(FlowFormat::Csv, &r).lines().nth(1).unwrap().to_string();
-        assert!(row.ends_with(",end,0,,,,0,,,,,,,,,,,"), "{row}");
+        assert!(row.ends_with(",end,0,,,,0,,,,,,,,,,,,,,,,"), "{row}");
     }
 }

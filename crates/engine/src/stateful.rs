@@ -1,0 +1,584 @@
+//! The stateful data plane: connection tracking beside the flow table, a rule set evaluated at
+//! the hooks a router's packet passes, a verdict per packet (cached per flow), and the reject
+//! replies Linux would send.
+//!
+//! Per packet, in Linux's order: the flow is looked up without being created; connection
+//! tracking ([`rampart_conntrack::Conntrack`]) says what `ct state` the packet has (updating
+//! an existing entry as Linux does before any rule); the rule set decides at each hook on the
+//! packet's path (prerouting, then forward or input, then postrouting, each hook's base
+//! chains in priority order; a drop or reject ends the walk, an accept goes on to the next
+//! chain); only then is a new flow created, and only if the packet was accepted, so a dropped
+//! first packet leaves no state (Linux confirms an entry at the last hook). The connection's
+//! timeout becomes the flow's deadline in the flow table, and ASSURED connections are kept
+//! when the table is full (the new flow is refused instead, Linux's early drop).
+//!
+//! A flow's decision is cached per direction with the rule set's generation, the packet's
+//! `ct state` and whether its application is known, so later packets of an established flow
+//! skip the rule set until one of those changes; the cache keeps the packet's path through
+//! the chains so the per-rule counters still count every packet (as `nft list ruleset`
+//! shows them). Rule sets that match TCP flags are not cached for TCP, as the flags change
+//! from packet to packet.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+
+use rampart_classify::firewall::{Firewall, Packet as FwPacket};
+use rampart_classify::iptables::{CtState as RuleCt, Target};
+use rampart_conntrack::{Conntrack, CtState, Inspection, Refresh, Summary as CtSummary};
+use rampart_flow::{FlowId, FlowKey, KeyKind, Side};
+
+use crate::pipeline::Verdict;
+use crate::reply::RejectWith;
+
+/// The netfilter hooks a packet's filter chains run at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Hook {
+    /// Every packet that arrives, before routing.
+    Prerouting,
+    /// Packets for the router itself.
+    Input,
+    /// Packets the router forwards.
+    Forward,
+    /// Packets the router sends.
+    Output,
+    /// Every packet that leaves, after routing.
+    Postrouting,
+}
+
+impl Hook {
+    /// The name nftables gives it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Prerouting => "prerouting",
+            Self::Input => "input",
+            Self::Forward => "forward",
+            Self::Output => "output",
+            Self::Postrouting => "postrouting",
+        }
+    }
+}
+
+/// A base chain: a lowered rule set entered at a hook, in priority order among the hook's
+/// chains (lower first).
+#[derive(Clone, Debug)]
+pub struct BaseChain {
+    /// Its name (table and chain, as a user finds it).
+    pub name: String,
+    /// The hook it is entered at.
+    pub hook: Hook,
+    /// Its priority at the hook.
+    pub priority: i32,
+    /// Its rules (and those of the chains it reaches), and its policy.
+    pub rules: Firewall,
+    /// How its `reject` rules answer, by entry (default: ICMP port unreachable).
+    pub reject: Vec<RejectWith>,
+    /// Each entry's name as records and logs show it.
+    names: Vec<Arc<str>>,
+}
+
+impl BaseChain {
+    /// A base chain of `rules` at `hook`; entries are named as the rule set names them.
+    pub fn new(name: impl Into<String>, hook: Hook, priority: i32, rules: Firewall) -> Self {
+        let names = rules.entries().iter().map(|e| Arc::from(e.name.as_str())).collect();
+        let reject = vec![RejectWith::default(); rules.entries().len()];
+        Self { name: name.into(), hook, priority, rules, reject, names }
+    }
+
+    /// Sets how entry `e`'s `reject` answers.
+    pub fn set_reject(&mut self, e: usize, with: RejectWith) {
+        if let Some(r) = self.reject.get_mut(e) {
+            *r = with;
+        }
+    }
+
+    /// Renames entry `e` (an nftables rule's chain, position and comment, say).
+    pub fn set_name(&mut self, e: usize, name: &str) {
+        if let Some(n) = self.names.get_mut(e) {
+            *n = Arc::from(name);
+        }
+    }
+
+    /// Entry `e`'s name.
+    pub fn entry_name(&self, e: usize) -> &Arc<str> {
+        &self.names[e]
+    }
+}
+
+/// Which rule decided a packet: a base chain of the rule set and an entry of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RuleRef {
+    /// The base chain (an index into [`RuleSet::chains`]).
+    pub chain: u16,
+    /// The entry of its [`Firewall::entries`].
+    pub entry: u32,
+}
+
+/// A rule set for the data plane: base chains by hook and priority.
+#[derive(Clone, Debug)]
+pub struct RuleSet {
+    /// Where it came from (a file name), for messages.
+    pub source: String,
+    chains: Vec<BaseChain>,
+    /// Whether some rule looks at TCP flags (then TCP decisions are not cached).
+    tcp_flags: bool,
+}
+
+impl RuleSet {
+    /// A rule set of these base chains (ordered by hook, then priority, then as given).
+    pub fn new(source: impl Into<String>, mut chains: Vec<BaseChain>) -> Self {
+        chains.sort_by_key(|c| (c.hook, c.priority));
+        let tcp_flags = chains.iter().any(|c| c.rules.boxes().any(|b| !b.tcp_flags.is_empty()));
+        Self { source: source.into(), chains, tcp_flags }
+    }
+
+    /// One rule set entered at one hook (an `iptables-save` or rampart-syntax file).
+    pub fn single(source: impl Into<String>, name: &str, hook: Hook, rules: Firewall) -> Self {
+        Self::new(source, vec![BaseChain::new(name, hook, 0, rules)])
+    }
+
+    /// Its base chains, by hook and priority.
+    pub fn chains(&self) -> &[BaseChain] {
+        &self.chains
+    }
+
+    /// The name of a rule.
+    pub fn rule_name(&self, r: RuleRef) -> &Arc<str> {
+        self.chains[usize::from(r.chain)].entry_name(r.entry as usize)
+    }
+
+    /// How a rule's reject answers.
+    pub fn reject_with(&self, r: RuleRef) -> RejectWith {
+        self.chains[usize::from(r.chain)].reject.get(r.entry as usize).copied().unwrap_or_default()
+    }
+
+    /// Decides a packet at the hooks of its path: each hook's base chains in order, a drop or
+    /// reject ending the walk. The deciding rule is the one that dropped or rejected it, else
+    /// the last chain's (an accept, or the policy). `paths` receives every chain's path
+    /// (entry, times), chain by chain.
+    fn decide(
+        &self,
+        hooks: &[Hook],
+        p: &FwPacket<'_>,
+        paths: &mut Vec<Hit>,
+        scratch: &mut Vec<(u32, u64)>,
+    ) -> (Verdict, Option<RuleRef>) {
+        paths.clear();
+        let mut last = None;
+        for (k, c) in self.chains.iter().enumerate() {
+            if !hooks.contains(&c.hook) {
+                continue;
+            }
+            let d = c.rules.evaluate_path(p, scratch);
+            paths.extend(scratch.iter().map(|&(e, n)| (k as u16, e, n)));
+            let rule = RuleRef { chain: k as u16, entry: d.entry as u32 };
+            match d.verdict {
+                Target::Accept => last = Some(rule),
+                Target::Reject => return (Verdict::Reject, Some(rule)),
+                _ => return (Verdict::Drop, Some(rule)),
+            }
+        }
+        (Verdict::Accept, last)
+    }
+}
+
+/// Interfaces, routes and the router's own addresses: where a packet goes.
+#[derive(Clone, Debug, Default)]
+pub struct Routes {
+    /// Interface names; a frame's `interface` indexes them.
+    pub names: Vec<String>,
+    /// `(prefix, length, interface)`: the longest match on the destination picks the output.
+    pub routes: Vec<(IpAddr, u8, u32)>,
+    /// The router's own addresses: packets to them take the input hook.
+    pub local: Vec<IpAddr>,
+}
+
+impl Routes {
+    /// The output interface of a packet that came in on `iif` for `dst`: the longest route,
+    /// else (with two interfaces) the other one; `None` when the packet is for the router
+    /// itself (one of its addresses, or a multicast, broadcast or link-local destination).
+    pub fn route(&self, iif: u32, dst: IpAddr) -> Option<u32> {
+        let for_router = self.local.contains(&dst)
+            || match dst {
+                IpAddr::V4(a) => a.is_multicast() || a.is_broadcast() || a.is_link_local(),
+                IpAddr::V6(a) => a.is_multicast() || a.segments()[0] & 0xffc0 == 0xfe80,
+            };
+        if for_router {
+            return None;
+        }
+        let best = self
+            .routes
+            .iter()
+            .filter(|(net, len, _)| prefix_contains(*net, *len, dst))
+            .max_by_key(|(_, len, _)| *len);
+        match best {
+            Some(&(_, _, i)) => Some(i),
+            None if self.names.len() == 2 => Some(1 - iif.min(1)),
+            None => None,
+        }
+    }
+
+    /// The name of interface `i`, or "" when it has none.
+    pub fn name(&self, i: Option<u32>) -> &str {
+        i.and_then(|i| self.names.get(i as usize)).map_or("", String::as_str)
+    }
+}
+
+fn prefix_contains(net: IpAddr, len: u8, a: IpAddr) -> bool {
+    match (net, a) {
+        (IpAddr::V4(n), IpAddr::V4(a)) => {
+            let m = if len == 0 { 0 } else { u32::MAX << (32 - u32::from(len.min(32))) };
+            u32::from(n) & m == u32::from(a) & m
+        }
+        (IpAddr::V6(n), IpAddr::V6(a)) => {
+            let m = if len == 0 { 0 } else { u128::MAX << (128 - u32::from(len.min(128))) };
+            u128::from(n) & m == u128::from(a) & m
+        }
+        _ => false,
+    }
+}
+
+/// Settings of the stateful data plane.
+#[derive(Clone, Debug)]
+pub struct StatefulConfig {
+    /// Connection tracking's knobs and timeouts (Linux's defaults).
+    pub ct: rampart_conntrack::Config,
+    /// Where packets go.
+    pub routes: Arc<Routes>,
+    /// Cache each flow's decision (off only to check the cache against the rule set).
+    pub cache: bool,
+}
+
+impl Default for StatefulConfig {
+    fn default() -> Self {
+        Self { ct: rampart_conntrack::Config::default(), routes: Arc::default(), cache: true }
+    }
+}
+
+/// What the data plane decided for one packet.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Decided {
+    /// The verdict.
+    pub verdict: Verdict,
+    /// The rule that decided it (`None`: no rule set hook on its path, accepted).
+    pub rule: Option<RuleRef>,
+    /// Its `ct state` as the rules saw it (`None` for frames without a flow).
+    pub ct: Option<CtState>,
+    /// Linux's reason when conntrack found it invalid, with its values.
+    pub reason: Option<String>,
+    /// The interface it came in on, and the one it goes out of (`None`: to the router).
+    pub iif: u32,
+    /// The output interface.
+    pub oif: Option<u32>,
+}
+
+/// A step of a packet's path: base chain, entry, and how many times it matched.
+type Hit = (u16, u32, u64);
+
+/// One direction's cached decision.
+#[derive(Clone, Copy, Debug, Default)]
+struct Cached {
+    /// The rule set generation it was made under (0: nothing cached).
+    generation: u32,
+    ct: u8,
+    app: bool,
+    verdict: Verdict,
+    rule: Option<RuleRef>,
+    /// The packet's path through the chains: an index into the path table.
+    path: u32,
+}
+
+/// The state of the stateful data plane beside one flow table.
+pub struct Stateful {
+    ct: Conntrack,
+    rules: Arc<RuleSet>,
+    generation: u32,
+    cfg: StatefulConfig,
+    /// Per flow id, per direction.
+    cache: Vec<[Cached; 2]>,
+    /// Distinct paths through the chains; cached decisions name one.
+    paths: Vec<Vec<Hit>>,
+    path_index: std::collections::HashMap<Vec<Hit>, u32>,
+    /// Counters per base chain, per entry.
+    hits: Vec<Vec<u64>>,
+    /// Per flow id: the last decision on the flow (for its record), with the generation of
+    /// the rule set that made it.
+    last: Vec<(Verdict, Option<RuleRef>, u32)>,
+    /// Rule sets replaced by reloads, by generation, to name the rules of older decisions.
+    history: Vec<(u32, Arc<RuleSet>)>,
+    scratch: (Vec<Hit>, Vec<(u32, u64)>),
+    /// Packets decided from the cache, and by the rule set.
+    pub(crate) cached: u64,
+    pub(crate) evaluated: u64,
+}
+
+impl Stateful {
+    /// A data plane deciding by `rules`.
+    pub fn new(cfg: StatefulConfig, rules: Arc<RuleSet>) -> Self {
+        let hits = rules.chains.iter().map(|c| vec![0; c.rules.entries().len()]).collect();
+        Self {
+            ct: Conntrack::new(cfg.ct),
+            rules,
+            generation: 1,
+            cfg,
+            cache: Vec::new(),
+            paths: Vec::new(),
+            path_index: Default::default(),
+            hits,
+            last: Vec::new(),
+            history: Vec::new(),
+            scratch: (Vec::new(), Vec::new()),
+            cached: 0,
+            evaluated: 0,
+        }
+    }
+
+    /// Replaces the rule set at once, keeping every connection (as `nft -f` does): each flow's
+    /// next packet is decided by the new rules. The counters start again from zero.
+    pub fn reload(&mut self, rules: Arc<RuleSet>) {
+        self.hits = rules.chains.iter().map(|c| vec![0; c.rules.entries().len()]).collect();
+        let old = std::mem::replace(&mut self.rules, rules);
+        self.history.push((self.generation, old));
+        self.generation = self.generation.wrapping_add(1).max(1);
+        self.paths.clear();
+        self.path_index.clear();
+    }
+
+    /// The rule set in force.
+    pub fn rules(&self) -> &Arc<RuleSet> {
+        &self.rules
+    }
+
+    /// Per base chain, per entry: packets that matched it (as netfilter counts).
+    pub fn hits(&self) -> &[Vec<u64>] {
+        &self.hits
+    }
+
+    /// Connection tracking.
+    pub fn conntrack(&self) -> &Conntrack {
+        &self.ct
+    }
+
+    /// Connection tracking, to change.
+    pub fn conntrack_mut(&mut self) -> &mut Conntrack {
+        &mut self.ct
+    }
+
+    /// Where packets go.
+    pub fn routes(&self) -> &Routes {
+        &self.cfg.routes
+    }
+
+    /// Packets decided from a flow's cached decision, and by walking the rule set.
+    pub fn decided_counts(&self) -> (u64, u64) {
+        (self.cached, self.evaluated)
+    }
+
+    /// The verdict for a packet whose `ct state` is known: from the flow's cache when it is
+    /// still good, else by the rule set (and cached). `flow` and `dir` name the cache slot
+    /// (`None` for a packet without an existing flow).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn verdict(
+        &mut self,
+        flow: Option<(FlowId, rampart_flow::Dir)>,
+        key: &FlowKey,
+        side: Side,
+        ct: CtState,
+        tcp_flags: u8,
+        icmp: Option<(u8, u8)>,
+        iif: u32,
+        oif: Option<u32>,
+        app_known: bool,
+    ) -> (Verdict, Option<RuleRef>) {
+        let cacheable = self.cfg.cache && !(key.proto == 6 && self.rules.tcp_flags);
+        if let Some((id, dir)) = flow
+            && cacheable
+            && let Some(c) = self.cache.get(id.0 as usize).map(|c| c[dir as usize])
+            && c.generation == self.generation
+            && c.ct == ct as u8
+            && c.app == app_known
+        {
+            for &(chain, e, n) in &self.paths[c.path as usize] {
+                let h = &mut self.hits[usize::from(chain)][e as usize];
+                *h = h.saturating_add(n);
+            }
+            self.cached += 1;
+            return (c.verdict, c.rule);
+        }
+        self.evaluated += 1;
+        let k = key;
+        let (src, dst, sport, dport) = match side {
+            Side::A => (k.addr_a(), k.addr_b(), k.port_a, k.port_b),
+            Side::B => (k.addr_b(), k.addr_a(), k.port_b, k.port_a),
+        };
+        // ICMP type and code take the port fields, as the rule model lowers them.
+        let (sport, dport) = match (k.kind(), icmp) {
+            (KeyKind::Ports, _) => (sport, dport),
+            (_, Some((t, c))) => (u16::from(t), u16::from(c)),
+            _ => (0, 0),
+        };
+        let routes = Arc::clone(&self.cfg.routes);
+        let p = FwPacket {
+            src,
+            dst,
+            sport,
+            dport,
+            proto: k.proto,
+            iif: routes.name(Some(iif)),
+            oif: routes.name(oif),
+            ct: Some(rule_ct(ct)),
+            tcp_flags,
+        };
+        let hooks: &[Hook] = if oif.is_some() {
+            &[Hook::Prerouting, Hook::Forward, Hook::Postrouting]
+        } else {
+            &[Hook::Prerouting, Hook::Input]
+        };
+        let (paths, scratch) = (&mut self.scratch.0, &mut self.scratch.1);
+        let (verdict, rule) = self.rules.decide(hooks, &p, paths, scratch);
+        for &(chain, e, n) in paths.iter() {
+            let h = &mut self.hits[usize::from(chain)][e as usize];
+            *h = h.saturating_add(n);
+        }
+        if let Some((id, dir)) = flow
+            && cacheable
+        {
+            let path = match self.path_index.get(paths.as_slice()) {
+                Some(&i) => i,
+                None => {
+                    let i = self.paths.len() as u32;
+                    self.paths.push(paths.clone());
+                    self.path_index.insert(paths.clone(), i);
+                    i
+                }
+            };
+            let i = id.0 as usize;
+            if i >= self.cache.len() {
+                self.cache.resize(i + 1, [Cached::default(); 2]);
+            }
+            self.cache[i][dir as usize] = Cached {
+                generation: self.generation,
+                ct: ct as u8,
+                app: app_known,
+                verdict,
+                rule,
+                path,
+            };
+        }
+        (verdict, rule)
+    }
+
+    /// Looks at a packet with connection tracking (see [`Conntrack::inspect`]).
+    pub(crate) fn inspect(
+        &mut self,
+        found: Option<FlowId>,
+        side: Side,
+        p: &rampart_conntrack::CtPacket,
+        now: u64,
+        quoted: impl FnOnce(&FlowKey, Side) -> Option<FlowId>,
+    ) -> Inspection {
+        self.ct.inspect(found, side, p, now, quoted)
+    }
+
+    /// Notes the last decision on flow `id`, for its record.
+    pub(crate) fn note(&mut self, id: FlowId, verdict: Verdict, rule: Option<RuleRef>) {
+        let i = id.0 as usize;
+        if i >= self.last.len() {
+            self.last.resize(i + 1, (Verdict::Accept, None, 0));
+        }
+        self.last[i] = (verdict, rule, self.generation);
+    }
+
+    /// The flow `id` ended in the flow table: its cache is cleared, and its connection's
+    /// summary (an evicted flow counts as an early drop) and its last decision returned.
+    pub(crate) fn retire(&mut self, id: FlowId, evicted: bool) -> Retired {
+        if let Some(c) = self.cache.get_mut(id.0 as usize) {
+            *c = Default::default();
+        }
+        let ct = if evicted { self.ct.early_drop(id) } else { self.ct.retire(id) };
+        let last = self.last.get_mut(id.0 as usize).map(std::mem::take);
+        let decided = last.filter(|l| l.2 != 0).map(|(verdict, rule, generation)| {
+            let rules = if generation == self.generation {
+                Some(&self.rules)
+            } else {
+                self.history.iter().find(|(g, _)| *g == generation).map(|(_, r)| r)
+            };
+            let name = rule.zip(rules).map(|(r, rs)| Arc::clone(rs.rule_name(r)));
+            (verdict, name)
+        });
+        Retired { ct, decided }
+    }
+
+    /// Bytes held: connection state and the cache.
+    pub fn memory_bytes(&self) -> usize {
+        self.ct.memory_bytes() + self.cache.capacity() * std::mem::size_of::<[Cached; 2]>()
+    }
+}
+
+/// What the data plane knew of a flow when it ended.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Retired {
+    /// Its connection, if it had an entry.
+    pub(crate) ct: Option<CtSummary>,
+    /// The last decision on it and the rule that made it.
+    pub(crate) decided: Option<(Verdict, Option<Arc<str>>)>,
+}
+
+/// How a deadline the connection asks for lands on the flow: `Some((timeout, from))` for
+/// [`rampart_flow::FlowTable::set_deadline`].
+pub(crate) fn deadline(refresh: Refresh, now: u64, current: Option<u64>) -> Option<u64> {
+    match refresh {
+        Refresh::Keep => None,
+        Refresh::Set(t) => Some(t),
+        Refresh::Lower(t) => {
+            let left = current.map_or(u64::MAX, |d| d.saturating_sub(now));
+            (left >= 120_000_000_000 && left > t).then_some(t)
+        }
+    }
+}
+
+/// The rule model's name for a `ct state`.
+fn rule_ct(s: CtState) -> RuleCt {
+    match s {
+        CtState::New => RuleCt::New,
+        CtState::Established => RuleCt::Established,
+        CtState::Related => RuleCt::Related,
+        CtState::Invalid => RuleCt::Invalid,
+        CtState::Untracked => RuleCt::Untracked,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_pick_the_longest_prefix_or_the_other_port() {
+        let two = Routes { names: vec!["r0".into(), "r1".into()], ..Routes::default() };
+        let a: IpAddr = "10.66.2.2".parse().unwrap();
+        assert_eq!((two.route(0, a), two.route(1, a)), (Some(1), Some(0)));
+        assert_eq!(two.route(0, "224.0.0.1".parse().unwrap()), None, "multicast: the router's");
+        assert_eq!(two.route(0, "ff02::1".parse().unwrap()), None);
+        assert_eq!(two.route(0, "fe80::1".parse().unwrap()), None);
+        let three = Routes {
+            names: vec!["a".into(), "b".into(), "c".into()],
+            routes: vec![
+                ("10.0.0.0".parse().unwrap(), 8, 1),
+                ("10.66.0.0".parse().unwrap(), 16, 2),
+            ],
+            local: vec!["10.66.1.1".parse().unwrap()],
+        };
+        assert_eq!(three.route(0, "10.66.9.9".parse().unwrap()), Some(2));
+        assert_eq!(three.route(0, "10.1.2.3".parse().unwrap()), Some(1));
+        assert_eq!(three.route(0, "192.0.2.1".parse().unwrap()), None, "no route, three ports");
+        assert_eq!(three.route(1, "10.66.1.1".parse().unwrap()), None, "the router's address");
+    }
+
+    #[test]
+    fn a_lowered_deadline_moves_only_a_long_one() {
+        let s = 1_000_000_000u64;
+        assert_eq!(deadline(Refresh::Set(30 * s), 0, Some(5 * s)), Some(30 * s));
+        assert_eq!(deadline(Refresh::Keep, 0, Some(5 * s)), None);
+        assert_eq!(deadline(Refresh::Lower(120 * s), 0, Some(432_000 * s)), Some(120 * s));
+        assert_eq!(deadline(Refresh::Lower(120 * s), 0, Some(60 * s)), None);
+    }
+}
