@@ -32,6 +32,7 @@ pub mod ipset;
 pub mod iptables;
 pub mod linear;
 mod live;
+pub mod nft;
 mod rule;
 pub mod source;
 pub mod syntax;
