@@ -154,6 +154,8 @@ pub struct NftRuleset {
     pub sets: HashMap<String, IpSet>,
     /// The base chains, in file order.
     pub base: Vec<BaseChain>,
+    /// Every chain's `FAMILY TABLE CHAIN`, with its name in [`NftRuleset::rules`].
+    pub qualified: Vec<(String, String)>,
 }
 
 impl NftRuleset {
@@ -181,11 +183,21 @@ impl NftRuleset {
             return Some(&c.name);
         }
         let words: Vec<&str> = name.split_whitespace().collect();
-        let full = match words.as_slice() {
-            [f, t, c] => format!("{f} {t} {c}"),
-            _ => return None,
+        let found = |want: &dyn Fn(&[&str]) -> bool| {
+            let mut hits = self.qualified.iter().filter(|(q, _)| {
+                let q: Vec<&str> = q.split(' ').collect();
+                want(&q)
+            });
+            match (hits.next(), hits.next()) {
+                (Some((_, n)), None) => Some(n.as_str()),
+                _ => None,
+            }
         };
-        self.rules.chains.iter().find(|c| c.name == full).map(|c| c.name.as_str())
+        match words.as_slice() {
+            [f, t, c] => found(&|q| q == [*f, *t, *c]),
+            [t, c] => found(&|q| q[1..] == [*t, *c]),
+            _ => None,
+        }
     }
 }
 
@@ -2958,6 +2970,8 @@ pub fn parse(file: &str, text: &str) -> Result<NftRuleset, ParseError> {
                 });
             }
             let _ = (c.line, c.col);
+            out.qualified
+                .push((format!("{} {} {}", t.family.name(), t.name, c.name), cname.clone()));
             out.rules.chains.push(Chain { name: cname, policy, rules });
         }
     }
@@ -3143,6 +3157,9 @@ mod tests {
         assert_eq!(rs.hook(Hook::Forward)[0].chain, "ip g fwd");
         assert_eq!(rs.default_chain().unwrap().chain, "ip g fwd");
         assert_eq!(rs.find_chain("inet f fwd"), Some("inet f fwd"));
+        assert_eq!(rs.find_chain("f web"), Some("web"));
+        assert_eq!(rs.find_chain("ip6 h out"), Some("out"));
+        assert_eq!(rs.find_chain("fwd"), None);
         let fwd = &rs.rules.chains[1];
         assert_eq!(fwd.policy, Some(Target::Drop));
         assert_eq!(fwd.rules[0].target, Some(Target::Jump("web".into())));
