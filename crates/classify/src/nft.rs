@@ -1633,7 +1633,7 @@ impl<'a> Parser<'a> {
                 self.tables[t].sets.len() - 1
             }
         };
-        let mut pending: Vec<(usize, Vec<Vec<Val>>)> = Vec::new();
+        let mut pending: Vec<Vec<(Vec<Val>, (usize, usize))>> = Vec::new();
         let _ = (line, col);
         loop {
             self.skip_ends()?;
@@ -1728,9 +1728,8 @@ impl<'a> Parser<'a> {
                     self.sym("=")?;
                     self.sym("{")?;
                     let types = self.tables[t].sets[k].types.clone();
-                    let at = self.pos;
-                    let elems = self.elements(&types, None)?;
-                    pending.push((at, elems));
+                    let elems = self.elements_at(&types, None)?;
+                    pending.push(elems);
                 }
                 "size" => {
                     let (n, nl, nc) = self.word("a number")?;
@@ -1775,19 +1774,19 @@ impl<'a> Parser<'a> {
             self.end_of_statement()?;
         }
         let interval = self.tables[t].sets[k].interval;
-        for (_, elems) in pending {
-            for e in &elems {
+        for elems in pending {
+            for (e, (l, c)) in &elems {
                 if !interval && e.iter().any(|v| matches!(v, Val::Num(a, b) if a != b)) {
                     return Err(err(
                         self.file,
-                        line,
-                        col,
-                        "'flags interval' in a set holding prefixes or ranges",
-                        &format!("set {name:?}"),
+                        *l,
+                        *c,
+                        &format!("'flags interval' in set {name} for prefixes or ranges"),
+                        "a prefix or range",
                     ));
                 }
             }
-            self.tables[t].sets[k].elems.extend(elems);
+            self.tables[t].sets[k].elems.extend(elems.into_iter().map(|(e, _)| e));
         }
         Ok(())
     }
@@ -1799,6 +1798,16 @@ impl<'a> Parser<'a> {
         types: &[Dt],
         interval: Option<bool>,
     ) -> Result<Vec<Vec<Val>>, ParseError> {
+        Ok(self.elements_at(types, interval)?.into_iter().map(|(e, _)| e).collect())
+    }
+
+    /// [`Parser::elements`], each with its line and column.
+    #[allow(clippy::type_complexity)]
+    fn elements_at(
+        &mut self,
+        types: &[Dt],
+        interval: Option<bool>,
+    ) -> Result<Vec<(Vec<Val>, (usize, usize))>, ParseError> {
         let mut out = Vec::new();
         loop {
             self.skip_ends()?;
@@ -1806,7 +1815,7 @@ impl<'a> Parser<'a> {
                 return Ok(out);
             }
             if self.eat_sym("{") {
-                out.extend(self.elements(types, interval)?);
+                out.extend(self.elements_at(types, interval)?);
             } else {
                 let (l, c) = self.here();
                 let mut e = Vec::new();
@@ -1833,7 +1842,7 @@ impl<'a> Parser<'a> {
                 if self.is_sym(":") || self.is_word(":") {
                     return Err(self.unsupported("a map", "':'"));
                 }
-                out.push(e);
+                out.push((e, (l, c)));
             }
             self.skip_ends()?;
             if self.eat_sym(",") {
@@ -3210,7 +3219,7 @@ mod tests {
         );
         assert_eq!((e.line, e.column), (4, 12));
         let e = fails("table inet t {\n set p { type inet_service; elements = { 1-2 } }\n}\n");
-        assert_eq!(e.line, 2);
+        assert_eq!((e.line, e.column), (2, 43));
         let e = fails("table inet t {\n chain c {\n  ip saddr @nope\n }\n}\n");
         assert_eq!((e.line, e.column), (3, 12));
         let e = fails("table inet t {\n set p { type mark; }\n}\n");
