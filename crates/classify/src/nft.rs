@@ -838,6 +838,9 @@ struct Match {
     col: usize,
 }
 
+/// A set element and its line and column.
+type Placed = (Vec<Val>, (usize, usize));
+
 /// A rule as read, before named sets and jumps are resolved.
 #[derive(Clone, Debug)]
 struct RuleB {
@@ -1633,7 +1636,7 @@ impl<'a> Parser<'a> {
                 self.tables[t].sets.len() - 1
             }
         };
-        let mut pending: Vec<Vec<(Vec<Val>, (usize, usize))>> = Vec::new();
+        let mut pending: Vec<Vec<Placed>> = Vec::new();
         let _ = (line, col);
         loop {
             self.skip_ends()?;
@@ -1802,12 +1805,11 @@ impl<'a> Parser<'a> {
     }
 
     /// [`Parser::elements`], each with its line and column.
-    #[allow(clippy::type_complexity)]
     fn elements_at(
         &mut self,
         types: &[Dt],
         interval: Option<bool>,
-    ) -> Result<Vec<(Vec<Val>, (usize, usize))>, ParseError> {
+    ) -> Result<Vec<Placed>, ParseError> {
         let mut out = Vec::new();
         loop {
             self.skip_ends()?;
