@@ -208,7 +208,7 @@ fn gen_rule(rng: &mut Rng, chain: usize) -> R {
         });
     }
     if rng.chance(4) {
-        ms.push(M::Iif(rng.pick(&["eth0", "eth*", "lan1", "*"]), rng.chance(3)));
+        ms.push(M::Iif(rng.pick::<&str>(&["eth0", "eth*", "lan1", "*"]), rng.chance(3)));
     }
     let mut vs = vec![V::Accept, V::Drop, V::Reject, V::Continue, V::Count, V::Return];
     for k in chain + 1..3 {
@@ -359,7 +359,7 @@ fn lowered_nft_rule_sets_decide_as_nft_walks_them() {
                 sport: *rng.pick(&[0u16, 8, 128, 129, 40000]),
                 dport: *rng.pick(&[0u16, 22, 80, 443, 1500, 8080]),
                 proto,
-                iif: rng.pick(&["eth0", "eth1", "lan1", ""]),
+                iif: rng.pick::<&str>(&["eth0", "eth1", "lan1", ""]),
                 oif: "",
                 ct: Some(state.2),
                 tcp_flags: *rng.pick(&[0u8, 0x02, 0x12, 0x10, 0x04, 0x11, 0x03]),
