@@ -1,7 +1,8 @@
 //! An `iptables-save` subset: the filter table, chain policies, `-A` rules (with or without
 //! the `[packets:bytes]` counters of `iptables-save -c`) with `-s`/`-d`, `-p`, `-i`/`-o`,
 //! `--sport`/`--dport`, `-m multiport --sports/--dports`, `-m set --match-set NAME src|dst`,
-//! `-m conntrack --ctstate`, `-m state --state`, `-m comment`, `--tcp-flags`/`--syn`, and the
+//! `-m conntrack --ctstate`, `-m state --state`, `-m comment`, `--tcp-flags`/`--syn`, `-m icmp
+//! --icmp-type` and `-m icmp6 --icmpv6-type`, and the
 //! targets `ACCEPT`, `DROP`, `REJECT`, `RETURN`, user chains (`-j`), `-g`/`--goto`, and `LOG`
 //! and `NFLOG` (which only log: the rule counts and the packet goes on). `!` negates `-s`,
 //! `-d`, `-p`, `-i` and `-o`. The nat, mangle, raw and security tables are skipped. A rule is
@@ -12,8 +13,11 @@
 //! `-p` that loads it), a match's protocol must be given, each of `-s -d -p -i -o -j` once,
 //! chains declared once and policies only on built-in chains. What rampart does not model (a
 //! match like `limit`, a target like `MARK`, `! --dport`) is refused by name, never read
-//! with another meaning. One extension: IPv4 and IPv6 rules (`ip6tables-save`'s) may share
-//! a file, each rule matching the family of its addresses.
+//! with another meaning. Rules apply to their table's family, as on Linux: IPv4 for
+//! `iptables-save` output, IPv6 for `ip6tables-save`'s (told by its header, or by every
+//! address being IPv6). One extension: IPv4 and IPv6 rules may share a file, each rule with
+//! an address matching its family and the others both. `REJECT` keeps its `--reject-with`
+//! (by default ICMP port unreachable, or ICMPv6's).
 //!
 //! Chains stay chains: a jump is a reference to the chain's one body, never a copy, so a rule
 //! set costs what its file holds however many paths lead through it.

@@ -9,7 +9,7 @@
 //!   than a diagram naming the deciding rule; which rule decides a packet comes from the
 //!   compiled classifier instead, and reachability is decided point by point
 //!   ([`crate::questions::shadowed`]);
-//! - firewall rule sets (`iptables-save`, rampart syntax) are the lowered classifier's chains,
+//! - firewall rule sets (`iptables-save`, nftables, rampart syntax) are the lowered classifier's chains,
 //!   each built once, backwards from its end: a verdict decides where it matches, a `RETURN`
 //!   leaves the chain, a jump takes the jumped-to chain's diagram where it decides and goes on
 //!   where it returns, a goto takes it whole, a counting rule never decides; the entered
