@@ -533,15 +533,22 @@ fn reject_with(w: &str) -> Option<RejectWith> {
 }
 
 /// The family of a filter table section of `iptables-save` (or `ip6tables-save`) output:
-/// 6 when its header says ip6tables-save or every address in it is IPv6, 4 when every
-/// address is IPv4 or there are none, `None` for a section mixing both (rampart's extension:
-/// then each rule with an address takes its family, and the others apply to both). Sets each
+/// 6 when its header says ip6tables-save or every family it names is IPv6's, 4 when every
+/// one is IPv4's or it names none, `None` for a section naming both (rampart's extension:
+/// then each rule with an address takes its family, and the others apply to both). A
+/// section names a family by its addresses and by `-p icmp` (IPv4) or `-p ipv6-icmp`
+/// (IPv6), which mean nothing in the other family's table. Sets each
 /// rule's family and default reject, and refuses a rule whose addresses mix families.
 fn settle_family(file: &str, rules: &mut [&mut IptRule], header6: bool) -> Result<(), ParseError> {
     let fam = |n: &Option<Net>| n.map(|n| if n.addr.is_ipv4() { 4u8 } else { 6 });
     let mut seen = [false; 2];
     for r in rules.iter() {
-        for f in [fam(&r.src), fam(&r.dst)].into_iter().flatten() {
+        let by_proto = match r.single_proto() {
+            Some(1) => Some(4),
+            Some(58) => Some(6),
+            _ => None,
+        };
+        for f in [fam(&r.src), fam(&r.dst), by_proto].into_iter().flatten() {
             seen[usize::from(f == 6)] = true;
         }
     }
@@ -1325,6 +1332,10 @@ COMMIT
         assert_eq!(rs.chains[0].rules[1].family, Some(6));
         let rs = parse("r", "*filter\n:INPUT DROP [0:0]\n-A INPUT -s ::1 -j ACCEPT\n-A INPUT -s 10.0.0.1 -j ACCEPT\n-A INPUT -j DROP\nCOMMIT\n").unwrap();
         assert_eq!(rs.chains[0].rules[2].family, None);
+        let rs = parse("r", "*filter\n:INPUT DROP [0:0]\n-A INPUT -p icmp -j ACCEPT\n-A INPUT -p ipv6-icmp -j ACCEPT\n-A INPUT -j DROP\nCOMMIT\n").unwrap();
+        assert_eq!(rs.chains[0].rules[2].family, None);
+        let rs = parse("r", "*filter\n:INPUT DROP [0:0]\n-A INPUT -p ipv6-icmp -j ACCEPT\n-A INPUT -j DROP\nCOMMIT\n").unwrap();
+        assert_eq!(rs.chains[0].rules[1].family, Some(6));
         let e = parse(
             "r",
             "*filter\n:INPUT DROP [0:0]\n-A INPUT -s ::1 -d 10.0.0.1 -j ACCEPT\nCOMMIT\n",

@@ -127,7 +127,10 @@ impl Hook {
     }
 }
 
-/// A base chain: where packets enter a table's rules.
+/// A base chain: where packets enter a table's rules. Only packets of its table's family
+/// traverse it (an `ip` table's chains never see IPv6 packets, nor apply their policy to
+/// them); the lowered chain's rules carry the family, its policy does not, so whoever runs a
+/// hook's chains passes each packet only to the chains of its family.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BaseChain {
     /// Its table's family.
@@ -3221,7 +3224,7 @@ mod tests {
         );
         assert_eq!((e.line, e.column), (4, 12));
         let e = fails("table inet t {\n set p { type inet_service; elements = { 1-2 } }\n}\n");
-        assert_eq!((e.line, e.column), (2, 43));
+        assert_eq!((e.line, e.column), (2, 42));
         let e = fails("table inet t {\n chain c {\n  ip saddr @nope\n }\n}\n");
         assert_eq!((e.line, e.column), (3, 12));
         let e = fails("table inet t {\n set p { type mark; }\n}\n");
