@@ -20,7 +20,9 @@ use std::net::IpAddr;
 
 use crate::compiled::{Compiled, Options};
 use crate::ipset::IpSet;
-use crate::iptables::{ChainError, CtState, IptRule, Net, Ruleset, Target};
+use crate::iptables::{
+    ByteSet, ChainError, CtState, IptRule, Key, Net, RejectWith, Ruleset, Target, Value,
+};
 use crate::rule::{Header, Rule};
 
 /// Fields of a firewall header: family, source words 0-3, destination words 0-3, source port,
@@ -51,16 +53,16 @@ pub struct LoweredBox<'a> {
     pub entry: usize,
     /// The ranges over the [`FW`] fields.
     pub bounds: Rule<FW>,
-    /// Sets the source address must be in (all of them).
-    pub src_sets: Vec<&'a IpSet>,
-    /// Sets the destination address must be in.
-    pub dst_sets: Vec<&'a IpSet>,
+    /// Sets the source address must be in (all of them), or with `true` must not be in.
+    pub src_sets: Vec<(&'a IpSet, bool)>,
+    /// Sets the destination address must be in, or not be in.
+    pub dst_sets: Vec<(&'a IpSet, bool)>,
     /// Connection states: the state must be in each list.
     pub ct: &'a [Vec<CtState>],
     /// Applications: the flow's application must be in each list.
     pub apps: Vec<&'a [String]>,
-    /// (mask, value) pairs the TCP flags must meet.
-    pub tcp_flags: &'a [(u8, u8)],
+    /// Flag bytes the TCP flags must be among (each of them).
+    pub tcp_flags: &'a [ByteSet],
 }
 
 /// A packet as the firewall sees it.
@@ -70,9 +72,9 @@ pub struct Packet<'a> {
     pub src: IpAddr,
     /// Destination address.
     pub dst: IpAddr,
-    /// Source port (0 when the protocol has none).
+    /// Source port (0 when the protocol has none); for ICMP and ICMPv6, the type.
     pub sport: u16,
-    /// Destination port.
+    /// Destination port; for ICMP and ICMPv6, the code.
     pub dport: u16,
     /// IP protocol.
     pub proto: u8,
@@ -137,6 +139,12 @@ pub struct Entry {
     pub chain: usize,
     /// What it does.
     pub action: Action,
+    /// For a `Reject`: how the sender is told.
+    pub reject: Option<RejectWith>,
+    /// Whether it logs (it then also counts and goes on, unless it decides).
+    pub log: bool,
+    /// Its comment.
+    pub comment: Option<String>,
 }
 
 /// One chain of a lowered rule set: its rules and their compiled boxes.
@@ -179,14 +187,19 @@ impl Names {
         }
     }
 
-    /// The ranges an `-i`/`-o` argument (with negation) covers.
-    fn ranges(&self, name: &str, not: bool) -> Vec<(u32, u32)> {
-        let r = match name.strip_suffix('+') {
+    /// The ranks a name (a trailing `+` matches any suffix) covers.
+    fn range(&self, name: &str) -> (u32, u32) {
+        match name.strip_suffix('+') {
             Some("") => (0, u32::MAX),
             Some(prefix) => (self.rank(prefix), self.rank(&successor(prefix)) - 1),
             None => (self.rank(name), self.rank(name)),
-        };
-        if not { complement(r, u32::MAX) } else { vec![r] }
+        }
+    }
+
+    /// The ranges an `-i`/`-o` match (any of its names, with negation) covers.
+    fn ranges(&self, names: &[String], not: bool) -> Vec<(u32, u32)> {
+        let any = union(names.iter().map(|n| self.range(n)).collect());
+        if not { complement_all(&any, u32::MAX) } else { any }
     }
 }
 
@@ -213,21 +226,33 @@ fn complement((lo, hi): (u32, u32), max: u32) -> Vec<(u32, u32)> {
     v
 }
 
-/// A field's allowed values as a union of ranges; `None` for "anything".
-type Union = Option<Vec<(u32, u32)>>;
+/// Ranges sorted and merged where they touch or overlap.
+fn union(mut v: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
+    v.sort_unstable();
+    let mut out: Vec<(u32, u32)> = Vec::with_capacity(v.len());
+    for (lo, hi) in v {
+        match out.last_mut() {
+            Some(last) if u64::from(lo) <= u64::from(last.1) + 1 => last.1 = last.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
+}
 
-fn intersect(a: Union, b: Vec<(u32, u32)>) -> Union {
-    Some(match a {
-        None => b,
-        Some(a) => a
-            .iter()
-            .flat_map(|&(l1, h1)| {
-                b.iter().filter_map(move |&(l2, h2)| {
-                    (l1.max(l2) <= h1.min(h2)).then_some((l1.max(l2), h1.min(h2)))
-                })
-            })
-            .collect(),
-    })
+/// The values of `0..=max` in none of the ranges.
+fn complement_all(v: &[(u32, u32)], max: u32) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    let mut next = 0u64;
+    for &(lo, hi) in &union(v.to_vec()) {
+        if u64::from(lo) > next {
+            out.push((next as u32, lo - 1));
+        }
+        next = next.max(u64::from(hi) + 1);
+    }
+    if next <= u64::from(max) {
+        out.push((next as u32, max));
+    }
+    out
 }
 
 /// Ranges over an address's four 32-bit words.
@@ -281,14 +306,15 @@ fn address_boxes(n: &Net) -> Vec<AddrBox> {
 /// Non-range conditions of one box.
 #[derive(Clone, Debug, Default)]
 struct Checks {
-    src_sets: Vec<usize>,
-    dst_sets: Vec<usize>,
+    /// Sets the address must be in (or, with `true`, not be in).
+    src_sets: Vec<(usize, bool)>,
+    dst_sets: Vec<(usize, bool)>,
     ct: Vec<Vec<CtState>>,
     /// Application names (one must match): nothing labels applications yet, so a rule with
     /// them never matches.
     apps: Vec<String>,
-    /// (mask, value) pairs over the TCP flags.
-    flags: Vec<(u8, u8)>,
+    /// The flag bytes allowed.
+    flags: Vec<ByteSet>,
 }
 
 impl Checks {
@@ -348,7 +374,15 @@ impl Firewall {
         let order = rs.reachable(chain)?;
         let mut names: Vec<String> = Vec::new();
         for r in order.iter().flat_map(|&c| &rs.chains[c].rules) {
-            for (n, _) in r.iif.iter().chain(&r.oif) {
+            let in_tuples = r.tuples.iter().flat_map(|t| {
+                t.elems.iter().flat_map(|e| {
+                    e.iter().filter_map(|v| match v {
+                        Value::Iface(n) => Some(n),
+                        _ => None,
+                    })
+                })
+            });
+            for n in r.iif.iter().chain(&r.oif).flat_map(|(v, _)| v).chain(in_tuples) {
                 match n.strip_suffix('+') {
                     Some(p) => {
                         names.push(p.to_string());
@@ -389,7 +423,15 @@ impl Firewall {
                     Some(Target::Goto(j)) => Action::Goto(position[j.as_str()]),
                     Some(t) => Action::Verdict(t.clone()),
                 };
-                entries.push(Entry { name: r.name.clone(), line: r.line, chain: k, action });
+                entries.push(Entry {
+                    name: r.name.clone(),
+                    line: r.line,
+                    chain: k,
+                    action,
+                    reject: r.reject.filter(|_| r.target == Some(Target::Reject)),
+                    log: r.log.is_some(),
+                    comment: r.comment.clone(),
+                });
             }
         }
         let policy = rs.chains[order[0]].policy.clone().unwrap_or(Target::Accept);
@@ -398,6 +440,9 @@ impl Firewall {
             line: 0,
             chain: 0,
             action: Action::Verdict(policy),
+            reject: None,
+            log: false,
+            comment: None,
         });
         let mut set_index: HashMap<&str, usize> = HashMap::new();
         let mut set_list = Vec::new();
@@ -414,7 +459,7 @@ impl Firewall {
                 let mut ch = Checks::default();
                 for (set, list) in [(&r.src_set, &mut ch.src_sets), (&r.dst_set, &mut ch.dst_sets)]
                 {
-                    if let Some(name) = set {
+                    if let Some((name, not)) = set {
                         let s = sets.get(name).ok_or_else(|| FirewallError::Set {
                             rule: r.name.clone(),
                             set: name.clone(),
@@ -424,15 +469,13 @@ impl Firewall {
                         if i == fresh {
                             set_list.push(s.clone());
                         }
-                        list.push(i);
+                        list.push((i, *not));
                     }
                 }
-                if !r.ct.is_empty() {
-                    ch.ct.push(r.ct.clone());
-                }
+                ch.ct.extend(r.ct.clone());
                 ch.apps.clone_from(&r.app);
                 ch.flags.extend(r.tcp_flags);
-                for b in lower(std::slice::from_ref(r), &names) {
+                for b in lower(r, &names) {
                     boxes.push(b);
                     entry_of.push(ei as u32);
                     checks.push(ch.clone());
@@ -472,8 +515,8 @@ impl Firewall {
                 LoweredBox {
                     entry: c.entry_of[i] as usize,
                     bounds: c.compiled.rule(i).unwrap_or(Rule { lo: [0; FW], hi: [0; FW] }),
-                    src_sets: ch.src_sets.iter().map(|&k| &self.sets[k]).collect(),
-                    dst_sets: ch.dst_sets.iter().map(|&k| &self.sets[k]).collect(),
+                    src_sets: ch.src_sets.iter().map(|&(k, not)| (&self.sets[k], not)).collect(),
+                    dst_sets: ch.dst_sets.iter().map(|&(k, not)| (&self.sets[k], not)).collect(),
                     ct: &ch.ct,
                     apps: if ch.apps.is_empty() { Vec::new() } else { vec![ch.apps.as_slice()] },
                     tcp_flags: &ch.flags,
@@ -700,104 +743,183 @@ impl Firewall {
 
     fn checks_pass(&self, c: &Checks, p: &Packet<'_>) -> bool {
         c.apps.is_empty()
-            && c.flags.iter().all(|&(m, v)| p.tcp_flags & m == v)
-            && c.src_sets.iter().all(|&s| self.sets[s].contains(p.src))
-            && c.dst_sets.iter().all(|&s| self.sets[s].contains(p.dst))
+            && c.flags.iter().all(|f| f.contains(p.tcp_flags))
+            && c.src_sets.iter().all(|&(s, not)| self.sets[s].contains(p.src) != not)
+            && c.dst_sets.iter().all(|&(s, not)| self.sets[s].contains(p.dst) != not)
             && c.ct.iter().all(|states| p.ct.is_some_and(|s| states.contains(&s)))
     }
 }
 
-/// The boxes of a conjunction of rules (one rule, or a rule and what it is tested with).
-fn lower(all: &[IptRule], names: &Names) -> Vec<Rule<FW>> {
-    // Families the addresses allow.
-    let mut fam: Union = None;
-    let mut addr: [Vec<Vec<AddrBox>>; 2] = [Vec::new(), Vec::new()];
-    let (mut sport, mut dport, mut proto, mut iif, mut oif): (Union, Union, Union, Union, Union) =
-        (None, None, None, None, None);
-    for r in all {
-        for (k, n) in [(0, &r.src), (1, &r.dst)] {
-            if let Some(n) = n {
-                let f = if n.addr.is_ipv4() { 4 } else { 6 };
-                fam = intersect(fam, vec![(f, f)]);
-                addr[k].push(address_boxes(n));
+/// One alternative of a constraint: ranges on some fields, all of which must hold.
+type Alt = Vec<(usize, u32, u32)>;
+
+/// Each box split by the alternatives of a constraint: its intersection with each, where
+/// that is not empty.
+fn constrain(boxes: Vec<Rule<FW>>, alts: &[Alt]) -> Vec<Rule<FW>> {
+    let mut out = Vec::with_capacity(boxes.len());
+    for b in &boxes {
+        'alt: for alt in alts {
+            let mut x = *b;
+            for &(f, lo, hi) in alt {
+                x.lo[f] = x.lo[f].max(lo);
+                x.hi[f] = x.hi[f].min(hi);
+                if x.lo[f] > x.hi[f] {
+                    continue 'alt;
+                }
             }
-        }
-        if !r.sports.is_empty() {
-            sport = intersect(
-                sport,
-                r.sports.iter().map(|&(a, b)| (u32::from(a), u32::from(b))).collect(),
-            );
-        }
-        if !r.dports.is_empty() {
-            dport = intersect(
-                dport,
-                r.dports.iter().map(|&(a, b)| (u32::from(a), u32::from(b))).collect(),
-            );
-        }
-        if let Some((p, not)) = r.proto {
-            let p = u32::from(p);
-            proto = intersect(proto, if not { complement((p, p), 255) } else { vec![(p, p)] });
-        }
-        if let Some((n, not)) = &r.iif {
-            iif = intersect(iif, names.ranges(n, *not));
-        }
-        if let Some((n, not)) = &r.oif {
-            oif = intersect(oif, names.ranges(n, *not));
+            out.push(x);
         }
     }
-    let fam = fam.unwrap_or_else(|| vec![(4, 4), (6, 6)]);
-    let any = |u: Union, max: u32| u.unwrap_or_else(|| vec![(0, max)]);
-    let (sport, dport, proto) = (any(sport, 65535), any(dport, 65535), any(proto, 255));
-    let (iif, oif) = (any(iif, u32::MAX), any(oif, u32::MAX));
-    let mut out = Vec::new();
-    for &(f, _) in &fam {
-        let v4 = f == 4;
-        let wild: [(u32, u32); 4] =
-            std::array::from_fn(|k| if v4 && k > 0 { (0, 0) } else { (0, u32::MAX) });
-        // Each address field: the intersection of its matches' box unions.
-        let mut per = [vec![wild], vec![wild]];
-        for (k, list) in addr.iter().enumerate() {
-            for boxes in list {
-                per[k] = per[k]
+    out
+}
+
+/// Alternatives on one field.
+fn on(field: usize, ranges: impl IntoIterator<Item = (u32, u32)>) -> Vec<Alt> {
+    ranges.into_iter().map(|(lo, hi)| vec![(field, lo, hi)]).collect()
+}
+
+/// The alternatives of an address match at `at` (SRC or DST): its family, and its boxes over
+/// the address words.
+fn address_alts(n: &Net, at: usize) -> Vec<Alt> {
+    let f = if n.addr.is_ipv4() { 4 } else { 6 };
+    address_boxes(n)
+        .into_iter()
+        .map(|b| {
+            let mut a = vec![(FAMILY, f, f)];
+            a.extend((0..4).map(|w| (at + w, b[w].0, b[w].1)));
+            a
+        })
+        .collect()
+}
+
+/// The boxes of a rule: every field's constraint, each a union of alternatives, expanded.
+fn lower(r: &IptRule, names: &Names) -> Vec<Rule<FW>> {
+    let mut v4 = Rule { lo: [0; FW], hi: [u32::MAX; FW] };
+    for (f, max) in [(SPORT, 65535), (DPORT, 65535), (PROTO, 255)] {
+        v4.hi[f] = max;
+    }
+    let mut v6 = v4;
+    (v4.lo[FAMILY], v4.hi[FAMILY]) = (4, 4);
+    (v6.lo[FAMILY], v6.hi[FAMILY]) = (6, 6);
+    for w in 1..4 {
+        v4.hi[SRC + w] = 0;
+        v4.hi[DST + w] = 0;
+    }
+    let mut boxes = match r.family {
+        Some(4) => vec![v4],
+        Some(6) => vec![v6],
+        Some(_) => Vec::new(),
+        None => vec![v4, v6],
+    };
+    let wide = |v: &[(u8, u8)]| -> Vec<(u32, u32)> {
+        v.iter().map(|&(a, b)| (u32::from(a), u32::from(b))).collect()
+    };
+    let wide16 = |v: &[(u16, u16)]| -> Vec<(u32, u32)> {
+        v.iter().map(|&(a, b)| (u32::from(a), u32::from(b))).collect()
+    };
+    let mut constraints: Vec<Vec<Alt>> = Vec::new();
+    if let Some(n) = &r.src {
+        constraints.push(address_alts(n, SRC));
+    }
+    if let Some(n) = &r.dst {
+        constraints.push(address_alts(n, DST));
+    }
+    if let Some(p) = &r.proto {
+        constraints.push(on(PROTO, wide(p)));
+    }
+    if let Some(p) = &r.sports {
+        constraints.push(on(SPORT, wide16(p)));
+    }
+    if let Some(p) = &r.dports {
+        constraints.push(on(DPORT, wide16(p)));
+    }
+    // An ICMP packet's type and code are in the port fields.
+    if let Some(t) = &r.icmp_type {
+        constraints.push(on(SPORT, wide(t)));
+    }
+    if let Some(c) = &r.icmp_code {
+        constraints.push(on(DPORT, wide(c)));
+    }
+    if let Some((n, not)) = &r.iif {
+        constraints.push(on(IIF, names.ranges(n, *not)));
+    }
+    if let Some((n, not)) = &r.oif {
+        constraints.push(on(OIF, names.ranges(n, *not)));
+    }
+    for t in &r.tuples {
+        let mut alts: Vec<Alt> = Vec::new();
+        for e in &t.elems {
+            // One element: the product of its fields' alternatives.
+            let mut parts: Vec<Alt> = vec![Vec::new()];
+            for (k, v) in t.keys.iter().zip(e) {
+                let here: Vec<Alt> = match (k, v) {
+                    (Key::Src, Value::Net(n)) => address_alts(n, SRC),
+                    (Key::Dst, Value::Net(n)) => address_alts(n, DST),
+                    (Key::Sport, &Value::Range(a, b)) => on(SPORT, [(a, b)]),
+                    (Key::Dport, &Value::Range(a, b)) => on(DPORT, [(a, b)]),
+                    (Key::Proto, &Value::Range(a, b)) => on(PROTO, [(a, b)]),
+                    (Key::Iif, Value::Iface(n)) => on(IIF, [names.range(n)]),
+                    (Key::Oif, Value::Iface(n)) => on(OIF, [names.range(n)]),
+                    // A value of another field's kind matches nothing.
+                    _ => Vec::new(),
+                };
+                parts = parts
                     .iter()
-                    .flat_map(|a| {
-                        boxes.iter().filter_map(move |b| {
-                            let x: [(u32, u32); 4] =
-                                std::array::from_fn(|i| (a[i].0.max(b[i].0), a[i].1.min(b[i].1)));
-                            x.iter().all(|(l, h)| l <= h).then_some(x)
+                    .flat_map(|p| {
+                        here.iter().map(move |h| {
+                            let mut x = p.clone();
+                            x.extend_from_slice(h);
+                            x
                         })
                     })
                     .collect();
             }
+            alts.extend(parts);
         }
-        for s in &per[0] {
-            for d in &per[1] {
-                for &sp in &sport {
-                    for &dp in &dport {
-                        for &pr in &proto {
-                            for &i in &iif {
-                                for &o in &oif {
-                                    let mut lo = [0u32; FW];
-                                    let mut hi = [0u32; FW];
-                                    lo[FAMILY] = f;
-                                    hi[FAMILY] = f;
-                                    for w in 0..4 {
-                                        (lo[SRC + w], hi[SRC + w]) = s[w];
-                                        (lo[DST + w], hi[DST + w]) = d[w];
-                                    }
-                                    (lo[SPORT], hi[SPORT]) = sp;
-                                    (lo[DPORT], hi[DPORT]) = dp;
-                                    (lo[PROTO], hi[PROTO]) = pr;
-                                    (lo[IIF], hi[IIF]) = i;
-                                    (lo[OIF], hi[OIF]) = o;
-                                    out.push(Rule { lo, hi });
-                                }
-                            }
-                        }
-                    }
-                }
-            }
+        constraints.push(alts);
+    }
+    for c in &constraints {
+        boxes = constrain(boxes, c);
+    }
+    boxes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packet<'a>(src: &str, dst: &str, proto: u8, sport: u16, dport: u16) -> Packet<'a> {
+        Packet {
+            src: src.parse().unwrap(),
+            dst: dst.parse().unwrap(),
+            sport,
+            dport,
+            proto,
+            iif: "",
+            oif: "",
+            ct: None,
+            tcp_flags: 0,
         }
     }
-    out
+
+    #[test]
+    fn icmp_types_and_codes_are_the_port_fields_and_families_hold() {
+        let rs = crate::iptables::parse(
+            "r",
+            "*filter\n:INPUT DROP [0:0]\n-A INPUT -p icmp --icmp-type echo-request -j ACCEPT\n-A INPUT -p icmp --icmp-type 3/4 -j REJECT\n-A INPUT -p tcp -j ACCEPT\nCOMMIT\n",
+        )
+        .unwrap();
+        let fw = Firewall::from_iptables(&rs, "INPUT", &HashMap::new()).unwrap();
+        let name = |p: &Packet<'_>| fw.entries()[fw.evaluate(p).entry].name.clone();
+        assert_eq!(name(&packet("10.0.0.1", "10.0.0.2", 1, 8, 0)), "INPUT:1");
+        assert_eq!(name(&packet("10.0.0.1", "10.0.0.2", 1, 0, 0)), "INPUT:policy");
+        assert_eq!(name(&packet("10.0.0.1", "10.0.0.2", 1, 3, 4)), "INPUT:2");
+        assert_eq!(name(&packet("10.0.0.1", "10.0.0.2", 1, 3, 3)), "INPUT:policy");
+        assert_eq!(fw.entries()[1].reject, Some(RejectWith::Icmp(3)));
+        // A TCP packet to port 8 is not an echo request.
+        assert_eq!(name(&packet("10.0.0.1", "10.0.0.2", 6, 8, 0)), "INPUT:3");
+        // iptables-save rules are IPv4's: an IPv6 packet meets only the policy.
+        assert_eq!(name(&packet("::1", "::2", 6, 1000, 22)), "INPUT:policy");
+        assert_eq!(name(&packet("::1", "::2", 58, 128, 0)), "INPUT:policy");
+    }
 }

@@ -1,7 +1,8 @@
 //! An `iptables-save` subset: the filter table, chain policies, `-A` rules (with or without
 //! the `[packets:bytes]` counters of `iptables-save -c`) with `-s`/`-d`, `-p`, `-i`/`-o`,
 //! `--sport`/`--dport`, `-m multiport --sports/--dports`, `-m set --match-set NAME src|dst`,
-//! `-m conntrack --ctstate`, `-m state --state`, `-m comment`, `--tcp-flags`/`--syn`, and the
+//! `-m conntrack --ctstate`, `-m state --state`, `-m comment`, `--tcp-flags`/`--syn`, `-m icmp
+//! --icmp-type` and `-m icmp6 --icmpv6-type`, and the
 //! targets `ACCEPT`, `DROP`, `REJECT`, `RETURN`, user chains (`-j`), `-g`/`--goto`, and `LOG`
 //! and `NFLOG` (which only log: the rule counts and the packet goes on). `!` negates `-s`,
 //! `-d`, `-p`, `-i` and `-o`. The nat, mangle, raw and security tables are skipped. A rule is
@@ -12,8 +13,11 @@
 //! `-p` that loads it), a match's protocol must be given, each of `-s -d -p -i -o -j` once,
 //! chains declared once and policies only on built-in chains. What rampart does not model (a
 //! match like `limit`, a target like `MARK`, `! --dport`) is refused by name, never read
-//! with another meaning. One extension: IPv4 and IPv6 rules (`ip6tables-save`'s) may share
-//! a file, each rule matching the family of its addresses.
+//! with another meaning. Rules apply to their table's family, as on Linux: IPv4 for
+//! `iptables-save` output, IPv6 for `ip6tables-save`'s (told by its header, or by every
+//! address being IPv6). One extension: IPv4 and IPv6 rules may share a file, each rule with
+//! an address matching its family and the others both. `REJECT` keeps its `--reject-with`
+//! (by default ICMP port unreachable, or ICMPv6's).
 //!
 //! Chains stay chains: a jump is a reference to the chain's one body, never a copy, so a rule
 //! set costs what its file holds however many paths lead through it.
@@ -27,7 +31,7 @@ use crate::classbench::ParseError;
 use crate::ipset::{PrefixError, masked, parse_prefix};
 
 /// An address match: a prefix, possibly negated.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Net {
     /// The address (host bits below the prefix are cleared).
     pub addr: IpAddr,
@@ -59,7 +63,7 @@ pub enum Target {
     Accept,
     /// `-j DROP`
     Drop,
-    /// `-j REJECT` (with its options, which are kept verbatim)
+    /// `-j REJECT`: dropped, and the sender told ([`IptRule::reject`] says how).
     Reject,
     /// `-j RETURN`
     Return,
@@ -70,40 +74,186 @@ pub enum Target {
     Goto(String),
 }
 
-/// One `-A` rule.
+/// How a rejected packet's sender is told.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RejectWith {
+    /// A TCP reset (`with tcp reset`, `--reject-with tcp-reset`); the rule matches TCP only.
+    TcpReset,
+    /// ICMP destination unreachable with this code (`with icmp type port-unreachable` is 3).
+    Icmp(u8),
+    /// ICMPv6 destination unreachable with this code (`port-unreachable` is 4).
+    Icmpv6(u8),
+    /// nftables' family-neutral codes (`with icmpx type ...`): 0 no-route, 1
+    /// port-unreachable, 2 host-unreachable, 3 admin-prohibited, sent as ICMP or ICMPv6
+    /// after the packet's family. A plain `reject` in an `inet` table is `Icmpx(1)`.
+    Icmpx(u8),
+}
+
+/// A set of byte values: the TCP flag combinations a match allows (every form of nft's
+/// `tcp flags` and iptables' `--tcp-flags` comes down to one).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ByteSet(pub [u64; 4]);
+
+impl ByteSet {
+    /// Every value.
+    pub const ALL: ByteSet = ByteSet([u64::MAX; 4]);
+
+    /// The values `f` holds for.
+    pub fn from_fn(f: impl Fn(u8) -> bool) -> Self {
+        let mut s = [0u64; 4];
+        for v in 0..=255u8 {
+            if f(v) {
+                s[usize::from(v >> 6)] |= 1 << (v & 63);
+            }
+        }
+        ByteSet(s)
+    }
+
+    /// The values whose bits under `mask` are `value` (iptables' `--tcp-flags MASK COMP`).
+    pub fn masked(mask: u8, value: u8) -> Self {
+        Self::from_fn(|v| v & mask == value)
+    }
+
+    /// Whether `v` is in the set.
+    #[inline]
+    pub fn contains(&self, v: u8) -> bool {
+        self.0[usize::from(v >> 6)] >> (v & 63) & 1 == 1
+    }
+
+    /// The values in the set, in order.
+    pub fn values(&self) -> impl Iterator<Item = u8> + '_ {
+        (0..=255u8).filter(|&v| self.contains(v))
+    }
+
+    /// Both sets' values.
+    pub fn and(&self, o: &ByteSet) -> ByteSet {
+        ByteSet(std::array::from_fn(|i| self.0[i] & o.0[i]))
+    }
+}
+
+impl std::fmt::Debug for ByteSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // As a mask/value pair when it is one, else the values.
+        for mask in 0..=255u8 {
+            let value = self.values().next().unwrap_or(0) & mask;
+            if *self == ByteSet::masked(mask, value) {
+                return write!(f, "ByteSet(flags & {mask:#04x} == {value:#04x})");
+            }
+        }
+        f.debug_set().entries(self.values()).finish()
+    }
+}
+
+/// A field a concatenation (or an anonymous set) matches on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Key {
+    /// Source address.
+    Src,
+    /// Destination address.
+    Dst,
+    /// Source port.
+    Sport,
+    /// Destination port.
+    Dport,
+    /// Transport protocol.
+    Proto,
+    /// Input interface name.
+    Iif,
+    /// Output interface name.
+    Oif,
+}
+
+/// One field's value in an element of a concatenation.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Value {
+    /// An address prefix (its `not` is false).
+    Net(Net),
+    /// An inclusive range of numbers (ports, protocols).
+    Range(u32, u32),
+    /// An interface name (a trailing `+` matches any suffix).
+    Iface(String),
+}
+
+/// Elements over some fields, one of which the packet must match: nftables' concatenations
+/// (`ip saddr . tcp dport { 10.0.0.1 . 22, 10.0.0.0/8 . 80-90 }`) and anonymous sets. Each
+/// element is a box over its fields, so the classifier and the verifier take them as they
+/// take port lists: as unions of boxes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tuples {
+    /// The fields, in order.
+    pub keys: Vec<Key>,
+    /// The elements, each one value per key.
+    pub elems: Vec<Vec<Value>>,
+}
+
+/// One rule: what it matches (all of it must hold; `None` matches anything) and what it
+/// does.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct IptRule {
-    /// `CHAIN:N`.
+    /// `CHAIN:N` (iptables, rampart syntax), or for nftables the chain, position and comment
+    /// (`forward:3 new-tcp`).
     pub name: String,
     /// Line in the file.
     pub line: usize,
+    /// The address family it applies to: 4 or 6 (`None`: both). iptables-save rules are
+    /// IPv4's, ip6tables-save rules IPv6's; nftables rules take their table's family and
+    /// their matches' (`ip saddr`, `icmp type`, `meta nfproto`).
+    pub family: Option<u8>,
     /// `-s`
     pub src: Option<Net>,
     /// `-d`
     pub dst: Option<Net>,
-    /// `-p`: protocol number, negated.
-    pub proto: Option<(u8, bool)>,
-    /// `-i`: interface name (a trailing `+` matches any suffix), negated.
-    pub iif: Option<(String, bool)>,
+    /// `-p`, `meta l4proto`: the protocols allowed, as inclusive ranges.
+    pub proto: Option<Vec<(u8, u8)>>,
+    /// `-i`: interface names (a trailing `+` matches any suffix), any of which matches, and
+    /// whether the match is negated.
+    pub iif: Option<(Vec<String>, bool)>,
     /// `-o`
-    pub oif: Option<(String, bool)>,
+    pub oif: Option<(Vec<String>, bool)>,
     /// `--sport` / `--sports`: inclusive ranges, any of which matches.
-    pub sports: Vec<(u16, u16)>,
+    pub sports: Option<Vec<(u16, u16)>>,
     /// `--dport` / `--dports`
-    pub dports: Vec<(u16, u16)>,
-    /// `-m set --match-set NAME src`
-    pub src_set: Option<String>,
+    pub dports: Option<Vec<(u16, u16)>>,
+    /// ICMP or ICMPv6 types allowed (`--icmp-type`, `icmp type`), as inclusive ranges. The
+    /// classifier sees an ICMP packet's type in the source-port field, so these lower onto
+    /// it (the rule's protocol is ICMP's or ICMPv6's).
+    pub icmp_type: Option<Vec<(u8, u8)>>,
+    /// ICMP or ICMPv6 codes allowed, lowered onto the destination-port field.
+    pub icmp_code: Option<Vec<(u8, u8)>>,
+    /// `-m set --match-set NAME src`, `ip saddr @NAME`: the set, and whether the match is
+    /// negated (`ip saddr != @NAME`).
+    pub src_set: Option<(String, bool)>,
     /// `-m set --match-set NAME dst`
-    pub dst_set: Option<String>,
-    /// `-m conntrack --ctstate`: any of these.
-    pub ct: Vec<CtState>,
-    /// `--tcp-flags MASK COMP` / `--syn`: (mask, value) over the TCP flag byte.
-    pub tcp_flags: Option<(u8, u8)>,
+    pub dst_set: Option<(String, bool)>,
+    /// Concatenations and anonymous sets: each must hold.
+    pub tuples: Vec<Tuples>,
+    /// `-m conntrack --ctstate`, `ct state`: any of these (an empty list: no packet).
+    pub ct: Option<Vec<CtState>>,
+    /// `--tcp-flags MASK COMP` / `--syn`, `tcp flags ...`: the flag bytes allowed.
+    pub tcp_flags: Option<ByteSet>,
     /// Application names (rampart syntax `app NAME`); matched once DPI labels flows, never
     /// before.
     pub app: Vec<String>,
-    /// `-j`; `None` for a rule that only counts.
+    /// `-m comment --comment`, nft's `comment "..."`.
+    pub comment: Option<String>,
+    /// A `log` statement (`-j LOG`): its prefix (empty without one). It only logs.
+    pub log: Option<String>,
+    /// Whether the rule has a `counter` statement (iptables rules always count).
+    pub counter: bool,
+    /// How a `Reject` tells the sender.
+    pub reject: Option<RejectWith>,
+    /// `-j`; `None` for a rule that only counts (or logs).
     pub target: Option<Target>,
+}
+
+impl IptRule {
+    /// The one protocol the rule allows, if it allows exactly one.
+    pub fn single_proto(&self) -> Option<u8> {
+        match self.proto.as_deref() {
+            Some(&[(a, b)]) if a == b => Some(a),
+            _ => None,
+        }
+    }
 }
 
 /// A chain and its rules.
@@ -255,6 +405,183 @@ fn proto(w: &str) -> Option<u8> {
     }
 }
 
+/// The values of `0..=max` outside `lo..=hi`, as ranges.
+fn complement((lo, hi): (u8, u8), max: u8) -> Vec<(u8, u8)> {
+    let mut v = Vec::new();
+    if lo > 0 {
+        v.push((0, lo - 1));
+    }
+    if hi < max {
+        v.push((hi + 1, max));
+    }
+    v
+}
+
+/// ICMP types by iptables' names: (name, type, code or `None` for any code).
+const ICMP_TYPES: &[(&str, u8, Option<u8>)] = &[
+    ("echo-reply", 0, None),
+    ("pong", 0, None),
+    ("destination-unreachable", 3, None),
+    ("network-unreachable", 3, Some(0)),
+    ("host-unreachable", 3, Some(1)),
+    ("protocol-unreachable", 3, Some(2)),
+    ("port-unreachable", 3, Some(3)),
+    ("fragmentation-needed", 3, Some(4)),
+    ("source-route-failed", 3, Some(5)),
+    ("network-unknown", 3, Some(6)),
+    ("host-unknown", 3, Some(7)),
+    ("network-prohibited", 3, Some(9)),
+    ("host-prohibited", 3, Some(10)),
+    ("TOS-network-unreachable", 3, Some(11)),
+    ("TOS-host-unreachable", 3, Some(12)),
+    ("communication-prohibited", 3, Some(13)),
+    ("host-precedence-violation", 3, Some(14)),
+    ("precedence-cutoff", 3, Some(15)),
+    ("source-quench", 4, None),
+    ("redirect", 5, None),
+    ("network-redirect", 5, Some(0)),
+    ("host-redirect", 5, Some(1)),
+    ("TOS-network-redirect", 5, Some(2)),
+    ("TOS-host-redirect", 5, Some(3)),
+    ("echo-request", 8, None),
+    ("ping", 8, None),
+    ("router-advertisement", 9, None),
+    ("router-solicitation", 10, None),
+    ("time-exceeded", 11, None),
+    ("ttl-exceeded", 11, None),
+    ("ttl-zero-during-transit", 11, Some(0)),
+    ("ttl-zero-during-reassembly", 11, Some(1)),
+    ("parameter-problem", 12, None),
+    ("ip-header-bad", 12, Some(0)),
+    ("required-option-missing", 12, Some(1)),
+    ("timestamp-request", 13, None),
+    ("timestamp-reply", 14, None),
+    ("address-mask-request", 17, None),
+    ("address-mask-reply", 18, None),
+];
+
+/// ICMPv6 types by ip6tables' names.
+const ICMPV6_TYPES: &[(&str, u8, Option<u8>)] = &[
+    ("destination-unreachable", 1, None),
+    ("no-route", 1, Some(0)),
+    ("communication-prohibited", 1, Some(1)),
+    ("beyond-scope", 1, Some(2)),
+    ("address-unreachable", 1, Some(3)),
+    ("port-unreachable", 1, Some(4)),
+    ("failed-policy", 1, Some(5)),
+    ("reject-route", 1, Some(6)),
+    ("packet-too-big", 2, None),
+    ("time-exceeded", 3, None),
+    ("ttl-exceeded", 3, None),
+    ("ttl-zero-during-transit", 3, Some(0)),
+    ("ttl-zero-during-reassembly", 3, Some(1)),
+    ("parameter-problem", 4, None),
+    ("bad-header", 4, Some(0)),
+    ("unknown-header-type", 4, Some(1)),
+    ("unknown-option", 4, Some(2)),
+    ("echo-request", 128, None),
+    ("ping", 128, None),
+    ("echo-reply", 129, None),
+    ("pong", 129, None),
+    ("mld-listener-query", 130, None),
+    ("mld-listener-report", 131, None),
+    ("mld-listener-done", 132, None),
+    ("router-solicitation", 133, None),
+    ("router-advertisement", 134, None),
+    ("neighbour-solicitation", 135, None),
+    ("neighbor-solicitation", 135, None),
+    ("neighbour-advertisement", 136, None),
+    ("neighbor-advertisement", 136, None),
+    ("redirect", 137, None),
+];
+
+/// `--icmp-type` / `--icmpv6-type`: a name, `TYPE` or `TYPE/CODE`, as (type, code); `any`
+/// is (None, None).
+fn icmp_type(w: &str, v6: bool) -> Option<(Option<u8>, Option<u8>)> {
+    if w == "any" {
+        return Some((None, None));
+    }
+    let table = if v6 { ICMPV6_TYPES } else { ICMP_TYPES };
+    if let Some(&(_, t, c)) = table.iter().find(|(n, _, _)| n.eq_ignore_ascii_case(w)) {
+        return Some((Some(t), c));
+    }
+    match w.split_once('/') {
+        Some((t, c)) => Some((Some(t.parse().ok()?), Some(c.parse().ok()?))),
+        None => Some((Some(w.parse().ok()?), None)),
+    }
+}
+
+/// `--reject-with` types.
+fn reject_with(w: &str) -> Option<RejectWith> {
+    Some(match w {
+        "tcp-reset" | "tcp-rst" => RejectWith::TcpReset,
+        "icmp-net-unreachable" | "net-unreach" => RejectWith::Icmp(0),
+        "icmp-host-unreachable" | "host-unreach" => RejectWith::Icmp(1),
+        "icmp-proto-unreachable" | "proto-unreach" => RejectWith::Icmp(2),
+        "icmp-port-unreachable" | "port-unreach" => RejectWith::Icmp(3),
+        "icmp-net-prohibited" | "net-prohib" => RejectWith::Icmp(9),
+        "icmp-host-prohibited" | "host-prohib" => RejectWith::Icmp(10),
+        "icmp-admin-prohibited" | "admin-prohib" => RejectWith::Icmp(13),
+        "icmp6-no-route" | "no-route" => RejectWith::Icmpv6(0),
+        "icmp6-adm-prohibited" | "adm-prohibited" => RejectWith::Icmpv6(1),
+        "icmp6-addr-unreachable" | "addr-unreach" => RejectWith::Icmpv6(3),
+        "icmp6-port-unreachable" | "port-unreach6" => RejectWith::Icmpv6(4),
+        "icmp6-policy-fail" | "policy-fail" => RejectWith::Icmpv6(5),
+        "icmp6-reject-route" | "reject-route" => RejectWith::Icmpv6(6),
+        _ => return None,
+    })
+}
+
+/// The family of a filter table section of `iptables-save` (or `ip6tables-save`) output:
+/// 6 when its header says ip6tables-save or every family it names is IPv6's, 4 when every
+/// one is IPv4's or it names none, `None` for a section naming both (rampart's extension:
+/// then each rule with an address takes its family, and the others apply to both). A
+/// section names a family by its addresses and by `-p icmp` (IPv4) or `-p ipv6-icmp`
+/// (IPv6), which mean nothing in the other family's table. Sets each
+/// rule's family and default reject, and refuses a rule whose addresses mix families.
+fn settle_family(file: &str, rules: &mut [&mut IptRule], header6: bool) -> Result<(), ParseError> {
+    let fam = |n: &Option<Net>| n.map(|n| if n.addr.is_ipv4() { 4u8 } else { 6 });
+    let mut seen = [false; 2];
+    for r in rules.iter() {
+        let by_proto = match r.single_proto() {
+            Some(1) => Some(4),
+            Some(58) => Some(6),
+            _ => None,
+        };
+        for f in [fam(&r.src), fam(&r.dst), by_proto].into_iter().flatten() {
+            seen[usize::from(f == 6)] = true;
+        }
+    }
+    let section = match (header6, seen) {
+        (true, _) | (false, [false, true]) => Some(6),
+        (false, [_, false]) => Some(4),
+        (false, [true, true]) => None,
+    };
+    for r in rules.iter_mut() {
+        let own = match (fam(&r.src), fam(&r.dst)) {
+            (Some(a), Some(b)) if a != b => {
+                return Err(ParseError {
+                    file: file.to_string(),
+                    line: r.line,
+                    column: 1,
+                    expected: "-s and -d of one address family".into(),
+                    found: "an IPv4 and an IPv6 address".into(),
+                });
+            }
+            (a, b) => a.or(b),
+        };
+        r.family = own.or(section);
+        if r.target == Some(Target::Reject) && r.reject.is_none() {
+            r.reject = Some(match r.family {
+                Some(4) => RejectWith::Icmp(3),
+                Some(_) => RejectWith::Icmpv6(4),
+                None => RejectWith::Icmpx(1),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Matches netfilter has that rampart does not read.
 const UNSUPPORTED_MATCHES: &[&str] = &[
     "addrtype",
@@ -278,8 +605,6 @@ const UNSUPPORTED_MATCHES: &[&str] = &[
     "hbh",
     "helper",
     "hl",
-    "icmp",
-    "icmp6",
     "iprange",
     "ipv6header",
     "ipvs",
@@ -397,6 +722,8 @@ fn option_match(w: &str) -> Option<&'static [&'static str]> {
         "--state" => &["state"],
         "--match-set" => &["set"],
         "--comment" => &["comment"],
+        "--icmp-type" => &["icmp"],
+        "--icmpv6-type" => &["icmp6"],
         _ => return None,
     })
 }
@@ -410,11 +737,17 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
     let mut rs = Ruleset::default();
     let mut index: HashMap<String, usize> = HashMap::new();
     let mut table: Option<String> = None;
+    // Whether the section being read was written by ip6tables-save, and the rules it added.
+    let mut header6 = false;
+    let mut added: Vec<(usize, usize)> = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let mut lx = Lexer { file, line: i + 1, text: line, pos: 0 };
         let t = line.trim_start();
         let at = line.len() - t.len();
         if t.is_empty() || t.starts_with('#') {
+            if t.starts_with("# Generated by ") {
+                header6 = t.starts_with("# Generated by ip6tables-save");
+            }
             continue;
         }
         if let Some(name) = t.strip_prefix('*') {
@@ -430,6 +763,25 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
                 return Err(lx.error(at, "a table ('*filter') before COMMIT"));
             }
             table = None;
+            let mut rules: Vec<&mut IptRule> = Vec::new();
+            let mut left: &mut [Chain] = &mut rs.chains;
+            let mut base = 0;
+            // The rules this section added, chain by chain (each chain's are contiguous).
+            added.sort_unstable();
+            let mut k = 0;
+            while k < added.len() {
+                let c = added[k].0;
+                let first = added[k].1;
+                let n = added[k..].iter().take_while(|x| x.0 == c).count();
+                let (_, rest) = std::mem::take(&mut left).split_at_mut(c - base);
+                let (this, after) = rest.split_first_mut().expect("the chain exists");
+                rules.extend(this.rules[first..first + n].iter_mut());
+                left = after;
+                base = c + 1;
+                k += n;
+            }
+            settle_family(file, &mut rules, header6)?;
+            added.clear();
             continue;
         }
         let Some(tbl) = &table else {
@@ -486,8 +838,15 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
             return Err(lx.error(cat, "a chain declared with ':NAME' earlier"));
         };
         let n = rs.chains[ci].rules.len() + 1;
-        let mut r = IptRule { name: format!("{chain}:{n}"), line: i + 1, ..IptRule::default() };
+        let mut r = IptRule {
+            name: format!("{chain}:{n}"),
+            line: i + 1,
+            counter: true,
+            ..IptRule::default()
+        };
         let mut not = false;
+        // `-p` as given (the protocol and `!`), for the matches it loads.
+        let mut proto_given: Option<(u8, bool)> = None;
         // Matches loaded so far (`-m`, or implicitly by `-p`), with where they were loaded.
         let mut loaded: Vec<(String, usize)> = Vec::new();
         let mut target_name: Option<String> = None;
@@ -529,7 +888,7 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
                 && !loaded.iter().any(|(m, _)| owners.contains(&m.as_str()))
             {
                 let implicit =
-                    r.proto.and_then(|(p, not)| (!not).then(|| proto_match_name(p)).flatten());
+                    proto_given.and_then(|(p, not)| (!not).then(|| proto_match_name(p)).flatten());
                 match implicit {
                     Some(m) if owners.contains(&m) => loaded.push((m.to_string(), wat)),
                     Some(m @ ("sctp" | "dccp" | "udplite")) if w.contains("port") => {
@@ -565,7 +924,14 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
                     once(&lx, wat, "-p")?;
                     let (at, v) = lx.need("a protocol")?;
                     match proto(&v) {
-                        Some(p) => r.proto = Some((p, neg)),
+                        Some(p) => {
+                            proto_given = Some((p, neg));
+                            r.proto = Some(if neg {
+                                complement((p, p), 255)
+                            } else {
+                                vec![(p, p)]
+                            });
+                        }
                         None if v.eq_ignore_ascii_case("all") => {}
                         None => return Err(lx.error(at, "a protocol name or number")),
                     }
@@ -574,15 +940,19 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
                     let input = w.starts_with("-i") || w == "--in-interface";
                     once(&lx, wat, if input { "-i" } else { "-o" })?;
                     let (_, v) = lx.need("an interface name")?;
-                    if input { r.iif = Some((v, neg)) } else { r.oif = Some((v, neg)) }
+                    if input {
+                        r.iif = Some((vec![v], neg))
+                    } else {
+                        r.oif = Some((vec![v], neg))
+                    }
                 }
                 "-m" | "--match" => {
                     let (at, m) = lx.need("a match module")?;
-                    if !matches!(m.as_str(), "tcp" | "udp" | "multiport" | "set" | "conntrack" | "state" | "comment") {
+                    if !matches!(m.as_str(), "tcp" | "udp" | "icmp" | "icmp6" | "multiport" | "set" | "conntrack" | "state" | "comment") {
                         let what = if UNSUPPORTED_MATCHES.contains(&m.as_str()) {
-                            format!("a match rampart reads: tcp, udp, multiport, set, conntrack, state, comment (the {m} match is not supported)")
+                            format!("a match rampart reads: tcp, udp, icmp, icmp6, multiport, set, conntrack, state, comment (the {m} match is not supported)")
                         } else {
-                            "a match: tcp, udp, multiport, set, conntrack, state, comment".to_string()
+                            "a match: tcp, udp, icmp, icmp6, multiport, set, conntrack, state, comment".to_string()
                         };
                         return Err(lx.error(at, &what));
                     }
@@ -594,7 +964,7 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
                     if list.len() > 1 {
                         return Err(lx.error(at, "one port or range LO:HI (lists need -m multiport)"));
                     }
-                    if w.contains("source") || w == "--sport" { r.sports = list } else { r.dports = list }
+                    if w.contains("source") || w == "--sport" { r.sports = Some(list) } else { r.dports = Some(list) }
                 }
                 "--sports" | "--source-ports" | "--dports" | "--destination-ports" | "--ports" => {
                     let (at, v) = lx.need("ports")?;
@@ -602,21 +972,21 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
                         return Err(lx.error(wat, "--sports or --dports (--ports, either direction, is not supported)"));
                     }
                     let list = ports(&lx, at, &v, true)?;
-                    if w.contains("source") || w == "--sports" { r.sports = list } else { r.dports = list }
+                    if w.contains("source") || w == "--sports" { r.sports = Some(list) } else { r.dports = Some(list) }
                 }
                 "--match-set" => {
                     let (_, name) = lx.need("a set name")?;
                     let (at, dir) = lx.need("src or dst")?;
                     match dir.as_str() {
-                        "src" => r.src_set = Some(name),
-                        "dst" => r.dst_set = Some(name),
+                        "src" => r.src_set = Some((name, false)),
+                        "dst" => r.dst_set = Some((name, false)),
                         _ => return Err(lx.error(at, "src or dst (one direction; more are not supported)")),
                     }
                 }
                 "--ctstate" | "--state" => {
                     let (at, v) = lx.need("connection states")?;
                     for s in v.split(',') {
-                        r.ct.push(match s {
+                        r.ct.get_or_insert_with(Vec::new).push(match s {
                             "NEW" => CtState::New,
                             "ESTABLISHED" => CtState::Established,
                             "RELATED" => CtState::Related,
@@ -628,15 +998,28 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
                     }
                 }
                 "--comment" => {
-                    lx.need("a comment")?;
+                    r.comment = Some(lx.need("a comment")?.1);
                 }
-                "--syn" => r.tcp_flags = Some((0x17, 0x02)),
+                "--icmp-type" | "--icmpv6-type" => {
+                    let (at, v) = lx.need("an ICMP type: a name, TYPE or TYPE/CODE")?;
+                    let v6 = w == "--icmpv6-type";
+                    let (t, c) = icmp_type(&v, v6).ok_or_else(|| {
+                        lx.error(at, if v6 { "an ICMPv6 type: a name (echo-request, ...), TYPE or TYPE/CODE" } else { "an ICMP type: a name (echo-request, ...), TYPE or TYPE/CODE" })
+                    })?;
+                    if let Some(t) = t {
+                        r.icmp_type = Some(vec![(t, t)]);
+                    }
+                    if let Some(c) = c {
+                        r.icmp_code = Some(vec![(c, c)]);
+                    }
+                }
+                "--syn" => r.tcp_flags = Some(ByteSet::masked(0x17, 0x02)),
                 "--tcp-flags" => {
                     let (at, m) = lx.need("the flags to examine, like SYN,RST,ACK")?;
                     let mask = tcp_flags(&m).ok_or_else(|| lx.error(at, "TCP flags (FIN,SYN,RST,PSH,ACK,URG,ALL,NONE)"))?;
                     let (at, v) = lx.need("the flags that must be set")?;
                     let value = tcp_flags(&v).ok_or_else(|| lx.error(at, "TCP flags (FIN,SYN,RST,PSH,ACK,URG,ALL,NONE)"))?;
-                    r.tcp_flags = Some((mask, value & mask));
+                    r.tcp_flags = Some(ByteSet::masked(mask, value & mask));
                 }
                 "-j" | "--jump" | "-g" | "--goto" => {
                     once(&lx, wat, "-j")?;
@@ -654,7 +1037,10 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
                         "REJECT" => Some(Target::Reject),
                         "RETURN" => Some(Target::Return),
                         // They only log: the rule counts and the packet goes on.
-                        "LOG" | "NFLOG" => None,
+                        "LOG" | "NFLOG" => {
+                            r.log = Some(String::new());
+                            None
+                        }
                         c if index.contains_key(c) && !builtin(c) => Some(Target::Jump(c.to_string())),
                         c if UNSUPPORTED_TARGETS.contains(&c) => {
                             return Err(lx.error(at, &format!("a target rampart reads: ACCEPT, DROP, REJECT, RETURN, LOG, NFLOG or a user chain (the {c} target is not supported)")));
@@ -667,17 +1053,24 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
                     if target_name.as_deref() != Some("REJECT") {
                         return Err(lx.error(wat, "-j REJECT before --reject-with"));
                     }
-                    lx.need("a reject type")?;
+                    let (at, v) = lx.need("a reject type")?;
+                    r.reject = Some(reject_with(&v).ok_or_else(|| lx.error(at, "a reject type: icmp-port-unreachable, icmp-host-prohibited, tcp-reset, icmp6-adm-prohibited, ...") )?);
+                    if r.reject == Some(RejectWith::TcpReset) && proto_given != Some((6, false)) {
+                        return Err(lx.error(at, "-p tcp before --reject-with tcp-reset (the kernel refuses a TCP reset for other protocols)"));
+                    }
                 }
                 o if LOG_OPTIONS.iter().any(|(n, _)| *n == o) => {
                     if !matches!(target_name.as_deref(), Some("LOG" | "NFLOG")) {
                         return Err(lx.error(wat, &format!("-j LOG or -j NFLOG before {o}")));
                     }
                     if LOG_OPTIONS.iter().any(|&(n, v)| n == o && v) {
-                        lx.need("a value")?;
+                        let (_, v) = lx.need("a value")?;
+                        if o == "--log-prefix" || o == "--nflog-prefix" {
+                            r.log = Some(v);
+                        }
                     }
                 }
-                _ => return Err(lx.error(wat, "a supported option (-s -d -p -i -o -m --sport --dport --tcp-flags --syn --match-set --ctstate -j -g)")),
+                _ => return Err(lx.error(wat, "a supported option (-s -d -p -i -o -m --sport --dport --tcp-flags --syn --icmp-type --match-set --ctstate --comment -j -g)")),
             }
         }
         if not {
@@ -689,19 +1082,22 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
                 "tcp" => &[6],
                 "udp" => &[17],
                 "multiport" => &[6, 17, 33, 132, 136],
+                "icmp" => &[1],
+                "icmp6" => &[58],
                 _ => continue,
             };
-            if !r.proto.is_some_and(|(p, not)| !not && ok.contains(&p)) {
-                let want = if m == "multiport" {
-                    "-p tcp or -p udp"
-                } else if m == "tcp" {
-                    "-p tcp"
-                } else {
-                    "-p udp"
+            if !proto_given.is_some_and(|(p, not)| !not && ok.contains(&p)) {
+                let want = match m.as_str() {
+                    "multiport" => "-p tcp or -p udp",
+                    "tcp" => "-p tcp",
+                    "icmp" => "-p icmp",
+                    "icmp6" => "-p icmpv6",
+                    _ => "-p udp",
                 };
                 return Err(lx.error(*at, &format!("{want} for the {m} match")));
             }
         }
+        added.push((ci, rs.chains[ci].rules.len()));
         rs.chains[ci].rules.push(r);
     }
     if let Some(t) = table {
@@ -855,12 +1251,13 @@ COMMIT
         assert_eq!(rs.counts(), vec![("INPUT", 6), ("FORWARD", 0), ("OUTPUT", 0), ("SSH", 2)]);
         let web = &rs.chains[0].rules[3];
         assert_eq!(web.name, "INPUT:4");
-        assert_eq!(web.dports, vec![(80, 80), (443, 443), (8000, 8080)]);
+        assert_eq!(web.dports, Some(vec![(80, 80), (443, 443), (8000, 8080)]));
+        assert_eq!(web.comment.as_deref(), Some("web ports"));
         let not10 = &rs.chains[0].rules[5];
         assert!(not10.src.unwrap().not);
-        assert_eq!(not10.proto, Some((17, false)));
-        assert_eq!(rs.chains[0].rules[1].ct, vec![CtState::Related, CtState::Established]);
-        assert_eq!(rs.chains[0].rules[4].src_set.as_deref(), Some("blocklist"));
+        assert_eq!(not10.proto, Some(vec![(17, 17)]));
+        assert_eq!(rs.chains[0].rules[1].ct, Some(vec![CtState::Related, CtState::Established]));
+        assert_eq!(rs.chains[0].rules[4].src_set, Some(("blocklist".into(), false)));
     }
 
     #[test]
@@ -886,14 +1283,77 @@ COMMIT
     #[test]
     fn tcp_flags() {
         let rs = parse("r", "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -p tcp --syn -j DROP\n-A INPUT -p tcp --tcp-flags SYN,ACK ACK -j ACCEPT\nCOMMIT\n").unwrap();
-        assert_eq!(rs.chains[0].rules[0].tcp_flags, Some((0x17, 0x02)));
-        assert_eq!(rs.chains[0].rules[1].tcp_flags, Some((0x12, 0x10)));
+        assert_eq!(rs.chains[0].rules[0].tcp_flags, Some(ByteSet::masked(0x17, 0x02)));
+        assert_eq!(rs.chains[0].rules[1].tcp_flags, Some(ByteSet::masked(0x12, 0x10)));
         let e = parse(
             "r",
             "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -p tcp --tcp-flags SYN,BOGUS SYN\nCOMMIT\n",
         )
         .unwrap_err();
         assert_eq!(e.column, 29);
+    }
+
+    #[test]
+    fn icmp_types_comments_rejects_logs_and_families() {
+        let v4 = "# Generated by iptables-save v1.8.9\n*filter\n:INPUT DROP [0:0]\n\
+            -A INPUT -p icmp -m icmp --icmp-type 8 -m comment --comment \"ping in\" -j ACCEPT\n\
+            -A INPUT -p icmp --icmp-type port-unreachable -j ACCEPT\n\
+            -A INPUT -p icmp -m icmp --icmp-type 3/4 -j ACCEPT\n\
+            -A INPUT -p tcp -j REJECT --reject-with tcp-reset\n\
+            -A INPUT -j REJECT\n\
+            -A INPUT -j LOG --log-prefix \"in: \"\nCOMMIT\n";
+        let rs = parse("r", v4).unwrap();
+        let r = &rs.chains[0].rules;
+        assert_eq!((r[0].icmp_type.clone(), r[0].icmp_code.clone()), (Some(vec![(8, 8)]), None));
+        assert_eq!(r[0].comment.as_deref(), Some("ping in"));
+        assert_eq!(r[1].icmp_type, Some(vec![(3, 3)]));
+        assert_eq!(r[1].icmp_code, Some(vec![(3, 3)]));
+        assert_eq!(r[2].icmp_code, Some(vec![(4, 4)]));
+        assert_eq!(r[3].reject, Some(RejectWith::TcpReset));
+        assert_eq!(r[4].reject, Some(RejectWith::Icmp(3)));
+        assert_eq!((r[5].log.as_deref(), r[5].target.clone()), (Some("in: "), None));
+        // iptables-save rules are IPv4's, even without an address.
+        assert!(r.iter().all(|r| r.family == Some(4)));
+        let v6 = "# Generated by ip6tables-save v1.8.9\n*filter\n:INPUT DROP [0:0]\n\
+            -A INPUT -p ipv6-icmp -m icmp6 --icmpv6-type 135 -j ACCEPT\n\
+            -A INPUT -p tcp -j REJECT\nCOMMIT\n";
+        let rs = parse("r", v6).unwrap();
+        let r = &rs.chains[0].rules;
+        assert!(r.iter().all(|r| r.family == Some(6)));
+        assert_eq!(r[0].icmp_type, Some(vec![(135, 135)]));
+        assert_eq!(r[1].reject, Some(RejectWith::Icmpv6(4)));
+        // Without a header, the addresses tell; a file mixing both keeps addressless rules
+        // for both families.
+        let rs = parse(
+            "r",
+            "*filter\n:INPUT DROP [0:0]\n-A INPUT -s ::1 -j ACCEPT\n-A INPUT -j DROP\nCOMMIT\n",
+        )
+        .unwrap();
+        assert_eq!(rs.chains[0].rules[1].family, Some(6));
+        let rs = parse("r", "*filter\n:INPUT DROP [0:0]\n-A INPUT -s ::1 -j ACCEPT\n-A INPUT -s 10.0.0.1 -j ACCEPT\n-A INPUT -j DROP\nCOMMIT\n").unwrap();
+        assert_eq!(rs.chains[0].rules[2].family, None);
+        let rs = parse("r", "*filter\n:INPUT DROP [0:0]\n-A INPUT -p icmp -j ACCEPT\n-A INPUT -p ipv6-icmp -j ACCEPT\n-A INPUT -j DROP\nCOMMIT\n").unwrap();
+        assert_eq!(rs.chains[0].rules[2].family, None);
+        let rs = parse("r", "*filter\n:INPUT DROP [0:0]\n-A INPUT -p ipv6-icmp -j ACCEPT\n-A INPUT -j DROP\nCOMMIT\n").unwrap();
+        assert_eq!(rs.chains[0].rules[1].family, Some(6));
+        let e = parse(
+            "r",
+            "*filter\n:INPUT DROP [0:0]\n-A INPUT -s ::1 -d 10.0.0.1 -j ACCEPT\nCOMMIT\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.line, 3);
+        let e = parse("r", "*filter\n:INPUT DROP [0:0]\n-A INPUT -p udp -j REJECT --reject-with tcp-reset\nCOMMIT\n").unwrap_err();
+        assert!(e.expected.contains("-p tcp"), "{e}");
+        let e =
+            parse("r", "*filter\n:INPUT DROP [0:0]\n-A INPUT --icmp-type 8 -j ACCEPT\nCOMMIT\n")
+                .unwrap_err();
+        assert!(e.expected.contains("-m icmp"), "{e}");
+        let e = parse(
+            "r",
+            "*filter\n:INPUT DROP [0:0]\n-A INPUT -p icmp --icmp-type bogus -j ACCEPT\nCOMMIT\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.column, 30);
     }
 
     #[test]

@@ -6,10 +6,13 @@
 //!   line and column.
 //! - [`iptables`]: an `iptables-save` subset; chains stay chains, jumps refer to them.
 //! - [`ipset`]: IP sets (one hash table per prefix length in use), and `ipset save` input.
-//! - [`firewall`]: `iptables-save` rule sets lowered onto the compiled classifier, one
-//!   compiled body per chain (IPv4 and IPv6, interfaces, negations, port lists, sets and
-//!   connection state as extra checks).
+//! - [`firewall`]: firewall rule sets lowered onto the compiled classifier, one compiled
+//!   body per chain (IPv4 and IPv6, interfaces, negations, port lists, ICMP types and codes
+//!   on the port fields, concatenations as unions of boxes; sets, connection state and TCP
+//!   flags as extra checks).
 //! - [`syntax`]: rampart's own nftables-like rule syntax, read into the same model.
+//! - [`nft`]: nftables rule sets (`nft -f` input, `nft list ruleset` output) read into the
+//!   same model, with their base chains' hooks, priorities and policies.
 //! - [`source`]: rule files and traces read as text, gzip or zstd decompressed, and which
 //!   rule format a text is in.
 //! - [`linear`]: the first-match scan every fast path is tested against.
@@ -21,8 +24,7 @@
 //! - [`Classifier`]: updates while lookups go on (a compiled base rebuilt in the background,
 //!   tombstones and a delta for the changes since, snapshots swapped with `arc-swap`).
 //!
-//! Still to come: nftables rule sets (lowered onto the same chains, jumps and gotos), a
-//! faster delta (TupleMerge) and batched lookups with prefetch.
+//! Still to come: a faster delta (TupleMerge) and batched lookups with prefetch.
 
 pub mod classbench;
 mod compiled;
@@ -32,6 +34,7 @@ pub mod ipset;
 pub mod iptables;
 pub mod linear;
 mod live;
+pub mod nft;
 mod rule;
 pub mod source;
 pub mod syntax;

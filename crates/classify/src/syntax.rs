@@ -368,10 +368,12 @@ fn rule(
                             &format!("{set:?}"),
                         ));
                     }
-                    if not {
-                        return Err(err(p.file, sl, sc, "a set without '!='", &format!("{set:?}")));
+                    let _ = (sl, sc);
+                    if dir == "saddr" {
+                        r.src_set = Some((set, not))
+                    } else {
+                        r.dst_set = Some((set, not))
                     }
-                    if dir == "saddr" { r.src_set = Some(set) } else { r.dst_set = Some(set) }
                 } else {
                     let v = p.word("an address or prefix")?;
                     let (a, len) = net(p, &v, Some(w == "ip6"))?;
@@ -381,7 +383,7 @@ fn rule(
             }
             "tcp" | "udp" => {
                 let proto = if w == "tcp" { 6 } else { 17 };
-                if r.proto.is_some_and(|(x, not)| x != proto || not) {
+                if r.proto.as_ref().is_some_and(|v| v[..] != [(proto, proto)]) {
                     return Err(err(
                         p.file,
                         wl,
@@ -390,7 +392,7 @@ fn rule(
                         &format!("{w:?}"),
                     ));
                 }
-                r.proto = Some((proto, false));
+                r.proto = Some(vec![(proto, proto)]);
                 let (dir, dl, dc) = p.word("sport, dport or flags")?;
                 if matches!(dir.as_str(), "sport" | "dport" | "flags") {
                     once(
@@ -437,7 +439,7 @@ fn rule(
                         mask = crate::iptables::tcp_flags(&names.join(","))
                             .ok_or_else(|| bad(l, c, &names.join(",")))?;
                     }
-                    r.tcp_flags = Some((mask, value & mask));
+                    r.tcp_flags = Some(crate::iptables::ByteSet::masked(mask, value & mask));
                     continue;
                 }
                 if dir != "sport" && dir != "dport" {
@@ -478,7 +480,7 @@ fn rule(
                     }
                     ranges = out;
                 }
-                if dir == "sport" { r.sports = ranges } else { r.dports = ranges }
+                if dir == "sport" { r.sports = Some(ranges) } else { r.dports = Some(ranges) }
             }
             "meta" => {
                 let (k, _, _) = p.word("l4proto")?;
@@ -507,14 +509,25 @@ fn rule(
                         err(p.file, l, c, "a protocol name or number", &format!("{v:?}"))
                     })?,
                 };
-                r.proto = Some((n, not));
+                r.proto = Some(if not {
+                    let mut v = Vec::new();
+                    if n > 0 {
+                        v.push((0, n - 1));
+                    }
+                    if n < 255 {
+                        v.push((n + 1, 255));
+                    }
+                    v
+                } else {
+                    vec![(n, n)]
+                });
             }
             "iif" | "oif" => {
                 once(p, wl, wc, if w == "iif" { "iif" } else { "oif" })?;
                 let not = p.not();
                 let (v, _, _) = p.word("an interface name")?;
                 let v = v.strip_suffix('*').map_or(v.clone(), |s| format!("{s}+"));
-                if w == "iif" { r.iif = Some((v, not)) } else { r.oif = Some((v, not)) }
+                if w == "iif" { r.iif = Some((vec![v], not)) } else { r.oif = Some((vec![v], not)) }
             }
             "ct" => {
                 once(p, wl, wc, "ct")?;
@@ -529,7 +542,7 @@ fn rule(
                     states.push(p.word("a connection state")?);
                 }
                 for (s, l, c) in states {
-                    r.ct.push(match s.as_str() {
+                    r.ct.get_or_insert_with(Vec::new).push(match s.as_str() {
                         "new" => CtState::New,
                         "established" => CtState::Established,
                         "related" => CtState::Related,
@@ -554,9 +567,12 @@ fn rule(
             }
             "accept" => r.target = Some(Target::Accept),
             "drop" => r.target = Some(Target::Drop),
-            "reject" => r.target = Some(Target::Reject),
+            "reject" => {
+                r.target = Some(Target::Reject);
+                r.reject = Some(crate::iptables::RejectWith::Icmpx(1));
+            }
             "return" => r.target = Some(Target::Return),
-            "counter" => {}
+            "counter" => r.counter = true,
             "jump" | "goto" => {
                 let (c, l, col) = p.word("a chain name")?;
                 jumps.push((c.clone(), l, col));
@@ -599,8 +615,8 @@ chain limits {
         assert_eq!(rs.counts(), vec![("filter", 6), ("limits", 2)]);
         let f = &rs.chains[0];
         assert_eq!(f.policy, Some(Target::Drop));
-        assert_eq!(f.rules[2].dports, vec![(22, 22), (443, 443)]);
-        assert_eq!(f.rules[2].ct, vec![CtState::New]);
+        assert_eq!(f.rules[2].dports, Some(vec![(22, 22), (443, 443)]));
+        assert_eq!(f.rules[2].ct, Some(vec![CtState::New]));
         let v6 = f.rules[3].src.unwrap();
         assert!(v6.not && v6.addr.is_ipv6() && v6.len == 32);
         assert_eq!(f.rules[4].app, vec!["bittorrent".to_string()]);
@@ -628,9 +644,15 @@ chain limits {
         let (rs, _) =
             parse("r", "table t {\n  tcp flags syn / syn,ack drop\n  tcp flags ack accept\n}\n")
                 .unwrap();
-        assert_eq!(rs.chains[0].rules[0].tcp_flags, Some((0x12, 0x02)));
-        assert_eq!(rs.chains[0].rules[1].tcp_flags, Some((0x10, 0x10)));
+        assert_eq!(
+            rs.chains[0].rules[0].tcp_flags,
+            Some(crate::iptables::ByteSet::masked(0x12, 0x02))
+        );
+        assert_eq!(
+            rs.chains[0].rules[1].tcp_flags,
+            Some(crate::iptables::ByteSet::masked(0x10, 0x10))
+        );
         let (rs, _) = parse("r", "table t {\n  tcp dport != { 22, 80-90 } drop\n}\n").unwrap();
-        assert_eq!(rs.chains[0].rules[0].dports, vec![(0, 21), (23, 79), (91, 65535)]);
+        assert_eq!(rs.chains[0].rules[0].dports, Some(vec![(0, 21), (23, 79), (91, 65535)]));
     }
 }

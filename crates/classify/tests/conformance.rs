@@ -8,6 +8,12 @@
 //!   error names the construct it does not support; it never accepts what iptables refuses.
 //!   `--test` cannot see jump loops (the kernel refuses them when the table is committed):
 //!   rampart refuses them itself.
+//! - nftables files against `nft` (Debian's `nftables` package), run as root in a network
+//!   namespace of its own: `nft -c -f FILE` and rampart accept or refuse alike, at the same
+//!   line (where rampart reads less than nft, files named `unsupported-*`, its error names the
+//!   construct); each accepted file is then loaded for real, `nft list ruleset` read back, and
+//!   its rules, base chains and sets compared with the file's, rule by rule. The shared
+//!   oracle's rule sets join the corpus.
 //! - rampart's own syntax against its documented grammar: each file's first line says
 //!   `# expect: ok` or `# expect: LINE:COLUMN` of the first error.
 //! - every shared ClassBench filter set and trace, plain or gzipped, against the counts its
@@ -22,7 +28,9 @@ use std::process::Command;
 
 use rampart_classify::firewall::Firewall;
 use rampart_classify::ipset::{IpSet, parse_ipset_save};
-use rampart_classify::{iptables, syntax};
+use rampart_classify::iptables::IptRule;
+use rampart_classify::nft::NftRuleset;
+use rampart_classify::{iptables, nft, syntax};
 
 fn corpus(dir: &str, ext: &str) -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/conformance").join(dir);
@@ -67,8 +75,9 @@ fn rampart_iptables(path: &Path, sets: &HashMap<String, IpSet>) -> Result<(), (u
 struct Netns(String);
 
 impl Netns {
-    fn new() -> Option<Self> {
-        let name = format!("rampart-conformance-{}", std::process::id());
+    /// A namespace of its own for each test (`tag`), as the tests run at once.
+    fn new(tag: &str) -> Option<Self> {
+        let name = format!("rampart-{tag}-{}", std::process::id());
         let ok = Command::new("ip").args(["netns", "add", &name]).status().ok()?.success();
         ok.then_some(Netns(name))
     }
@@ -119,7 +128,7 @@ fn iptables_corpus_agrees_with_iptables_restore() {
         );
         return;
     }
-    let Some(ns) = Netns::new() else {
+    let Some(ns) = Netns::new("iptables") else {
         rampart_testkit::skip(
             rampart_testkit::REQUIRE_TOOLS,
             TEST,
@@ -190,6 +199,139 @@ fn iptables_corpus_agrees_with_iptables_restore() {
         checked += 1;
     }
     assert_eq!(checked, cases.len());
+}
+
+/// The line and column nft names in its error (`FILE:LINE:COL-COL: Error: ...`).
+fn nft_place(stderr: &str, file: &Path) -> Option<(usize, usize)> {
+    let name = file.to_str()?;
+    let at = stderr.find(&format!("{name}:"))? + name.len() + 1;
+    let mut parts = stderr[at..].splitn(3, [':', '-']);
+    let line = parts.next()?.parse().ok()?;
+    let col = parts.next()?.parse().ok()?;
+    Some((line, col))
+}
+
+/// A rule as a listing must give it back: lines and the order of set elements aside.
+fn normal(r: &IptRule) -> IptRule {
+    let mut r = IptRule { line: 0, ..r.clone() };
+    for t in &mut r.tuples {
+        t.elems.sort_by_key(|e| format!("{e:?}"));
+    }
+    r.tuples.sort_by_key(|t| format!("{t:?}"));
+    if let Some((names, _)) = &mut r.iif {
+        names.sort();
+    }
+    if let Some((names, _)) = &mut r.oif {
+        names.sort();
+    }
+    r
+}
+
+fn same_rules(name: &str, a: &NftRuleset, b: &NftRuleset, listing: &str) {
+    let chains = |rs: &NftRuleset| -> Vec<(String, Option<iptables::Target>, Vec<IptRule>)> {
+        let mut v: Vec<_> = rs
+            .rules
+            .chains
+            .iter()
+            .map(|c| (c.name.clone(), c.policy.clone(), c.rules.iter().map(normal).collect()))
+            .collect();
+        v.sort_by(|x: &(String, _, _), y| x.0.cmp(&y.0));
+        v
+    };
+    let (ca, cb) = (chains(a), chains(b));
+    assert_eq!(ca.len(), cb.len(), "{name}: chains\n{listing}");
+    for (x, y) in ca.iter().zip(&cb) {
+        assert_eq!((&x.0, &x.1), (&y.0, &y.1), "{name}: chain\n{listing}");
+        assert_eq!(x.2.len(), y.2.len(), "{name}: rules of {}\n{listing}", x.0);
+        for (r, s) in x.2.iter().zip(&y.2) {
+            assert_eq!(r, s, "{name}: rule {}\n{listing}", r.name);
+        }
+    }
+    let mut ba = a.base.clone();
+    let mut bb = b.base.clone();
+    ba.sort_by(|x, y| x.chain.cmp(&y.chain));
+    bb.sort_by(|x, y| x.chain.cmp(&y.chain));
+    assert_eq!(ba, bb, "{name}: base chains\n{listing}");
+    assert_eq!(a.sets, b.sets, "{name}: sets\n{listing}");
+}
+
+#[test]
+fn nft_corpus_agrees_with_nft() {
+    const TEST: &str = "nft_corpus_agrees_with_nft";
+    let Some(nft_bin) = rampart_testkit::tool(TEST, "nft") else { return };
+    if !is_root() {
+        rampart_testkit::skip(
+            rampart_testkit::REQUIRE_TOOLS,
+            TEST,
+            "needs root for a network namespace",
+        );
+        return;
+    }
+    let Some(ns) = Netns::new("nft") else {
+        rampart_testkit::skip(
+            rampart_testkit::REQUIRE_TOOLS,
+            TEST,
+            "cannot add a network namespace",
+        );
+        return;
+    };
+    let mut cases = corpus("nft", "nft");
+    if let Some(dir) = rampart_testkit::shared(TEST, "conntrack") {
+        for f in ["ruleset.nft", "ruleset-B.nft", "ruleset-broken.nft"] {
+            cases.push(dir.join(f));
+        }
+    }
+    let mut loaded = 0;
+    for path in &cases {
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(path).unwrap();
+        let check = ns.run(&nft_bin, &["-c", "-f", path.to_str().unwrap()], None);
+        let stderr = String::from_utf8_lossy(&check.stderr).into_owned();
+        let reference = if check.status.success() {
+            Ok(())
+        } else {
+            Err(nft_place(&stderr, path).unwrap_or_else(|| panic!("{name}: no place in {stderr}")))
+        };
+        let ours = nft::parse(&name, &text);
+        let bad = name.starts_with("bad-") || name.ends_with("-broken.nft");
+        match (&reference, &ours) {
+            (Ok(()), Ok(rs)) => {
+                assert!(!bad && !name.starts_with("unsupported-"), "{name}: accepted by both");
+                // Loaded for real, listed, and read back: the same rules.
+                let out = ns.run(&nft_bin, &["flush", "ruleset"], None);
+                assert!(out.status.success(), "{name}: flush");
+                let out = ns.run(&nft_bin, &["-f", path.to_str().unwrap()], None);
+                assert!(
+                    out.status.success(),
+                    "{name}: nft -f: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                let out = ns.run(&nft_bin, &["list", "ruleset"], None);
+                assert!(out.status.success(), "{name}: nft list ruleset");
+                let listing = String::from_utf8_lossy(&out.stdout).into_owned();
+                let back = nft::parse(&format!("{name} (listed)"), &listing).unwrap_or_else(|e| {
+                    panic!("{name}: the listing does not read: {e}\n{listing}")
+                });
+                same_rules(&name, rs, &back, &listing);
+                loaded += 1;
+            }
+            (Err((line, _)), Err(e)) => {
+                assert!(bad, "{name}: refused by both: {e}");
+                assert_eq!(*line, e.line, "{name}: nft says {stderr}\nrampart: {e}");
+            }
+            (Err(at), Ok(_)) => {
+                panic!("{name}: nft refuses it at {at:?} ({stderr}), rampart accepts it")
+            }
+            (Ok(()), Err(e)) => {
+                assert!(
+                    e.to_string().contains("not supported"),
+                    "{name}: nft accepts it; rampart's refusal must name what it does not support: {e}"
+                );
+                assert!(name.starts_with("unsupported-"), "{name}: {e}");
+            }
+        }
+    }
+    assert!(loaded >= 12, "{loaded} files loaded and listed");
 }
 
 #[test]

@@ -54,11 +54,14 @@ const PKT_IFACES: &[&str] = &["lo", "eth0", "eth1", "eth10", "wlan0", "", "e"];
 fn rule(rng: &mut Rng, chain: &str, jumps: &[&str]) -> String {
     let mut s = format!("-A {chain}");
     let neg = |rng: &mut Rng| if rng.chance(4) { "! " } else { "" };
+    // One rule's addresses are of one family (iptables-restore refuses others).
+    let v4 = rng.chance(2);
+    let pool: Vec<&str> = PREFIXES.iter().copied().filter(|a| a.contains('.') == v4).collect();
     if rng.chance(2) {
-        s += &format!(" {}-s {}", neg(rng), rng.pick(PREFIXES));
+        s += &format!(" {}-s {}", neg(rng), rng.pick(&pool));
     }
     if rng.chance(3) {
-        s += &format!(" {}-d {}", neg(rng), rng.pick(PREFIXES));
+        s += &format!(" {}-d {}", neg(rng), rng.pick(&pool));
     }
     let proto = *rng.pick(&["tcp", "udp", "icmp", ""]);
     let mut ports = false;
@@ -151,20 +154,22 @@ fn iface(pattern: &str, name: &str) -> bool {
 }
 
 fn matches(r: &IptRule, p: &Packet<'_>, sets: &HashMap<String, IpSet>) -> bool {
-    let port = |list: &[(u16, u16)], v: u16| {
-        list.is_empty() || list.iter().any(|&(a, b)| a <= v && v <= b)
+    let within = |list: &Option<Vec<(u16, u16)>>, v: u16| {
+        list.as_ref().is_none_or(|l| l.iter().any(|&(a, b)| a <= v && v <= b))
     };
-    r.src.as_ref().is_none_or(|n| in_net(n, p.src))
+    let family = if p.src.is_ipv4() { 4 } else { 6 };
+    r.family.is_none_or(|f| f == family)
+        && r.src.as_ref().is_none_or(|n| in_net(n, p.src))
         && r.dst.as_ref().is_none_or(|n| in_net(n, p.dst))
-        && r.proto.is_none_or(|(x, not)| (x == p.proto) != not)
-        && r.iif.as_ref().is_none_or(|(n, not)| iface(n, p.iif) != *not)
-        && r.oif.as_ref().is_none_or(|(n, not)| iface(n, p.oif) != *not)
-        && port(&r.sports, p.sport)
-        && port(&r.dports, p.dport)
-        && r.src_set.as_ref().is_none_or(|s| sets[s].contains(p.src))
-        && r.dst_set.as_ref().is_none_or(|s| sets[s].contains(p.dst))
-        && (r.ct.is_empty() || p.ct.is_some_and(|c| r.ct.contains(&c)))
-        && r.tcp_flags.is_none_or(|(m, v)| p.tcp_flags & m == v)
+        && r.proto.as_ref().is_none_or(|l| l.iter().any(|&(a, b)| a <= p.proto && p.proto <= b))
+        && r.iif.as_ref().is_none_or(|(n, not)| n.iter().any(|n| iface(n, p.iif)) != *not)
+        && r.oif.as_ref().is_none_or(|(n, not)| n.iter().any(|n| iface(n, p.oif)) != *not)
+        && within(&r.sports, p.sport)
+        && within(&r.dports, p.dport)
+        && r.src_set.as_ref().is_none_or(|(s, not)| sets[s].contains(p.src) != *not)
+        && r.dst_set.as_ref().is_none_or(|(s, not)| sets[s].contains(p.dst) != *not)
+        && r.ct.as_ref().is_none_or(|l| p.ct.is_some_and(|c| l.contains(&c)))
+        && r.tcp_flags.is_none_or(|f| f.contains(p.tcp_flags))
 }
 
 /// netfilter's walk: the first matching verdict, RETURN back to the caller, else the policy.

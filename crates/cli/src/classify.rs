@@ -9,6 +9,7 @@ use clap::{Subcommand, ValueEnum};
 use rampart_classify::classbench::{parse_rules, parse_trace};
 use rampart_classify::firewall::{Firewall, FirewallError};
 use rampart_classify::iptables::{ChainError, Ruleset};
+use rampart_classify::nft::BaseChain;
 use rampart_classify::source::Format;
 use rampart_classify::{Classifier, Compiled, Header, Rule};
 
@@ -24,6 +25,8 @@ pub(crate) enum RuleFormat {
     Iptables,
     /// rampart's own syntax (`set`, `table`, `chain`; see the README).
     Rampart,
+    /// nftables: what `nft -f` loads and `nft list ruleset` prints.
+    Nft,
 }
 
 impl RuleFormat {
@@ -32,6 +35,7 @@ impl RuleFormat {
             Format::ClassBench => RuleFormat::Classbench,
             Format::Iptables => RuleFormat::Iptables,
             Format::Rampart => RuleFormat::Rampart,
+            Format::Nft => RuleFormat::Nft,
         }
     }
 }
@@ -40,10 +44,13 @@ impl RuleFormat {
 #[derive(clap::Args, Debug, Clone, Default)]
 pub(crate) struct RuleSource {
     /// Its format (default: told from its first line: `@` is ClassBench, `*filter`, `:CHAIN`
-    /// or `-A` iptables-save, `table`, `chain` or `set` rampart syntax).
+    /// or `-A` iptables-save, `table FAMILY NAME`, `flush`, `define` or `add` nftables,
+    /// `table`, `chain` or `set` rampart syntax).
     #[arg(long, value_enum)]
     pub format: Option<RuleFormat>,
-    /// The chain packets enter (default: INPUT for iptables, the first table for rampart).
+    /// The chain packets enter (default: INPUT for iptables, the first table for rampart,
+    /// for nftables the forward hook's first base chain, else the only base chain; an
+    /// nftables chain may be named `FAMILY TABLE CHAIN`).
     #[arg(long)]
     pub chain: Option<String>,
     /// IP sets the rules name (`ipset save` output).
@@ -55,8 +62,15 @@ pub(crate) struct RuleSource {
 pub(crate) enum Loaded {
     /// A ClassBench list.
     ClassBench(Vec<Rule>),
-    /// A firewall rule set, its sets, and it lowered.
-    Firewall { rs: Ruleset, sets: Sets, fw: Box<Firewall>, format: RuleFormat },
+    /// A firewall rule set, its sets, and it lowered (from the chain `base` names, for an
+    /// nftables rule set).
+    Firewall {
+        rs: Ruleset,
+        sets: Sets,
+        fw: Box<Firewall>,
+        format: RuleFormat,
+        base: Vec<BaseChain>,
+    },
 }
 
 /// Reads a rule file the one way every command does: decompressed if need be, its format
@@ -73,7 +87,7 @@ pub(crate) fn load_with_names(
     src: &RuleSource,
     names: &[String],
 ) -> Result<Loaded, Fail> {
-    let (rs, sets, chain, format) = read_rule_set(path, src)?;
+    let (rs, sets, chain, format, base) = read_rule_set(path, src)?;
     let Some((rs, sets, chain)) = rs.map(|rs| (rs, sets, chain)) else {
         let rules = parse_rules(&path.display().to_string(), &read(path)?)
             .map_err(|e| Fail(e.to_string(), 2))?;
@@ -84,11 +98,12 @@ pub(crate) fn load_with_names(
     };
     let fw = Firewall::from_iptables_with_names(&rs, &chain, &sets, names)
         .map_err(|e| firewall_error(path, &rs, e))?;
-    Ok(Loaded::Firewall { rs, sets, fw: Box::new(fw), format })
+    Ok(Loaded::Firewall { rs, sets, fw: Box::new(fw), format, base })
 }
 
-/// A firewall rule set parsed, with its sets and entered chain (`None` for ClassBench).
-type Parsed = (Option<Ruleset>, Sets, String, RuleFormat);
+/// A firewall rule set parsed, with its sets and entered chain (`None` for ClassBench), and
+/// an nftables rule set's base chains.
+type Parsed = (Option<Ruleset>, Sets, String, RuleFormat, Vec<BaseChain>);
 
 /// Parses a rule file without lowering it.
 pub(crate) fn read_rule_set(path: &Path, src: &RuleSource) -> Result<Parsed, Fail> {
@@ -100,8 +115,48 @@ pub(crate) fn read_rule_set(path: &Path, src: &RuleSource) -> Result<Parsed, Fai
             rampart_classify::source::detect(&text).map_err(|e| Fail(format!("{name}: {e}"), 2))?,
         ),
     };
+    let mut base = Vec::new();
     let (rs, mut sets, first) = match format {
-        RuleFormat::Classbench => return Ok((None, Sets::new(), String::new(), format)),
+        RuleFormat::Classbench => return Ok((None, Sets::new(), String::new(), format, base)),
+        RuleFormat::Nft => {
+            let nft =
+                rampart_classify::nft::parse(&name, &text).map_err(|e| Fail(e.to_string(), 2))?;
+            let listed = || {
+                let v: Vec<String> = nft
+                    .base
+                    .iter()
+                    .map(|b| {
+                        format!("{} ({} hook, priority {})", b.chain, b.hook.name(), b.priority)
+                    })
+                    .collect();
+                if v.is_empty() { "none".to_string() } else { v.join(", ") }
+            };
+            let chain = match &src.chain {
+                Some(c) => match nft.find_chain(c) {
+                    Some(c) => c.to_string(),
+                    None => {
+                        return Err(Fail(
+                            format!("{name}: no chain {c:?} (base chains: {})", listed()),
+                            2,
+                        ));
+                    }
+                },
+                None => match nft.default_chain() {
+                    Some(b) => b.chain.clone(),
+                    None => {
+                        return Err(Fail(
+                            format!(
+                                "{name}: no base chain on the forward hook and not just one base chain; give --chain (base chains: {})",
+                                listed()
+                            ),
+                            2,
+                        ));
+                    }
+                },
+            };
+            base = nft.base;
+            (nft.rules, nft.sets, chain)
+        }
         RuleFormat::Iptables => {
             let rs = rampart_classify::iptables::parse(&name, &text)
                 .map_err(|e| Fail(e.to_string(), 2))?;
@@ -131,8 +186,8 @@ pub(crate) fn read_rule_set(path: &Path, src: &RuleSource) -> Result<Parsed, Fai
     if let Some(p) = &src.sets {
         sets.extend(load_sets(p)?);
     }
-    let chain = src.chain.clone().unwrap_or(first);
-    Ok((Some(rs), sets, chain, format))
+    let chain = if format == RuleFormat::Nft { first } else { src.chain.clone().unwrap_or(first) };
+    Ok((Some(rs), sets, chain, format, base))
 }
 
 /// A lowering error, with the file and, for a jump loop, the line of its first rule.
@@ -206,18 +261,32 @@ pub(crate) fn rules(cmd: RulesCmd) -> ExitCode {
             println!("{}: {} rules", file.display(), rules.len());
             ExitCode::SUCCESS
         }
-        Ok(Loaded::Firewall { rs, sets, fw, format, .. }) => {
+        Ok(Loaded::Firewall { rs, sets, fw, format, base }) => {
             let reached: Vec<&str> = fw.chains().iter().map(|c| c.name.as_str()).collect();
             for c in &rs.chains {
-                // A user chain no jump from the entered chain leads to is worth saying.
-                let note = if c.policy.is_none() && !reached.contains(&c.name.as_str()) {
-                    format!(" (not reached from {})", reached[0])
-                } else {
-                    String::new()
+                // A user chain no jump from the entered chain leads to is worth saying; an
+                // nftables base chain says where it hooks.
+                let note = match base.iter().find(|b| b.chain == c.name) {
+                    Some(b) => format!(
+                        " (base chain: {} {}, {} hook, priority {}, policy {})",
+                        b.family.name(),
+                        b.table,
+                        b.hook.name(),
+                        b.priority,
+                        if b.policy == rampart_classify::iptables::Target::Drop {
+                            "drop"
+                        } else {
+                            "accept"
+                        }
+                    ),
+                    None if c.policy.is_none() && !reached.contains(&c.name.as_str()) => {
+                        format!(" (not reached from {})", reached[0])
+                    }
+                    None => String::new(),
                 };
                 println!("{}: {} rules{note}", c.name, c.rules.len());
             }
-            if format == RuleFormat::Rampart || !sets.is_empty() {
+            if format == RuleFormat::Rampart || format == RuleFormat::Nft || !sets.is_empty() {
                 println!("{} sets", sets.len());
             }
             ExitCode::SUCCESS
@@ -264,7 +333,7 @@ fn run_filter(args: &FilterArgs) -> Result<ExitCode, Fail> {
     let Loaded::Firewall { fw, .. } = load(&args.rules, &args.source)? else {
         return Err(Fail(
             format!(
-                "{}: rampart filter takes iptables-save or rampart rules, not a ClassBench list",
+                "{}: rampart filter takes iptables-save, nftables or rampart rules, not a ClassBench list",
                 args.rules.display()
             ),
             2,

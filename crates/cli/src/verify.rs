@@ -105,12 +105,12 @@ fn load_models(paths: &[&Path], src: &Source) -> Result<(Manager, Vec<(Loaded, M
         return Ok((m, out));
     }
     let mut names = Vec::new();
-    for ((rs, _, chain, _), p) in parsed.iter().zip(paths) {
+    for ((rs, _, chain, _, _), p) in parsed.iter().zip(paths) {
         let rs = rs.as_ref().expect("a firewall rule set");
         names.extend(Firewall::interface_names(rs, chain).map_err(|e| firewall_error(p, rs, e))?);
     }
     let mut apps: Vec<String> = Vec::new();
-    for (rs, _, _, _) in &parsed {
+    for (rs, _, _, _, _) in &parsed {
         for c in &rs.as_ref().expect("a firewall rule set").chains {
             for r in &c.rules {
                 for a in &r.app {
@@ -125,7 +125,7 @@ fn load_models(paths: &[&Path], src: &Source) -> Result<(Manager, Vec<(Loaded, M
     names.dedup();
     let mut m = rules::firewall_manager(names.len(), apps.len());
     let mut out = Vec::new();
-    for ((rs, sets, chain, _), p) in parsed.iter().zip(paths) {
+    for ((rs, sets, chain, _, _), p) in parsed.iter().zip(paths) {
         let rs = rs.as_ref().expect("a firewall rule set");
         let fw = Firewall::from_iptables_with_names(rs, chain, sets, &names)
             .map_err(|e| firewall_error(p, rs, e))?;

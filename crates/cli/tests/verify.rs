@@ -231,3 +231,101 @@ fn verify_nkpl_without_a_check_is_an_error() {
     assert_eq!(code, Some(2));
     assert!(err.contains("no .nkpl file"), "{err}");
 }
+
+#[test]
+fn nftables_rule_sets_by_base_chain_with_nft_rule_names() {
+    let a = fixture("verify", "router.nft");
+    let b = fixture("verify", "router-b.nft");
+    let (code, out, err) = stdout(&["rules", "check", &a]);
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        out,
+        "input: 3 rules (base chain: inet filter, input hook, priority 0, policy drop)\n\
+         forward: 8 rules (base chain: inet filter, forward hook, priority 0, policy drop)\n\
+         lan_out: 3 rules\n1 sets\n"
+    );
+    // The forward hook's chain by default; --chain picks another.
+    for (chain, packet, want) in [
+        (
+            None,
+            "tcp 192.168.1.5:4000 -> 8.8.8.8:443 iif lan0 oif wan ct new",
+            "accept lan_out:1 web\n",
+        ),
+        (
+            None,
+            "tcp 192.168.1.5:4000 -> 8.8.8.8:22 iif lan0 oif wan ct new",
+            "reject lan_out:3 no ssh out\n",
+        ),
+        (
+            None,
+            "udp 203.0.113.9:53 -> 192.168.1.5:4000 iif wan oif lan0 ct new",
+            "drop forward:3 blocked\n",
+        ),
+        (
+            None,
+            "icmp 192.168.1.5:8 -> 8.8.8.8:0 iif lan0 oif eth9 ct new",
+            "accept forward:6 ping\n",
+        ),
+        (None, "icmpv6 [fd00::1]:8 -> [fd00::2]:0 ct new", "drop forward:policy\n"),
+        (
+            Some("input"),
+            "tcp 192.168.1.5:4000 -> 192.168.1.1:22 iif eth0",
+            "accept input:3 ssh from lan\n",
+        ),
+        (
+            Some("inet filter input"),
+            "tcp 10.0.0.5:4000 -> 192.168.1.1:22 iif eth0",
+            "drop input:policy\n",
+        ),
+    ] {
+        let mut args = vec!["verify", "test", &a, "--packet", packet];
+        if let Some(c) = chain {
+            args.extend(["--chain", c]);
+        }
+        let (code, out, err) = stdout(&args);
+        assert_eq!((code, out.as_str()), (Some(0), want), "{packet}: {err}");
+    }
+    let (code, out, _) = stdout(&["verify", "shadowed", &a]);
+    assert_eq!(
+        (code, out.as_str()),
+        (Some(0), "shadowed forward:5 dup by forward:4; actions differ\n")
+    );
+    let (code, out, _) = stdout(&["verify", "compare", &a, &b]);
+    assert_eq!(code, Some(1));
+    assert!(
+        out.contains(": reject lan_out:3 no ssh out\n")
+            && out.contains(": accept lan_out:3 ssh out\n"),
+        "{out}"
+    );
+    let (code, out, _) =
+        stdout(&["verify", "search", &a, "--where", "udp ct new", "--action", "accept"]);
+    assert_eq!(code, Some(0));
+    assert!(out.ends_with("accept lan_out:2 dns\n"), "{out}");
+    let (code, _, err) = stdout(&[
+        "verify",
+        "test",
+        &a,
+        "--chain",
+        "nope",
+        "--packet",
+        "tcp 1.2.3.4:1 -> 5.6.7.8:2",
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("no chain \"nope\" (base chains: input (input hook, priority 0), forward (forward hook, priority 0))"), "{err}");
+    // A broken file: its place, and nothing run.
+    let dir = std::env::temp_dir().join(format!("rampart-nft-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.nft");
+    std::fs::write(
+        &bad,
+        "table inet t {\n\tchain c {\n\t\ttcp dport 22 limit rate 5/second accept\n\t}\n}\n",
+    )
+    .unwrap();
+    let (code, _, err) = stdout(&["rules", "check", bad.to_str().unwrap()]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("bad.nft:3:16: expected a construct rampart reads ('limit' is not supported)"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -9,7 +9,7 @@
 //!   than a diagram naming the deciding rule; which rule decides a packet comes from the
 //!   compiled classifier instead, and reachability is decided point by point
 //!   ([`crate::questions::shadowed`]);
-//! - firewall rule sets (`iptables-save`, rampart syntax) are the lowered classifier's chains,
+//! - firewall rule sets (`iptables-save`, nftables, rampart syntax) are the lowered classifier's chains,
 //!   each built once, backwards from its end: a verdict decides where it matches, a `RETURN`
 //!   leaves the chain, a jump takes the jumped-to chain's diagram where it decides and goes on
 //!   where it returns, a goto takes it whole, a counting rule never decides; the entered
@@ -481,8 +481,8 @@ fn lower_box(
     r.extend([(0, u32::MAX); 3]);
     let mut d = m.cube(&r, TRUE);
     for (sets, side) in [(&b.src_sets, 0), (&b.dst_sets, 1)] {
-        for s in sets.iter() {
-            let key: *const IpSet = *s;
+        for &(s, not) in sets.iter() {
+            let key: *const IpSet = s;
             let ids = match set_cache.get(&key) {
                 Some(ids) => *ids,
                 None => {
@@ -491,7 +491,7 @@ fn lower_box(
                     ids
                 }
             };
-            d = m.and(d, ids[side]);
+            d = if not { m.diff(d, ids[side]) } else { m.and(d, ids[side]) };
         }
     }
     for states in b.ct {
@@ -514,9 +514,8 @@ fn lower_box(
         let c = m.ranges(APP, &vals);
         d = m.and(d, c);
     }
-    for &(mask, value) in b.tcp_flags {
-        let vals: Vec<(u32, u32)> =
-            (0u32..=255).filter(|v| *v as u8 & mask == value).map(|v| (v, v)).collect();
+    for flags in b.tcp_flags {
+        let vals: Vec<(u32, u32)> = flags.values().map(|v| (u32::from(v), u32::from(v))).collect();
         let c = m.ranges(FLAGS, &vals);
         d = m.and(d, c);
     }

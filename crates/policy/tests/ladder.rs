@@ -167,7 +167,8 @@ fn rule_set_ladder_stays_linear() {
 fn walk(rs: &Ruleset, chain: &str, p: &Packet<'_>, hits: &mut HashMap<String, u64>) -> bool {
     let c = rs.chains.iter().find(|c| c.name == chain).unwrap();
     for r in &c.rules {
-        let proto_ok = r.proto.is_none_or(|(x, not)| (x == p.proto) != not);
+        let proto_ok =
+            r.proto.as_ref().is_none_or(|l| l.iter().any(|&(a, b)| a <= p.proto && p.proto <= b));
         let src_ok = r.src.is_none_or(|n| match (n.addr, p.src) {
             (std::net::IpAddr::V4(a), std::net::IpAddr::V4(x)) => {
                 let m = u32::MAX.checked_shl(32 - u32::from(n.len)).unwrap_or(0);
@@ -176,7 +177,7 @@ fn walk(rs: &Ruleset, chain: &str, p: &Packet<'_>, hits: &mut HashMap<String, u6
             _ => false,
         });
         let port_ok =
-            r.dports.is_empty() || r.dports.iter().any(|&(a, b)| a <= p.dport && p.dport <= b);
+            r.dports.as_ref().is_none_or(|l| l.iter().any(|&(a, b)| a <= p.dport && p.dport <= b));
         if !(proto_ok && port_ok && src_ok) {
             continue;
         }
