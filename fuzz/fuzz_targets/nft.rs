@@ -40,6 +40,7 @@ fuzz_target!(|data: &[u8]| {
                 oif: ["", "eth1", "lan0", "wan"][usize::from(x[7] & 3)],
                 ct: states[i % 4],
                 tcp_flags: x[3],
+                app: &[],
             };
             let d = fw.evaluate(&p);
             assert!(d.entry < fw.entries().len());

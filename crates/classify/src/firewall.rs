@@ -86,6 +86,10 @@ pub struct Packet<'a> {
     pub ct: Option<CtState>,
     /// TCP flags (0 for other protocols).
     pub tcp_flags: u8,
+    /// The names the flow's application answers to (a label `TLS.YouTube` answers to `TLS`
+    /// and `YouTube`), once identification has decided it; empty before, so an `app` rule
+    /// matches no packet of an undecided flow.
+    pub app: &'a [&'a str],
 }
 
 /// What decided a packet.
@@ -310,8 +314,7 @@ struct Checks {
     src_sets: Vec<(usize, bool)>,
     dst_sets: Vec<(usize, bool)>,
     ct: Vec<Vec<CtState>>,
-    /// Application names (one must match): nothing labels applications yet, so a rule with
-    /// them never matches.
+    /// Application names (one must match the flow's application, ignoring case).
     apps: Vec<String>,
     /// The flag bytes allowed.
     flags: Vec<ByteSet>,
@@ -742,7 +745,8 @@ impl Firewall {
     }
 
     fn checks_pass(&self, c: &Checks, p: &Packet<'_>) -> bool {
-        c.apps.is_empty()
+        (c.apps.is_empty()
+            || c.apps.iter().any(|a| p.app.iter().any(|n| n.eq_ignore_ascii_case(a))))
             && c.flags.iter().all(|f| f.contains(p.tcp_flags))
             && c.src_sets.iter().all(|&(s, not)| self.sets[s].contains(p.src) != not)
             && c.dst_sets.iter().all(|&(s, not)| self.sets[s].contains(p.dst) != not)
@@ -899,6 +903,7 @@ mod tests {
             oif: "",
             ct: None,
             tcp_flags: 0,
+            app: &[],
         }
     }
 
@@ -921,5 +926,25 @@ mod tests {
         // iptables-save rules are IPv4's: an IPv6 packet meets only the policy.
         assert_eq!(name(&packet("::1", "::2", 6, 1000, 22)), "INPUT:policy");
         assert_eq!(name(&packet("::1", "::2", 58, 128, 0)), "INPUT:policy");
+    }
+
+    #[test]
+    fn app_rules_match_a_decided_flow_by_either_of_its_names() {
+        let (rs, sets) = crate::syntax::parse(
+            "r",
+            "table filter {\n  app bittorrent drop\n  tcp dport 443 app YouTube reject\n  default accept\n}\n",
+        )
+        .unwrap();
+        let fw = Firewall::from_iptables(&rs, "filter", &sets).unwrap();
+        let name = |app: &[&str], dport: u16| {
+            let p = Packet { app, ..packet("10.0.0.1", "10.0.0.2", 6, 40000, dport) };
+            fw.entries()[fw.evaluate(&p).entry].name.clone()
+        };
+        // Undecided: no app rule matches.
+        assert_eq!(name(&[], 443), "filter:policy");
+        assert_eq!(name(&["BitTorrent"], 6881), "filter:1");
+        assert_eq!(name(&["TLS", "YouTube"], 443), "filter:2");
+        assert_eq!(name(&["TLS", "YouTube"], 80), "filter:policy");
+        assert_eq!(name(&["TLS", "Google"], 443), "filter:policy");
     }
 }

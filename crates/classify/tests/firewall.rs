@@ -238,6 +238,7 @@ fn lowered_rule_sets_decide_as_netfilter_does() {
                     Some(CtState::Invalid),
                 ]),
                 tcp_flags: *rng.pick(&[0u8, 0x02, 0x12, 0x10, 0x04, 0x11, 0x18]),
+                app: &[],
             };
             let mut want_hits = HashMap::new();
             let want = walk(&rs, "INPUT", &p, &sets, &mut want_hits).unwrap_or_else(|| {

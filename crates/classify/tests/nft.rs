@@ -92,6 +92,7 @@ fn packet<'a>(
         oif: ifs.1,
         ct: Some(ct),
         tcp_flags: if proto == 6 { 0x02 } else { 0 },
+        app: &[],
     }
 }
 

@@ -363,6 +363,7 @@ fn lowered_nft_rule_sets_decide_as_nft_walks_them() {
                 oif: "",
                 ct: Some(state.2),
                 tcp_flags: *rng.pick(&[0u8, 0x02, 0x12, 0x10, 0x04, 0x11, 0x03]),
+                app: &[],
             };
             let want = walk(&chains, &p, state.1);
             let got = fw.evaluate(&p);

@@ -474,6 +474,7 @@ fn run_firewall(
         oif: "",
         ct: None,
         tcp_flags: 0,
+        app: &[],
     };
     let policy = fw.entries().len() - 1;
     if args.bench {

@@ -3,6 +3,7 @@
 
 mod classify;
 mod dpi;
+mod firewall;
 mod flows;
 mod input;
 mod nkpl;
@@ -44,6 +45,9 @@ enum Command {
     Classify(classify::ClassifyArgs),
     /// Apply a firewall rule set to a capture: write what it accepts, count hits per rule.
     Filter(classify::FilterArgs),
+    /// A stateful firewall (connection tracking and an nftables, iptables or rampart rule
+    /// set) over the captures of a router's ports: a verdict per packet, reloads, what-if.
+    Firewall(firewall::Args),
     /// Questions about rule sets: a packet's fate, shadowed rules, differences, search.
     #[command(subcommand)]
     Verify(verify::VerifyCmd),
@@ -61,6 +65,7 @@ fn main() -> ExitCode {
         Command::Rules(cmd) => classify::rules(cmd),
         Command::Classify(args) => classify::classify(args),
         Command::Filter(args) => classify::filter(args),
+        Command::Firewall(args) => firewall::run(args),
         Command::Verify(cmd) => verify::run(cmd),
         Command::Dpi(cmd) => dpi::run(cmd),
     }

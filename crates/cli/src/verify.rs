@@ -170,6 +170,7 @@ fn replay(l: &Loaded, p: &Packet) -> Option<usize> {
                 oif: p.oif.as_deref().unwrap_or(""),
                 ct: p.ct,
                 tcp_flags: p.flags,
+                app: &[],
             };
             Some(fw.evaluate(&pk).entry)
         }

@@ -133,6 +133,16 @@ impl DpiTable {
         self.slots.get(slot as usize).is_none_or(|&s| s & DECIDED == 0)
     }
 
+    /// The label of the flow in `slot` once identification has decided it (`None` while it
+    /// is still inspected or has carried no payload): what a firewall's `app` rules see.
+    pub fn decided(&self, slot: u32) -> Option<Label> {
+        match self.slots.get(slot as usize).copied()? {
+            DECIDED_NOTHING => Some(Label::UNKNOWN),
+            s if s & DECIDED != 0 => Some(self.decided[(s & !DECIDED) as usize].label),
+            _ => None,
+        }
+    }
+
     /// Feeds one payload of the flow in `slot` (`forward`: sent by the initiator). The first
     /// payload starts the flow's inspection; the packet that decides it ends it.
     pub fn feed(&mut self, slot: u32, flow: &FlowInfo<'_>, forward: bool, payload: &[u8]) {
@@ -305,8 +315,10 @@ mod tests {
         let mut t = DpiTable::new(Config::default());
         let f = udp([40000, 53]);
         assert!(t.wants(7));
+        assert_eq!(t.decided(7), None);
         t.feed(7, &f, true, QUERY);
         assert!(!t.wants(7), "a DNS query decides the flow");
+        assert_eq!(t.decided(7).map(|l| l.to_string()).as_deref(), Some("DNS"));
         assert_eq!(t.inspecting(), 0);
         // Later packets change nothing.
         t.feed(7, &f, false, b"garbage");

@@ -184,6 +184,7 @@ impl Policy {
             oif: "",
             ct: None,
             tcp_flags: p.tcp_flags as u8,
+            app: &[],
         };
         match self.rules.evaluate_counting(&packet, &mut self.hits).verdict {
             Target::Accept => Verdict::Accept,
@@ -396,19 +397,9 @@ impl Pipeline {
             let oif = meta.dst_addr().and_then(|dst| st.routes().route(iif, dst));
             let dir = found.map(|id| (id, self.table.flow(id).dir(side)));
             let icmp = matches!(key.proto, 1 | 58).then_some((meta.icmp_type, meta.icmp_code));
-            let app_known =
-                found.is_some_and(|id| self.dpi.as_ref().is_some_and(|d| !d.wants(id.0)));
-            let (mut verdict, rule) = st.verdict(
-                dir,
-                &key,
-                side,
-                insp.state,
-                meta.tcp.flags as u8,
-                icmp,
-                iif,
-                oif,
-                app_known,
-            );
+            let app = found.and_then(|id| self.dpi.as_ref().and_then(|d| d.decided(id.0)));
+            let (mut verdict, rule) =
+                st.verdict(dir, &key, side, insp.state, meta.tcp.flags as u8, icmp, iif, oif, app);
             let mut reason = insp.message();
             let accepted = verdict == Verdict::Accept;
             let tracked = if accepted || found.is_some() {
@@ -428,11 +419,13 @@ impl Pipeline {
             if let Some(t) = tracked {
                 st.note(t.id, verdict, rule);
             }
-            if let Some((ended, _)) = out.ended
+            if let Some((ended, summary)) = out.ended
                 && out.id.is_none()
                 && tracked.is_some_and(|t| t.id == ended)
             {
-                // The connection is gone (a reset answered it first): so is its flow.
+                // The connection is gone (a reset answered it first): so is its flow, and
+                // its record keeps the connection's last state.
+                st.closed(ended, summary);
                 self.table.end(ended, EndReason::Rst);
             }
             if let Some(id) = out.id {

@@ -102,17 +102,12 @@ impl Run<'_> {
 
     fn part(&mut self, frames: &[Frame<'_>], s: &mut Summary) -> io::Result<()> {
         self.events.clear();
-        self.main.process(frames, Verdict::Accept, &mut self.verdicts, &mut self.events, s);
+        let non_ip = self.main.stateful().map_or(Verdict::Accept, |st| st.non_ip());
+        self.main.process(frames, non_ip, &mut self.verdicts, &mut self.events, s);
         if let Some(other) = &mut self.other {
             let mut ignored = Summary::default();
             self.spare.clear();
-            other.process(
-                frames,
-                Verdict::Accept,
-                &mut self.verdicts,
-                &mut self.spare,
-                &mut ignored,
-            );
+            other.process(frames, non_ip, &mut self.verdicts, &mut self.spare, &mut ignored);
             let (a, b) = (self.main.decisions(), other.decisions());
             let (ra, rb) = (
                 self.main.stateful().map(|s| Arc::clone(s.rules())),

@@ -22,8 +22,9 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use rampart_classify::firewall::{Firewall, Packet as FwPacket};
-use rampart_classify::iptables::{CtState as RuleCt, Target};
+use rampart_classify::firewall::{Firewall, FirewallError, Packet as FwPacket};
+use rampart_classify::iptables::{CtState as RuleCt, RejectWith as ReadReject, Target};
+use rampart_classify::nft::{Family, Hook as NftHook, NftRuleset};
 use rampart_conntrack::{Conntrack, CtState, Inspection, Refresh, Summary as CtSummary};
 use rampart_flow::{FlowId, FlowKey, KeyKind, Side};
 
@@ -66,6 +67,9 @@ pub struct BaseChain {
     pub name: String,
     /// The hook it is entered at.
     pub hook: Hook,
+    /// Whether it is entered on every packet's path, forwarded or for the router (a rule set
+    /// without hooks: rampart syntax, a chain picked by name, a capture filtered as one link).
+    pub every_path: bool,
     /// Its priority at the hook.
     pub priority: i32,
     /// Its rules (and those of the chains it reaches), and its policy.
@@ -74,14 +78,33 @@ pub struct BaseChain {
     pub reject: Vec<RejectWith>,
     /// Each entry's name as records and logs show it.
     names: Vec<Arc<str>>,
+    /// The address family whose packets traverse it (4 or 6; `None`: both), as an nftables
+    /// `ip` or `ip6` table's chains see only their family.
+    pub family: Option<u8>,
 }
 
 impl BaseChain {
-    /// A base chain of `rules` at `hook`; entries are named as the rule set names them.
+    /// A base chain of `rules` at `hook`, for packets of both families; entries are named as
+    /// the rule set names them (the policy `policy`), and reject as their rules say.
     pub fn new(name: impl Into<String>, hook: Hook, priority: i32, rules: Firewall) -> Self {
-        let names = rules.entries().iter().map(|e| Arc::from(e.name.as_str())).collect();
-        let reject = vec![RejectWith::default(); rules.entries().len()];
-        Self { name: name.into(), hook, priority, rules, reject, names }
+        let last = rules.entries().len() - 1;
+        let names = rules
+            .entries()
+            .iter()
+            .enumerate()
+            .map(|(i, e)| Arc::from(if i == last { "policy" } else { e.name.as_str() }))
+            .collect();
+        let reject = rules.entries().iter().map(|e| reply_for(e.reject)).collect();
+        Self {
+            name: name.into(),
+            hook,
+            every_path: false,
+            priority,
+            rules,
+            reject,
+            names,
+            family: None,
+        }
     }
 
     /// Sets how entry `e`'s `reject` answers.
@@ -101,6 +124,28 @@ impl BaseChain {
     /// Entry `e`'s name.
     pub fn entry_name(&self, e: usize) -> &Arc<str> {
         &self.names[e]
+    }
+}
+
+/// The reply a rule's reject kind sends, as Linux's `nf_reject` builds it (nftables' `icmpx`
+/// codes mapped onto each family's as `nft_reject_inet` maps them).
+pub fn reply_for(with: Option<ReadReject>) -> RejectWith {
+    const V4: (u8, u8) = (3, 3);
+    const V6: (u8, u8) = (1, 4);
+    match with {
+        None => RejectWith::default(),
+        Some(ReadReject::TcpReset) => RejectWith::TcpReset,
+        Some(ReadReject::Icmp(c)) => RejectWith::Icmp { v4: (3, c), v6: V6 },
+        Some(ReadReject::Icmpv6(c)) => RejectWith::Icmp { v4: V4, v6: (1, c) },
+        Some(ReadReject::Icmpx(c)) => {
+            let (v4, v6) = match c {
+                0 => (0, 0),
+                2 => (1, 3),
+                3 => (13, 1),
+                _ => (3, 4),
+            };
+            RejectWith::Icmp { v4: (3, v4), v6: (1, v6) }
+        }
     }
 }
 
@@ -136,6 +181,39 @@ impl RuleSet {
         Self::new(source, vec![BaseChain::new(name, hook, 0, rules)])
     }
 
+    /// One rule set every packet meets once, whatever its path (a rampart-syntax table, a
+    /// chain picked by name, or `rampart filter` over a capture of one link).
+    pub fn everywhere(source: impl Into<String>, name: &str, rules: Firewall) -> Self {
+        let mut c = BaseChain::new(name, Hook::Forward, 0, rules);
+        c.every_path = true;
+        Self::new(source, vec![c])
+    }
+
+    /// An nftables rule set: every base chain at its hook and priority, for its table's
+    /// family, with its rules named `CHAIN:N COMMENT` as `nft -a list ruleset` lets a user
+    /// find them.
+    pub fn from_nft(source: impl Into<String>, nft: &NftRuleset) -> Result<Self, FirewallError> {
+        let mut chains = Vec::with_capacity(nft.base.len());
+        for b in &nft.base {
+            let rules = Firewall::from_iptables(&nft.rules, &b.chain, &nft.sets)?;
+            let hook = match b.hook {
+                NftHook::Prerouting => Hook::Prerouting,
+                NftHook::Input => Hook::Input,
+                NftHook::Forward => Hook::Forward,
+                NftHook::Output => Hook::Output,
+                NftHook::Postrouting => Hook::Postrouting,
+            };
+            let mut c = BaseChain::new(b.chain.clone(), hook, b.priority, rules);
+            c.family = match b.family {
+                Family::Ip => Some(4),
+                Family::Ip6 => Some(6),
+                Family::Inet => None,
+            };
+            chains.push(c);
+        }
+        Ok(Self::new(source, chains))
+    }
+
     /// Its base chains, by hook and priority.
     pub fn chains(&self) -> &[BaseChain] {
         &self.chains
@@ -164,8 +242,9 @@ impl RuleSet {
     ) -> (Verdict, Option<RuleRef>) {
         paths.clear();
         let mut last = None;
+        let family = if p.src.is_ipv4() { 4 } else { 6 };
         for (k, c) in self.chains.iter().enumerate() {
-            if !hooks.contains(&c.hook) {
+            if !(c.every_path || hooks.contains(&c.hook)) || c.family.is_some_and(|f| f != family) {
                 continue;
             }
             let d = c.rules.evaluate_path(p, scratch);
@@ -246,11 +325,19 @@ pub struct StatefulConfig {
     pub routes: Arc<Routes>,
     /// Cache each flow's decision (off only to check the cache against the rule set).
     pub cache: bool,
+    /// The verdict for frames that are not IP packets rampart parses (ARP, other link
+    /// types, malformed headers): dropped by default, as a router does not forward them.
+    pub non_ip: Verdict,
 }
 
 impl Default for StatefulConfig {
     fn default() -> Self {
-        Self { ct: rampart_conntrack::Config::default(), routes: Arc::default(), cache: true }
+        Self {
+            ct: rampart_conntrack::Config::default(),
+            routes: Arc::default(),
+            cache: true,
+            non_ip: Verdict::Drop,
+        }
     }
 }
 
@@ -306,6 +393,8 @@ pub struct Stateful {
     /// Rule sets replaced by reloads, by generation, to name the rules of older decisions.
     history: Vec<(u32, Arc<RuleSet>)>,
     scratch: (Vec<Hit>, Vec<(u32, u64)>),
+    /// Connections that ended while their flow was being ended, for the flow's record.
+    closed: Vec<(FlowId, CtSummary)>,
     /// Packets decided from the cache, and by the rule set.
     pub(crate) cached: u64,
     pub(crate) evaluated: u64,
@@ -327,6 +416,7 @@ impl Stateful {
             last: Vec::new(),
             history: Vec::new(),
             scratch: (Vec::new(), Vec::new()),
+            closed: Vec::new(),
             cached: 0,
             evaluated: 0,
         }
@@ -363,6 +453,11 @@ impl Stateful {
         &mut self.ct
     }
 
+    /// The verdict for frames without a flow.
+    pub fn non_ip(&self) -> Verdict {
+        self.cfg.non_ip
+    }
+
     /// Where packets go.
     pub fn routes(&self) -> &Routes {
         &self.cfg.routes
@@ -387,8 +482,9 @@ impl Stateful {
         icmp: Option<(u8, u8)>,
         iif: u32,
         oif: Option<u32>,
-        app_known: bool,
+        app: Option<rampart_dpi::Label>,
     ) -> (Verdict, Option<RuleRef>) {
+        let app_known = app.is_some();
         let cacheable = self.cfg.cache && !(key.proto == 6 && self.rules.tcp_flags);
         if let Some((id, dir)) = flow
             && cacheable
@@ -417,6 +513,21 @@ impl Stateful {
             _ => (0, 0),
         };
         let routes = Arc::clone(&self.cfg.routes);
+        // The names the application answers to: its protocol and, when known, the
+        // application (`TLS` and `YouTube`).
+        let mut names = [""; 2];
+        let mut n = 0;
+        if let Some(l) = app {
+            if l.master != rampart_dpi::Proto::Unknown {
+                names[n] = l.master.name();
+                n += 1;
+            }
+            if let Some(a) = l.app {
+                names[n] = a;
+                n += 1;
+            }
+        }
+        let app = &names[..n];
         let p = FwPacket {
             src,
             dst,
@@ -427,6 +538,7 @@ impl Stateful {
             oif: routes.name(oif),
             ct: Some(rule_ct(ct)),
             tcp_flags,
+            app,
         };
         let hooks: &[Hook] = if oif.is_some() {
             &[Hook::Prerouting, Hook::Forward, Hook::Postrouting]
@@ -488,6 +600,11 @@ impl Stateful {
         self.last[i] = (verdict, rule, self.generation);
     }
 
+    /// The connection of flow `id` ended (its summary given) and the flow is being ended.
+    pub(crate) fn closed(&mut self, id: FlowId, summary: CtSummary) {
+        self.closed.push((id, summary));
+    }
+
     /// The flow `id` ended in the flow table: its cache is cleared, and its connection's
     /// summary (an evicted flow counts as an early drop) and its last decision returned.
     pub(crate) fn retire(&mut self, id: FlowId, evicted: bool) -> Retired {
@@ -495,6 +612,10 @@ impl Stateful {
             *c = Default::default();
         }
         let ct = if evicted { self.ct.early_drop(id) } else { self.ct.retire(id) };
+        let ct = ct.or_else(|| {
+            let at = self.closed.iter().position(|c| c.0 == id)?;
+            Some(self.closed.swap_remove(at).1)
+        });
         let last = self.last.get_mut(id.0 as usize).map(std::mem::take);
         let decided = last.filter(|l| l.2 != 0).map(|(verdict, rule, generation)| {
             let rules = if generation == self.generation {

@@ -101,6 +101,7 @@ fn packet(proto: u8, dport: u16) -> Packet<'static> {
         oif: "",
         ct: None,
         tcp_flags: 0,
+        app: &[],
     }
 }
 

@@ -1,0 +1,626 @@
+//! `rampart firewall`: the stateful data plane over the captures of a router's ports, a
+//! verdict per packet as Linux's conntrack and nftables would give it, with reloads and a
+//! what-if comparison of two rule sets.
+
+use std::io::{self, Write};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use rampart_capture::{Frame, PcapWriter};
+use rampart_classify::firewall::Firewall;
+use rampart_engine::driver::{Input, Limits};
+use rampart_engine::replay::{Difference, FirewallSink, Reload, replay};
+use rampart_engine::stateful::{Decided, Hook, Routes, RuleSet, Stateful, StatefulConfig};
+use rampart_engine::{FlowRecord, FlowsConfig, Pipeline, Summary, Verdict};
+use rampart_export::{FlowFormat, FlowWriter};
+use rampart_flow::{FlowKey, Side, TableConfig};
+use rampart_wire::{Family, PacketMeta};
+
+use crate::classify::{RuleFormat, RuleSource, firewall_error, read_rule_set};
+use crate::input::{self, Fail};
+
+/// Arguments of `rampart firewall`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    /// The rule set (nftables, iptables-save or rampart syntax; gzip or zstd compressed
+    /// files are read too).
+    #[arg(long, value_name = "FILE")]
+    rules: PathBuf,
+    #[command(flatten)]
+    source: RuleSource,
+    /// A capture taken on one of the router's ports, named by the port (the name `iifname`
+    /// and `oifname` rules match); give one per port. Captures are merged by time.
+    #[arg(short = 'r', long = "read", value_name = "IFACE=FILE", required = true)]
+    read: Vec<String>,
+    /// The MAC address of a port: frames it sent (the router's own output, also in a capture
+    /// taken on it) are skipped.
+    #[arg(long = "port-mac", value_name = "IFACE=MAC")]
+    port_mac: Vec<String>,
+    /// Write the packets that leave through a port (forwarded ones, and the replies rejects
+    /// send back) to a pcap file.
+    #[arg(short = 'w', long = "write", value_name = "IFACE=FILE")]
+    write: Vec<String>,
+    /// A route: packets for PREFIX leave through IFACE (longest prefix wins). Without routes,
+    /// with two ports, a packet leaves through the other port.
+    #[arg(long, value_name = "PREFIX=IFACE")]
+    route: Vec<String>,
+    /// An address of the router itself: packets to it take the input hook, not forward.
+    #[arg(long, value_name = "ADDR")]
+    local: Vec<IpAddr>,
+    /// At capture time TIME (epoch seconds), load FILE in place of the rule set, keeping
+    /// connection state, as `nft -f` does; a file that does not load changes nothing.
+    #[arg(long, value_name = "TIME=FILE")]
+    reload: Vec<String>,
+    /// One JSON object per packet: time, ports, addresses, ct state, verdict, rule, reason.
+    #[arg(long, value_name = "FILE")]
+    log: Option<PathBuf>,
+    /// A second rule set judged beside the first on the same traffic, with its own
+    /// connection state: every flow whose packets the two treat differently is written to
+    /// standard output (exit 1 when there is any).
+    #[arg(long, value_name = "FILE")]
+    compare: Option<PathBuf>,
+    /// Write the flow records (as `rampart flows` does, with ct_state, tcp_state, assured,
+    /// verdict and rule) to this file; without it they go to standard output, unless
+    /// `--compare` uses it.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Most connections tracked at once (`nf_conntrack_max`); a new one beyond it evicts an
+    /// unassured connection, else its packet is dropped (Linux's early drop).
+    #[arg(long, value_name = "N", default_value_t = 262_144,
+          value_parser = clap::value_parser!(u64).range(16..=1 << 32))]
+    ct_max: u64,
+    /// A conntrack setting by its sysctl name: `tcp_loose`, `tcp_be_liberal`,
+    /// `tcp_ignore_invalid_rst`, `checksum` (0 or 1), `tcp_max_retrans`, or a timeout in
+    /// seconds (`tcp_timeout_established`, `udp_timeout_stream`, `icmp_timeout`, ...).
+    #[arg(long = "ct", value_name = "NAME=VALUE")]
+    ct: Vec<String>,
+    /// No summary on standard error.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+pub(crate) fn run(args: Args) -> ExitCode {
+    match go(&args) {
+        Ok(code) => code,
+        Err(e) => e.exit(),
+    }
+}
+
+/// `NAME=VALUE`, split at the first `=`.
+fn pair<'a>(s: &'a str, what: &str, flag: &str) -> Result<(&'a str, &'a str), Fail> {
+    match s.split_once('=') {
+        Some((a, b)) if !a.is_empty() && !b.is_empty() => Ok((a, b)),
+        _ => Err(Fail(format!("{flag} {s:?}: expected {what}"), 2)),
+    }
+}
+
+fn parse_mac(s: &str) -> Option<[u8; 6]> {
+    let parts: Vec<&str> = s.split([':', '-']).collect();
+    if parts.len() != 6 {
+        return None;
+    }
+    let mut m = [0u8; 6];
+    for (b, p) in m.iter_mut().zip(parts) {
+        if p.is_empty() || p.len() > 2 {
+            return None;
+        }
+        *b = u8::from_str_radix(p, 16).ok()?;
+    }
+    Some(m)
+}
+
+fn parse_prefix(s: &str) -> Option<(IpAddr, u8)> {
+    let (a, len) = match s.split_once('/') {
+        Some((a, l)) => (a.parse::<IpAddr>().ok()?, Some(l.parse::<u8>().ok()?)),
+        None => (s.parse::<IpAddr>().ok()?, None),
+    };
+    let max = if a.is_ipv4() { 32 } else { 128 };
+    let len = len.unwrap_or(max);
+    (len <= max).then_some((a, len))
+}
+
+/// Epoch seconds (a decimal number) as nanoseconds.
+fn parse_time(s: &str) -> Option<u64> {
+    let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
+    if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    if !frac.bytes().all(|b| b.is_ascii_digit()) || frac.len() > 9 {
+        return None;
+    }
+    let w: u64 = whole.parse().ok()?;
+    let f: u64 = if frac.is_empty() { 0 } else { format!("{frac:0<9}").parse().ok()? };
+    w.checked_mul(1_000_000_000)?.checked_add(f)
+}
+
+/// Reads a rule file into the data plane's rule set: an nftables file's base chains at their
+/// hooks; an iptables-save file's INPUT and FORWARD chains at theirs (or the chain `--chain`
+/// names on every path); a rampart-syntax table (or `--chain`) on every path.
+pub(crate) fn load_rules(path: &Path, src: &RuleSource) -> Result<RuleSet, Fail> {
+    let (rs, sets, chain, format, base) = read_rule_set(path, src)?;
+    let name = path.display().to_string();
+    let Some(rs) = rs else {
+        return Err(Fail(
+            format!("{name}: a ClassBench list has no verdicts; give a firewall rule set"),
+            2,
+        ));
+    };
+    let lower = |chain: &str| {
+        Firewall::from_iptables(&rs, chain, &sets).map_err(|e| firewall_error(path, &rs, e))
+    };
+    match format {
+        RuleFormat::Nft if src.chain.is_none() => {
+            let nft = rampart_classify::nft::NftRuleset {
+                rules: rs.clone(),
+                sets: sets.clone(),
+                base,
+                qualified: Vec::new(),
+            };
+            if nft.base.is_empty() {
+                return Err(Fail(format!("{name}: no base chain (nothing would see a packet)"), 2));
+            }
+            RuleSet::from_nft(name.clone(), &nft).map_err(|e| firewall_error(path, &rs, e))
+        }
+        RuleFormat::Iptables if src.chain.is_none() => {
+            let mut chains = Vec::new();
+            for (c, hook) in [("INPUT", Hook::Input), ("FORWARD", Hook::Forward)] {
+                if rs.chains.iter().any(|x| x.name == c) {
+                    chains.push(rampart_engine::stateful::BaseChain::new(c, hook, 0, lower(c)?));
+                }
+            }
+            if chains.is_empty() {
+                return Err(Fail(format!("{name}: no INPUT or FORWARD chain; give --chain"), 2));
+            }
+            Ok(RuleSet::new(name.clone(), chains))
+        }
+        _ => Ok(RuleSet::everywhere(name.clone(), &chain, lower(&chain)?)),
+    }
+}
+
+fn go(args: &Args) -> Result<ExitCode, Fail> {
+    let rules = Arc::new(load_rules(&args.rules, &args.source)?);
+    let other = match &args.compare {
+        Some(p) => Some(Arc::new(load_rules(p, &args.source)?)),
+        None => None,
+    };
+    let mut ct = rampart_conntrack::Config::default();
+    for k in &args.ct {
+        let (n, v) = pair(k, "NAME=VALUE", "--ct")?;
+        let v: u64 =
+            v.parse().map_err(|_| Fail(format!("--ct {k:?}: {v:?} is not a number"), 2))?;
+        ct.set(n, v).map_err(|e| Fail(format!("--ct {k:?}: {e}"), 2))?;
+    }
+
+    // Ports, their captures and their addresses.
+    let mut names: Vec<String> = Vec::new();
+    let mut inputs: Vec<Input> = Vec::new();
+    for r in &args.read {
+        let (iface, file) = pair(r, "IFACE=FILE", "-r")?;
+        if names.iter().any(|n| n == iface) {
+            return Err(Fail(format!("-r {r:?}: port {iface} is read twice"), 2));
+        }
+        names.push(iface.to_string());
+        let capture = input::open_file(Path::new(file))?;
+        inputs.push(Input { capture, own_mac: None });
+    }
+    let port = |flag: &str, s: &str, iface: &str| {
+        names.iter().position(|n| n == iface).map(|i| i as u32).ok_or_else(|| {
+            Fail(format!("{flag} {s:?}: no port {iface} (ports: {})", names.join(", ")), 2)
+        })
+    };
+    for m in &args.port_mac {
+        let (iface, mac) = pair(m, "IFACE=MAC", "--port-mac")?;
+        let i = port("--port-mac", m, iface)?;
+        let mac = parse_mac(mac)
+            .ok_or_else(|| Fail(format!("--port-mac {m:?}: {mac:?} is not a MAC address"), 2))?;
+        inputs[i as usize].own_mac = Some(mac);
+    }
+    let mut routes = Vec::new();
+    for r in &args.route {
+        let (prefix, iface) = pair(r, "PREFIX=IFACE", "--route")?;
+        let (net, len) = parse_prefix(prefix)
+            .ok_or_else(|| Fail(format!("--route {r:?}: {prefix:?} is not a prefix"), 2))?;
+        routes.push((net, len, port("--route", r, iface)?));
+    }
+    let mut reloads = Vec::new();
+    for r in &args.reload {
+        let (time, file) = pair(r, "TIME=FILE", "--reload")?;
+        let at = parse_time(time).ok_or_else(|| {
+            Fail(format!("--reload {r:?}: {time:?} is not a time in epoch seconds"), 2)
+        })?;
+        let rules = load_rules(Path::new(file), &args.source).map(Arc::new).map_err(|e| e.0);
+        reloads.push(Reload { at, source: file.to_string(), rules });
+    }
+    reloads.sort_by_key(|r| r.at);
+    let mut writers: Vec<Option<PcapOut>> = names.iter().map(|_| None).collect();
+    for w in &args.write {
+        let (iface, file) = pair(w, "IFACE=FILE", "-w")?;
+        let i = port("-w", w, iface)?;
+        for inp in &inputs {
+            input::refuse_overwrite(&inp.capture, Some(Path::new(file)))?;
+        }
+        let f = std::fs::File::create(file).map_err(|e| Fail(format!("{file}: {e}"), 2))?;
+        writers[i as usize] = Some(PcapOut { file: Some(io::BufWriter::new(f)), pcap: None });
+    }
+
+    let routes = Arc::new(Routes { names: names.clone(), routes, local: args.local.clone() });
+    let pipeline = |rules: Arc<RuleSet>| {
+        let cfg = StatefulConfig { ct, routes: Arc::clone(&routes), ..StatefulConfig::default() };
+        let table = TableConfig {
+            max_flows: usize::try_from(args.ct_max).unwrap_or(usize::MAX),
+            ..TableConfig::default()
+        };
+        Pipeline::new(&FlowsConfig { table, rtt: None, ..FlowsConfig::default() })
+            .with_stateful(Stateful::new(cfg, rules))
+    };
+    let create = |p: &Path| {
+        std::fs::File::create(p)
+            .map(|f| io::BufWriter::with_capacity(1 << 16, f))
+            .map_err(|e| Fail(format!("{}: {e}", p.display()), 2))
+    };
+    let log = match &args.log {
+        Some(p) => Some(create(p)?),
+        None => None,
+    };
+    let records: Box<dyn Write> = match &args.output {
+        Some(p) => Box::new(create(p)?),
+        None if args.compare.is_some() => Box::new(io::sink()),
+        None => Box::new(io::BufWriter::with_capacity(1 << 16, io::stdout().lock())),
+    };
+    let mut sink = Out {
+        names: &names,
+        log,
+        records: FlowWriter::new(records, FlowFormat::Json),
+        diffs: Vec::new(),
+        writers,
+        verdicts: [0; 3],
+        line: String::new(),
+    };
+    let stop = input::stop_flag();
+    let main = pipeline(rules);
+    let other = other.map(&pipeline);
+    let result = replay(&mut inputs, main, other, reloads, &Limits::none(256), &stop, &mut sink);
+    // Whatever happened, what was produced is written out.
+    let flushed = sink.flush();
+    let (outcome, main) = match result.and_then(|o| flushed.map(|()| o)) {
+        Ok(o) => o,
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
+        Err(e) => return Err(Fail(format!("rampart: writing: {e}"), 1)),
+    };
+    let mut out = io::stdout().lock();
+    for d in &sink.diffs {
+        let _ = writeln!(out, "{}", difference(d));
+    }
+    if !args.quiet {
+        summary(&names, &outcome.summary, &main, &sink.verdicts);
+    }
+    for inp in &mut inputs {
+        input::report_end(&mut inp.capture, input::Tell::Alone);
+    }
+    if let Some(e) = outcome.error {
+        input::print_run_error(&e, "firewall");
+        return Ok(ExitCode::from(if e.is_usage() { 2 } else { 1 }));
+    }
+    Ok(if sink.diffs.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// A port's output capture, created with the link type of its first frame.
+struct PcapOut {
+    file: Option<io::BufWriter<std::fs::File>>,
+    pcap: Option<PcapWriter<io::BufWriter<std::fs::File>>>,
+}
+
+impl PcapOut {
+    fn write(&mut self, f: &Frame<'_>, data: &[u8]) -> io::Result<()> {
+        if self.pcap.is_none()
+            && let Some(file) = self.file.take()
+        {
+            self.pcap = Some(PcapWriter::new(file, f.link, 262_144, true)?);
+        }
+        match &mut self.pcap {
+            Some(p) => p.write(f.ts, data.len().max(f.origlen as usize) as u32, data),
+            None => Ok(()),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match (&mut self.pcap, &mut self.file) {
+            (Some(p), _) => p.flush(),
+            (None, Some(f)) => f.flush(),
+            (None, None) => Ok(()),
+        }
+    }
+}
+
+struct Out<'a> {
+    names: &'a [String],
+    log: Option<io::BufWriter<std::fs::File>>,
+    records: FlowWriter<Box<dyn Write>>,
+    diffs: Vec<Difference>,
+    writers: Vec<Option<PcapOut>>,
+    /// Accepted, dropped, rejected.
+    verdicts: [u64; 3],
+    line: String,
+}
+
+impl Out<'_> {
+    fn flush(&mut self) -> io::Result<()> {
+        let mut first = Ok(());
+        for w in self.writers.iter_mut().flatten() {
+            let r = w.flush();
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        if let Some(l) = &mut self.log {
+            let r = l.flush();
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        let r = self.records.flush();
+        first.and(r)
+    }
+}
+
+fn proto_name(p: u8) -> Option<&'static str> {
+    Some(match p {
+        1 => "icmp",
+        6 => "tcp",
+        17 => "udp",
+        58 => "icmpv6",
+        132 => "sctp",
+        136 => "udplite",
+        _ => return None,
+    })
+}
+
+fn ip(m: &PacketMeta, a: &[u8; 16]) -> IpAddr {
+    match m.family {
+        Family::V4 => IpAddr::from([a[0], a[1], a[2], a[3]]),
+        _ => IpAddr::from(*a),
+    }
+}
+
+/// A JSON string (the names and reasons written here are plain, but a comment may not be).
+fn json_str(out: &mut String, s: &str) {
+    use std::fmt::Write as _;
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+impl FirewallSink for Out<'_> {
+    fn packet(
+        &mut self,
+        frame: &Frame<'_>,
+        d: &Decided,
+        rules: &RuleSet,
+        reply: Option<&[u8]>,
+    ) -> io::Result<()> {
+        self.verdicts[d.verdict as usize] += 1;
+        if d.verdict == Verdict::Accept
+            && let Some(o) = d.oif
+            && let Some(Some(w)) = self.writers.get_mut(o as usize)
+        {
+            w.write(frame, frame.data)?;
+        }
+        if let Some(r) = reply
+            && let Some(Some(w)) = self.writers.get_mut(d.iif as usize)
+        {
+            w.write(frame, r)?;
+        }
+        let Some(log) = &mut self.log else { return Ok(()) };
+        let Some(state) = d.ct else { return Ok(()) };
+        use std::fmt::Write as _;
+        let m = PacketMeta::parse(frame.link, frame.data);
+        let l = &mut self.line;
+        l.clear();
+        let t = frame.ts.0;
+        let _ =
+            write!(l, "{{\"time\":{}.{:06},\"iif\":", t / 1_000_000_000, t % 1_000_000_000 / 1000);
+        let name = |i: Option<u32>| i.and_then(|i| self.names.get(i as usize));
+        json_str(l, name(Some(d.iif)).map_or("", String::as_str));
+        l.push_str(",\"oif\":");
+        match name(d.oif) {
+            Some(n) => json_str(l, n),
+            None => l.push_str("null"),
+        }
+        l.push_str(",\"proto\":");
+        match proto_name(m.proto) {
+            Some(n) => json_str(l, n),
+            None => {
+                let _ = write!(l, "{}", m.proto);
+            }
+        }
+        let (sport, dport) = if m.has_ports() { (m.sport, m.dport) } else { (0, 0) };
+        let _ = write!(
+            l,
+            ",\"src\":\"{}\",\"sport\":{sport},\"dst\":\"{}\",\"dport\":{dport}",
+            ip(&m, &m.src),
+            ip(&m, &m.dst)
+        );
+        if matches!(m.proto, 1 | 58) {
+            let _ = write!(l, ",\"icmp_type\":{},\"icmp_code\":{}", m.icmp_type, m.icmp_code);
+        }
+        let _ =
+            write!(l, ",\"ct_state\":\"{state}\",\"verdict\":\"{}\",\"rule\":", d.verdict.name());
+        match d.rule {
+            Some(r) => json_str(l, rules.rule_name(r)),
+            None => l.push_str("null"),
+        }
+        if let Some(reason) = &d.reason {
+            l.push_str(",\"reason\":");
+            json_str(l, reason);
+        }
+        l.push_str("}\n");
+        log.write_all(l.as_bytes())
+    }
+
+    fn record(&mut self, r: &FlowRecord) -> io::Result<()> {
+        self.records.write(r)
+    }
+
+    fn reload(&mut self, at: u64, source: &str, result: Result<(), &str>) -> io::Result<()> {
+        let when = format!("{}.{:06}", at / 1_000_000_000, at % 1_000_000_000 / 1000);
+        match result {
+            Ok(()) => eprintln!("rampart: at {when}: loaded {source}"),
+            Err(e) => eprintln!("rampart: at {when}: {e}\nrampart: the rule set in force stays"),
+        }
+        Ok(())
+    }
+
+    fn differs(&mut self, d: &Difference) -> io::Result<()> {
+        self.diffs.push(d.clone());
+        Ok(())
+    }
+}
+
+/// A flow two rule sets treat differently, as one JSON line.
+fn difference(d: &Difference) -> String {
+    let k: &FlowKey = &d.key;
+    let (src, dst, sport, dport) = match d.side {
+        Side::A => (k.addr_a(), k.addr_b(), k.port_a, k.port_b),
+        Side::B => (k.addr_b(), k.addr_a(), k.port_b, k.port_a),
+    };
+    let (sport, dport) =
+        if k.kind() == rampart_flow::KeyKind::Ports { (sport, dport) } else { (0, 0) };
+    let mut l = String::new();
+    l.push_str("{\"proto\":");
+    match proto_name(k.proto) {
+        Some(n) => json_str(&mut l, n),
+        None => l.push_str(&k.proto.to_string()),
+    }
+    l.push_str(&format!(
+        ",\"src\":\"{src}\",\"sport\":{sport},\"dst\":\"{dst}\",\"dport\":{dport},\"packets\":{},\"first\":{}.{:06}",
+        d.packets,
+        d.first / 1_000_000_000,
+        d.first % 1_000_000_000 / 1000
+    ));
+    for (side, (v, rule)) in [("a", &d.a), ("b", &d.b)] {
+        l.push_str(&format!(",\"verdict_{side}\":\"{}\",\"rule_{side}\":", v.name()));
+        match rule {
+            Some(r) => json_str(&mut l, r),
+            None => l.push_str("null"),
+        }
+    }
+    l.push('}');
+    l
+}
+
+fn summary(names: &[String], s: &Summary, main: &Pipeline, verdicts: &[u64; 3]) {
+    let mut err = io::stderr().lock();
+    let secs = s.elapsed.as_secs_f64();
+    let ns = if s.packets > 0 { secs * 1e9 / s.packets as f64 } else { 0.0 };
+    let _ = writeln!(
+        err,
+        "{}: {} packets ({} skipped as the ports' own), {} accepted, {} dropped, {} rejected; \
+         {} flows in {secs:.3} s ({ns:.0} ns/packet){}",
+        names.join(", "),
+        s.packets,
+        s.filtered,
+        verdicts[Verdict::Accept as usize],
+        verdicts[Verdict::Drop as usize],
+        verdicts[Verdict::Reject as usize],
+        s.flows,
+        if s.interrupted { ", interrupted" } else { "" }
+    );
+    if s.non_ip > 0 {
+        let _ = writeln!(err, "  not IP: {} frames (passed)", s.non_ip);
+    }
+    let Some(st) = main.stateful() else { return };
+    let (cached, evaluated) = st.decided_counts();
+    let _ = writeln!(
+        err,
+        "  decisions: {evaluated} by the rule set, {cached} from the flow's cached decision"
+    );
+    let rules = st.rules();
+    let _ = writeln!(err, "  rule counters ({}):", rules.source);
+    for (c, hits) in rules.chains().iter().zip(st.hits()) {
+        let _ = writeln!(
+            err,
+            "    chain {} ({} hook, priority {}{}):",
+            c.name,
+            c.hook.name(),
+            c.priority,
+            c.family.map_or(String::new(), |f| format!(", IPv{f}"))
+        );
+        for (e, (entry, n)) in c.rules.entries().iter().zip(hits).enumerate() {
+            let verdict = match &entry.action {
+                rampart_classify::firewall::Action::Verdict(t) => format!("{t:?}").to_lowercase(),
+                rampart_classify::firewall::Action::Jump(k) => {
+                    format!("jump {}", c.rules.chains()[*k].name)
+                }
+                rampart_classify::firewall::Action::Goto(k) => {
+                    format!("goto {}", c.rules.chains()[*k].name)
+                }
+                rampart_classify::firewall::Action::Return => "return".into(),
+                rampart_classify::firewall::Action::Continue => "continue".into(),
+            };
+            let _ = writeln!(
+                err,
+                "      {:<32} {verdict:<10} counter packets {n}",
+                c.entry_name(e).as_ref()
+            );
+        }
+    }
+    let t = st.conntrack().stats();
+    let _ = writeln!(
+        err,
+        "  conntrack: found={} invalid={} insert={} insert_failed={} drop={} early_drop={} \
+         error={} (ignored {}, checksums not verifiable {})",
+        t.found,
+        t.invalid,
+        t.insert,
+        t.insert_failed,
+        t.drop,
+        t.early_drop,
+        t.error,
+        t.ignored,
+        t.unchecked
+    );
+    let reasons: Vec<String> = t.reasons().map(|(r, n)| format!("{} {n}", r.name())).collect();
+    if !reasons.is_empty() {
+        let _ = writeln!(err, "  invalid by reason: {}", reasons.join(", "));
+    }
+    let _ = writeln!(
+        err,
+        "  memory: {:.1} MiB of connection state and cached decisions, table {:.1} MiB",
+        st.memory_bytes() as f64 / (1 << 20) as f64,
+        s.table_bytes as f64 / (1 << 20) as f64
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_parse_or_say_what_they_expected() {
+        assert_eq!(parse_mac("9a:c0:d6:7f:03:86"), Some([0x9a, 0xc0, 0xd6, 0x7f, 0x03, 0x86]));
+        assert_eq!(parse_mac("9a-c0-d6-7f-03-86"), Some([0x9a, 0xc0, 0xd6, 0x7f, 0x03, 0x86]));
+        assert_eq!(parse_mac("9a:c0:d6:7f:03"), None);
+        assert_eq!(parse_mac("9a:c0:d6:7f:03:866"), None);
+        assert_eq!(parse_prefix("10.0.0.0/8"), Some(("10.0.0.0".parse().unwrap(), 8)));
+        assert_eq!(parse_prefix("fd66::1"), Some(("fd66::1".parse().unwrap(), 128)));
+        assert_eq!(parse_prefix("10.0.0.0/33"), None);
+        assert_eq!(parse_time("1795395502.899122192"), Some(1_795_395_502_899_122_192));
+        assert_eq!(parse_time("12"), Some(12_000_000_000));
+        assert_eq!(parse_time("12.5"), Some(12_500_000_000));
+        assert_eq!(parse_time("-1"), None);
+        assert_eq!(parse_time("1e9"), None);
+        assert!(pair("r0", "IFACE=FILE", "-r").is_err());
+        assert_eq!(pair("r0=a=b", "IFACE=FILE", "-r").ok(), Some(("r0", "a=b")));
+    }
+}

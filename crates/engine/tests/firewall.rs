@@ -1,0 +1,329 @@
+//! The stateful firewall over captures, against Linux: the shared conntrack oracle's two
+//! captures (both ports of a router running `ruleset.nft`, with a reload to `ruleset-B.nft`
+//! and back) replayed through the firewall driver with the rule set files themselves, read by
+//! the nftables reader. Every forwarded and dropped ingress packet, every crafted packet's
+//! reason, every flow's final state and the `conntrack -S` deltas must be the kernel's.
+
+use std::collections::{HashMap, VecDeque};
+use std::io;
+use std::net::IpAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use rampart_capture::{Capture, Frame};
+use rampart_engine::driver::{Input, Limits};
+use rampart_engine::replay::{FirewallSink, Reload, replay};
+use rampart_engine::stateful::{Decided, Routes, RuleSet, Stateful, StatefulConfig};
+use rampart_engine::{FlowRecord, FlowsConfig, Pipeline, Verdict};
+use rampart_flow::{KeyKind, Side, TableConfig};
+use rampart_wire::{Family, LinkType, PacketMeta};
+
+/// The router's port addresses (the destination MACs of the client's and the server's frames
+/// in `invalid-log.txt`): frames from them are the router's own, not ingress.
+const R0: [u8; 6] = [0x9a, 0xc0, 0xd6, 0x7f, 0x03, 0x86];
+const R1: [u8; 6] = [0xd2, 0x62, 0x18, 0xba, 0x51, 0x94];
+
+fn rules(dir: &Path, file: &str) -> Arc<RuleSet> {
+    let text = std::fs::read_to_string(dir.join(file)).unwrap();
+    let nft = rampart_classify::nft::parse(file, &text).unwrap();
+    Arc::new(RuleSet::from_nft(file, &nft).unwrap())
+}
+
+fn epoch_ns(s: &str) -> u64 {
+    let (a, b) = s.split_once('.').unwrap();
+    let frac = format!("{b:0<9}");
+    a.parse::<u64>().unwrap() * 1_000_000_000 + frac[..9].parse::<u64>().unwrap()
+}
+
+/// Epoch seconds with microseconds, as the TSV files write them.
+fn micros(ts: u64) -> String {
+    format!("{}.{:06}", ts / 1_000_000_000, ts % 1_000_000_000 / 1_000)
+}
+
+fn addr(m: &PacketMeta, a: &[u8; 16]) -> String {
+    match m.family {
+        Family::V4 => std::net::Ipv4Addr::new(a[0], a[1], a[2], a[3]).to_string(),
+        _ => std::net::Ipv6Addr::from(*a).to_string(),
+    }
+}
+
+/// The tag of a crafted packet: the IPv4 ID or IPv6 flow label.
+fn tag(m: &PacketMeta, frame: &[u8]) -> u32 {
+    let l3 = usize::from(m.l3_offset);
+    match m.family {
+        Family::V4 => u32::from(u16::from_be_bytes([frame[l3 + 4], frame[l3 + 5]])),
+        Family::V6 => {
+            u32::from_be_bytes([frame[l3], frame[l3 + 1], frame[l3 + 2], frame[l3 + 3]]) & 0xf_ffff
+        }
+        Family::None => 0,
+    }
+}
+
+/// What the test keeps of each decided packet.
+struct Seen {
+    /// (time, from the client, src, dst), as `packets.tsv` identifies a packet.
+    id: (String, bool, String, String),
+    tag: u32,
+    decided: Decided,
+    rule: Option<Arc<str>>,
+    reply: Option<Vec<u8>>,
+}
+
+#[derive(Default)]
+struct Collect {
+    packets: Vec<Seen>,
+    records: Vec<FlowRecord>,
+    reloads: Vec<(u64, String, bool)>,
+}
+
+impl FirewallSink for Collect {
+    fn packet(
+        &mut self,
+        frame: &Frame<'_>,
+        decided: &Decided,
+        rules: &RuleSet,
+        reply: Option<&[u8]>,
+    ) -> io::Result<()> {
+        let m = PacketMeta::parse(frame.link, frame.data);
+        self.packets.push(Seen {
+            id: (micros(frame.ts.0), frame.interface == 0, addr(&m, &m.src), addr(&m, &m.dst)),
+            tag: tag(&m, frame.data),
+            decided: decided.clone(),
+            rule: decided.rule.map(|r| Arc::clone(rules.rule_name(r))),
+            reply: reply.map(<[u8]>::to_vec),
+        });
+        Ok(())
+    }
+
+    fn record(&mut self, r: &FlowRecord) -> io::Result<()> {
+        self.records.push(r.clone());
+        Ok(())
+    }
+
+    fn reload(&mut self, at: u64, source: &str, result: Result<(), &str>) -> io::Result<()> {
+        self.reloads.push((at, source.to_string(), result.is_ok()));
+        Ok(())
+    }
+}
+
+/// A record's original tuple, as `flows.tsv` writes it.
+fn tuple(r: &FlowRecord) -> String {
+    let k = &r.flow.key;
+    let (src, dst, sport, dport) = match r.flow.initiator {
+        Side::A => (k.addr_a(), k.addr_b(), k.port_a, k.port_b),
+        Side::B => (k.addr_b(), k.addr_a(), k.port_b, k.port_a),
+    };
+    match k.kind() {
+        KeyKind::Echo => {
+            let t = if src.is_ipv4() { 8 } else { 128 };
+            format!("src={src} dst={dst} type={t} code=0 id={sport}")
+        }
+        _ => format!("src={src} dst={dst} sport={sport} dport={dport}"),
+    }
+}
+
+fn pipeline(rules: Arc<RuleSet>) -> Pipeline {
+    let local: Vec<IpAddr> = ["10.66.1.1", "10.66.2.1", "fd66:1::1", "fd66:2::1"]
+        .iter()
+        .map(|a| a.parse().unwrap())
+        .collect();
+    let routes = Routes { names: vec!["r0".into(), "r1".into()], routes: Vec::new(), local };
+    let cfg = StatefulConfig { routes: Arc::new(routes), ..StatefulConfig::default() };
+    let table = TableConfig { max_flows: 1 << 16, ..TableConfig::default() };
+    Pipeline::new(&FlowsConfig { table, rtt: None, dpi: None, ..FlowsConfig::default() })
+        .with_stateful(Stateful::new(cfg, rules))
+}
+
+#[test]
+fn linux_router_oracle_through_the_nft_rule_sets() {
+    let Some(dir) =
+        rampart_testkit::shared("linux_router_oracle_through_the_nft_rule_sets", "conntrack")
+    else {
+        return;
+    };
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+    let (a, b) = (rules(&dir, "ruleset.nft"), rules(&dir, "ruleset-B.nft"));
+    let timeline = read("timeline.tsv");
+    let when = |event: &str| {
+        timeline
+            .lines()
+            .find(|l| l.ends_with(event))
+            .map(|l| epoch_ns(l.split('\t').next().unwrap()))
+            .unwrap()
+    };
+    let reloads = vec![
+        Reload { at: when("load ruleset B"), source: "ruleset-B.nft".into(), rules: Ok(b) },
+        Reload { at: when("load ruleset A"), source: "ruleset.nft".into(), rules: Ok(a.clone()) },
+    ];
+    let mut inputs = vec![
+        Input { capture: Capture::open(&dir.join("client-side.pcap")).unwrap(), own_mac: Some(R0) },
+        Input { capture: Capture::open(&dir.join("server-side.pcap")).unwrap(), own_mac: Some(R1) },
+    ];
+    let mut sink = Collect::default();
+    let stop = AtomicBool::new(false);
+    let (outcome, main) =
+        replay(&mut inputs, pipeline(a), None, reloads, &Limits::none(64), &stop, &mut sink)
+            .unwrap();
+    assert!(outcome.error.is_none());
+    assert_eq!(sink.reloads.len(), 2);
+
+    // Verdicts, by (time, ingress side, src, dst).
+    let mut truth: HashMap<(String, bool, String, String), VecDeque<String>> = HashMap::new();
+    for line in read("packets.tsv").lines().skip(1) {
+        let c: Vec<&str> = line.split('\t').collect();
+        let key = (c[0].to_string(), c[1] == "client->", c[2].to_string(), c[3].to_string());
+        truth.entry(key).or_default().push_back(c[8].to_string());
+    }
+    let (mut forwarded, mut dropped, mut mismatches) = (0, 0, Vec::new());
+    let mut crafted: HashMap<u32, &Seen> = HashMap::new();
+    for p in &sink.packets {
+        if (0xc0d1..=0xc0de).contains(&p.tag) {
+            crafted.insert(p.tag, p);
+        }
+        let Some(want) = truth.get_mut(&p.id).and_then(VecDeque::pop_front) else { continue };
+        if want != "forwarded" && want != "dropped" {
+            continue;
+        }
+        let got = if p.decided.verdict == Verdict::Accept { "forwarded" } else { "dropped" };
+        forwarded += usize::from(got == "forwarded");
+        dropped += usize::from(got == "dropped");
+        if got != want {
+            mismatches.push(format!("{:?}: {got} by {:?}, Linux {want}", p.id, p.rule));
+        }
+    }
+    assert!(mismatches.is_empty(), "{} differ:\n{}", mismatches.len(), mismatches.join("\n"));
+    assert_eq!((forwarded, dropped), (4688, 21));
+
+    // The rules that decided: the SYN to 9999 is rejected with a reset from the server's
+    // address, the blocked SYNs meet the policy, the pings under rule set B its new rule.
+    let by_rule = |name: &str| {
+        sink.packets.iter().filter(|p| p.rule.as_deref() == Some(name)).collect::<Vec<_>>()
+    };
+    let rejected = by_rule("forward:7 reject-9999");
+    assert_eq!(rejected.len(), 1);
+    assert_eq!(rejected[0].decided.verdict, Verdict::Reject);
+    let rst = rejected[0].reply.as_deref().expect("a reset goes back");
+    let m = PacketMeta::parse(LinkType::Ethernet, rst);
+    assert_eq!((addr(&m, &m.src).as_str(), m.sport, m.tcp.flags & 0x04), ("10.66.2.2", 9999, 4));
+    assert_eq!(by_rule("forward:2 reload-B").len(), 5);
+    // (The prerouting chain's accept policy names the packets for the router itself.)
+    let policy = by_rule("policy");
+    let dropped: Vec<_> = policy.iter().filter(|p| p.decided.verdict == Verdict::Drop).collect();
+    assert_eq!(dropped.len(), 4, "2222 twice, the server's SYN to 22 twice");
+    assert!(dropped.iter().all(|p| p.decided.oif.is_some()), "forwarded packets");
+
+    // Crafted packets: the kernel's logged reasons, word for word.
+    let mut logged: HashMap<u32, String> = HashMap::new();
+    for line in read("invalid-log.txt").lines() {
+        let msg = line.split(": ").nth(1).unwrap().split(" IN=").next().unwrap().to_string();
+        let id = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("ID=").or_else(|| w.strip_prefix("FLOWLBL=")))
+            .unwrap();
+        logged.insert(id.parse().unwrap(), msg);
+    }
+    assert_eq!(logged.len(), 9);
+    for (t, msg) in &logged {
+        let p = crafted.get(t).unwrap_or_else(|| panic!("crafted {t:#x} not decided"));
+        assert_eq!(p.decided.reason.as_deref(), Some(msg.as_str()), "crafted {t:#x}");
+        assert_eq!(p.decided.verdict, Verdict::Drop);
+        assert_eq!(p.rule.as_deref(), Some("forward:1 invalid"));
+    }
+    assert_eq!(crafted.len(), 14);
+
+    // conntrack -S: invalid rose by 10 and error by 1.
+    let st = main.stateful().unwrap().conntrack().stats();
+    assert_eq!((st.invalid, st.error), (10, 1), "{st:?}");
+
+    // Every flow's final state and flags, from the flow records.
+    let mut ours: HashMap<String, Vec<&FlowRecord>> = HashMap::new();
+    for r in sink.records.iter().filter(|r| r.ct.is_some()) {
+        ours.entry(tuple(r)).or_default().push(r);
+    }
+    let mut flows = 0;
+    for line in read("flows.tsv").lines().skip(1) {
+        let c: Vec<&str> = line.split('\t').collect();
+        let (tuple, states, assured, reply) = (c[3], c[4], c[6] == "yes", c[7] == "yes");
+        let got = ours
+            .get(tuple)
+            .and_then(|v| v.first())
+            .and_then(|r| r.ct)
+            .unwrap_or_else(|| panic!("no record for {tuple}"));
+        let last = states.rsplit('>').next().unwrap();
+        assert_eq!(got.tcp_state.map(|s| s.name()), (last != "-").then_some(last), "{line}");
+        assert_eq!((got.assured, got.seen_reply), (assured, reply), "{line}");
+        flows += 1;
+    }
+    assert_eq!(flows, 20);
+    // A flow a dropped first packet would have opened has no connection state.
+    assert!(
+        !sink.records.iter().any(|r| r.ct.is_some() && r.flow.key.port_b == 2222),
+        "the blocked SYN left state"
+    );
+}
+
+/// Rule set B in force all along, judged beside A: the five pings it drops are the only
+/// difference, one flow.
+#[test]
+fn what_if_lists_the_flows_two_rule_sets_treat_differently() {
+    let Some(dir) = rampart_testkit::shared(
+        "what_if_lists_the_flows_two_rule_sets_treat_differently",
+        "conntrack",
+    ) else {
+        return;
+    };
+    let (a, b) = (rules(&dir, "ruleset.nft"), rules(&dir, "ruleset-B.nft"));
+    let mut inputs = vec![
+        Input { capture: Capture::open(&dir.join("client-side.pcap")).unwrap(), own_mac: Some(R0) },
+        Input { capture: Capture::open(&dir.join("server-side.pcap")).unwrap(), own_mac: Some(R1) },
+    ];
+    #[derive(Default)]
+    struct Diffs(Collect, Vec<rampart_engine::replay::Difference>);
+    impl FirewallSink for Diffs {
+        fn packet(
+            &mut self,
+            f: &Frame<'_>,
+            d: &Decided,
+            r: &RuleSet,
+            reply: Option<&[u8]>,
+        ) -> io::Result<()> {
+            self.0.packet(f, d, r, reply)
+        }
+        fn record(&mut self, r: &FlowRecord) -> io::Result<()> {
+            self.0.record(r)
+        }
+        fn reload(&mut self, at: u64, s: &str, r: Result<(), &str>) -> io::Result<()> {
+            self.0.reload(at, s, r)
+        }
+        fn differs(&mut self, d: &rampart_engine::replay::Difference) -> io::Result<()> {
+            self.1.push(d.clone());
+            Ok(())
+        }
+    }
+    let mut sink = Diffs::default();
+    let stop = AtomicBool::new(false);
+    let (outcome, _) = replay(
+        &mut inputs,
+        pipeline(a),
+        Some(pipeline(b)),
+        Vec::new(),
+        &Limits::none(64),
+        &stop,
+        &mut sink,
+    )
+    .unwrap();
+    // B drops every echo request to 10.66.2.2 (the three pings at the start, the fifteen of
+    // the last run), so it never sees a connection and drops the replies A lets through as
+    // established (three, and the ten the real router answered while A was in force): two
+    // flows.
+    let d = &sink.1;
+    assert_eq!(d.len(), 2, "{d:?}");
+    assert_eq!(outcome.summary.differing_flows, 2);
+    for x in d {
+        assert_eq!(x.key.proto, 1);
+        assert_eq!(x.a.0, Verdict::Accept);
+        assert_eq!((x.b.0, x.b.1.as_deref()), (Verdict::Drop, Some("forward:2 reload-B")));
+    }
+    assert_eq!(d.iter().map(|x| x.packets).sum::<u64>(), 18 + 13);
+}
