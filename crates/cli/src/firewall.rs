@@ -525,19 +525,23 @@ fn summary(names: &[String], s: &Summary, main: &Pipeline, verdicts: &[u64; 3]) 
     let ns = if s.packets > 0 { secs * 1e9 / s.packets as f64 } else { 0.0 };
     let _ = writeln!(
         err,
-        "{}: {} packets ({} skipped as the ports' own), {} accepted, {} dropped, {} rejected; \
-         {} flows in {secs:.3} s ({ns:.0} ns/packet){}",
+        "{}: {} packets, {} accepted, {} dropped, {} rejected ({} frames the ports sent \
+         skipped); {} flows in {secs:.3} s ({ns:.0} ns/packet){}",
         names.join(", "),
         s.packets,
-        s.filtered,
         verdicts[Verdict::Accept as usize],
         verdicts[Verdict::Drop as usize],
         verdicts[Verdict::Reject as usize],
+        s.filtered,
         s.flows,
         if s.interrupted { ", interrupted" } else { "" }
     );
     if s.non_ip > 0 {
-        let _ = writeln!(err, "  not IP: {} frames (passed)", s.non_ip);
+        let _ = writeln!(
+            err,
+            "  not IP (or not parsed): {} frames, dropped as a router does not forward them",
+            s.non_ip
+        );
     }
     let Some(st) = main.stateful() else { return };
     let (cached, evaluated) = st.decided_counts();

@@ -208,6 +208,10 @@ pub fn replay(
     };
     let mut s = Summary::default();
     let error = read_merged(inputs, limits, stop, &mut s, &mut run)?;
+    if error.is_none() && !s.interrupted {
+        // Reloads after the last packet still happen (and a file that fails still says so).
+        run.reload_until(u64::MAX)?;
+    }
     let order = run.main.finish_order();
     for part in order.chunks(FINISH_CHUNK) {
         run.events.clear();

@@ -232,8 +232,22 @@ fn linux_router_oracle_through_the_nft_rule_sets() {
     }
     assert_eq!(crafted.len(), 14);
 
+    // The counters after the run are what `nft list ruleset` listed at the end (each reload
+    // reset them, so they cover the last seconds): the forward chain's rules in order.
+    let listed: Vec<u64> = read("nft-after.txt")
+        .lines()
+        .skip_while(|l| !l.contains("chain forward"))
+        .filter_map(|l| l.split("counter packets ").nth(1))
+        .map(|n| n.split_whitespace().next().unwrap().parse().unwrap())
+        .collect();
+    let st = main.stateful().unwrap();
+    let k = st.rules().chains().iter().position(|c| c.name == "forward").unwrap();
+    let hits = &st.hits()[k];
+    assert_eq!(listed.len(), 8);
+    assert_eq!(&hits[..8], listed.as_slice(), "the forward chain's counters");
+
     // conntrack -S: invalid rose by 10 and error by 1.
-    let st = main.stateful().unwrap().conntrack().stats();
+    let st = st.conntrack().stats();
     assert_eq!((st.invalid, st.error), (10, 1), "{st:?}");
 
     // Every flow's final state and flags, from the flow records.
