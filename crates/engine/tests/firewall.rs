@@ -341,3 +341,198 @@ fn what_if_lists_the_flows_two_rule_sets_treat_differently() {
     }
     assert_eq!(d.iter().map(|x| x.packets).sum::<u64>(), 18 + 13);
 }
+
+mod cached {
+    //! Cached decisions against the rule set walked for every packet: random traffic between
+    //! two ports, random rule sets (connection state, ports, flags, addresses, jumps, rejects)
+    //! and reloads at random points must give the same verdicts, rules, states and counters.
+
+    use super::*;
+    use proptest::prelude::*;
+    use rampart_capture::Timestamp;
+    use rampart_classify::firewall::Firewall;
+    use rampart_engine::{Events, Summary};
+
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+        fn pick<'a, T>(&mut self, v: &'a [T]) -> &'a T {
+            &v[self.below(v.len() as u64) as usize]
+        }
+    }
+
+    /// An Ethernet/IPv4 frame: TCP (flags, seq, ack), UDP, or ICMP echo (request or reply).
+    fn frame(
+        src: [u8; 4],
+        dst: [u8; 4],
+        proto: u8,
+        sport: u16,
+        dport: u16,
+        x: (u8, u32, u32),
+    ) -> Vec<u8> {
+        let l4 = match proto {
+            6 => 20,
+            17 => 8,
+            _ => 8,
+        };
+        let mut f = vec![0u8; 14 + 20 + l4];
+        f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+        let ip = &mut f[14..];
+        ip[0] = 0x45;
+        ip[2..4].copy_from_slice(&((20 + l4) as u16).to_be_bytes());
+        ip[8] = 64;
+        ip[9] = proto;
+        ip[12..16].copy_from_slice(&src);
+        ip[16..20].copy_from_slice(&dst);
+        let t = &mut ip[20..];
+        match proto {
+            6 => {
+                t[0..2].copy_from_slice(&sport.to_be_bytes());
+                t[2..4].copy_from_slice(&dport.to_be_bytes());
+                t[4..8].copy_from_slice(&x.1.to_be_bytes());
+                t[8..12].copy_from_slice(&x.2.to_be_bytes());
+                t[12] = 5 << 4;
+                t[13] = x.0;
+                t[14..16].copy_from_slice(&65535u16.to_be_bytes());
+            }
+            17 => {
+                t[0..2].copy_from_slice(&sport.to_be_bytes());
+                t[2..4].copy_from_slice(&dport.to_be_bytes());
+                t[4..6].copy_from_slice(&8u16.to_be_bytes());
+            }
+            _ => {
+                t[0] = x.0; // 8 request, 0 reply
+                t[4..6].copy_from_slice(&sport.to_be_bytes());
+            }
+        }
+        f
+    }
+
+    /// Random traffic: packets of a few conversations between hosts behind port 0 and
+    /// port 1, in random order, with timestamps 1-400 ms apart (so some connections time out).
+    fn traffic(r: &mut Rng) -> Vec<(u64, u32, Vec<u8>)> {
+        let mut out = Vec::new();
+        let mut t = 1_700_000_000_000_000_000u64;
+        let n = 20 + r.below(180);
+        for _ in 0..n {
+            let (a, b) = ([10, 0, 0, 1 + r.below(3) as u8], [10, 0, 1, 1 + r.below(3) as u8]);
+            let from0 = r.below(3) > 0;
+            let (src, dst, iif) = if from0 { (a, b, 0) } else { (b, a, 1) };
+            let proto = *r.pick(&[6u8, 6, 6, 17, 1]);
+            let (sp, dp) = (*r.pick(&[1000u16, 1001]), *r.pick(&[22u16, 80, 443, 53]));
+            let (sport, dport) = if r.below(4) == 0 { (dp, sp) } else { (sp, dp) };
+            let flags = *r.pick(&[0x02u8, 0x12, 0x10, 0x18, 0x11, 0x04, 0x14, 0x03, 0x00]);
+            let seq = *r.pick(&[1000u32, 1001, 5000, 5001, 900_000]);
+            let ack = *r.pick(&[0u32, 1001, 5001, 77]);
+            let icmp = *r.pick(&[8u8, 0]);
+            let x = if proto == 1 { (icmp, 0, 0) } else { (flags, seq, ack) };
+            out.push((t, iif, frame(src, dst, proto, sport, dport, x)));
+            t += 1_000_000 * (1 + r.below(400));
+        }
+        out
+    }
+
+    /// A random rule set in rampart syntax.
+    fn rules(r: &mut Rng) -> Arc<RuleSet> {
+        let pool = [
+            "ct state established,related accept",
+            "ct state invalid drop",
+            "tcp dport 22 ct state new accept",
+            "tcp dport 80 accept",
+            "tcp dport 443 reject",
+            "udp dport 53 accept",
+            "udp dport 53 ct state new drop",
+            "tcp flags syn / syn,ack ct state new accept",
+            "tcp flags fin drop",
+            "ip saddr 10.0.1.2 drop",
+            "iif \"p1\" ct state new drop",
+            "oif \"p1\" accept",
+            "meta l4proto icmp accept",
+            "ct state new jump sub",
+            "tcp sport 1000 jump sub",
+            "",
+        ];
+        let mut text = String::from("table filter {\n");
+        for _ in 0..1 + r.below(6) {
+            text.push_str("  ");
+            text.push_str(*r.pick(&pool));
+            text.push('\n');
+        }
+        text.push_str(if r.below(2) == 0 {
+            "  default accept\n}\n"
+        } else {
+            "  default drop\n}\n"
+        });
+        text.push_str("chain sub {\n  tcp dport 80 return\n  udp dport 53 accept\n");
+        text.push_str(*r.pick(&["  reject\n", "  drop\n", "  tcp dport 22 accept\n", ""]));
+        text.push_str("}\n");
+        let (rs, sets) = rampart_classify::syntax::parse("random", &text)
+            .unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let fw = Firewall::from_iptables(&rs, "filter", &sets).unwrap();
+        Arc::new(RuleSet::single("random", "filter", rampart_engine::stateful::Hook::Forward, fw))
+    }
+
+    fn plane(rules: Arc<RuleSet>, cache: bool) -> Pipeline {
+        let routes = Routes { names: vec!["p0".into(), "p1".into()], ..Routes::default() };
+        let mut ct = rampart_conntrack::Config::default();
+        ct.checksum = false;
+        let cfg =
+            StatefulConfig { ct, routes: Arc::new(routes), cache, ..StatefulConfig::default() };
+        let table = TableConfig {
+            max_flows: 64,
+            idle_timeout_ns: 30_000_000_000,
+            ..TableConfig::default()
+        };
+        Pipeline::new(&FlowsConfig { table, rtt: None, dpi: None, ..FlowsConfig::default() })
+            .with_stateful(Stateful::new(cfg, rules))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+        #[test]
+        fn cached_decisions_equal_the_rule_set_walked_each_time(seed in 1u64..) {
+            let mut r = Rng(seed);
+            let packets = traffic(&mut r);
+            let first = rules(&mut r);
+            let (mut cached, mut walked) = (plane(first.clone(), true), plane(first, false));
+            let (mut v, mut events, mut s) = (Vec::new(), Events::default(), Summary::default());
+            let mut at = 0;
+            while at < packets.len() {
+                if r.below(4) == 0 {
+                    let next = rules(&mut r);
+                    cached.stateful_mut().unwrap().reload(next.clone());
+                    walked.stateful_mut().unwrap().reload(next);
+                }
+                let end = (at + 1 + r.below(16) as usize).min(packets.len());
+                let frames: Vec<Frame<'_>> = packets[at..end]
+                    .iter()
+                    .map(|(t, iif, data)| Frame {
+                        ts: Timestamp(*t),
+                        origlen: data.len() as u32,
+                        link: LinkType::Ethernet,
+                        interface: *iif,
+                        offset: 0,
+                        data,
+                    })
+                    .collect();
+                cached.process(&frames, Verdict::Drop, &mut v, &mut events, &mut s);
+                walked.process(&frames, Verdict::Drop, &mut v, &mut events, &mut s);
+                prop_assert_eq!(cached.decisions(), walked.decisions(), "packets {}..{}", at, end);
+                at = end;
+            }
+            let (a, b) = (cached.stateful().unwrap(), walked.stateful().unwrap());
+            prop_assert_eq!(a.hits(), b.hits());
+            prop_assert_eq!(b.decided_counts().0, 0, "nothing cached when caching is off");
+        }
+    }
+}
