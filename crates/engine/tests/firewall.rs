@@ -464,7 +464,8 @@ mod cached {
         let mut text = String::from("table filter {\n");
         for _ in 0..1 + r.below(6) {
             text.push_str("  ");
-            text.push_str(*r.pick(&pool));
+            let line = pool[r.below(pool.len() as u64) as usize];
+            text.push_str(line);
             text.push('\n');
         }
         text.push_str(if r.below(2) == 0 {
@@ -473,7 +474,9 @@ mod cached {
             "  default drop\n}\n"
         });
         text.push_str("chain sub {\n  tcp dport 80 return\n  udp dport 53 accept\n");
-        text.push_str(*r.pick(&["  reject\n", "  drop\n", "  tcp dport 22 accept\n", ""]));
+        let ends = ["  reject\n", "  drop\n", "  tcp dport 22 accept\n", ""];
+        let last = ends[r.below(ends.len() as u64) as usize];
+        text.push_str(last);
         text.push_str("}\n");
         let (rs, sets) = rampart_classify::syntax::parse("random", &text)
             .unwrap_or_else(|e| panic!("{e}\n{text}"));
@@ -483,8 +486,8 @@ mod cached {
 
     fn plane(rules: Arc<RuleSet>, cache: bool) -> Pipeline {
         let routes = Routes { names: vec!["p0".into(), "p1".into()], ..Routes::default() };
-        let mut ct = rampart_conntrack::Config::default();
-        ct.checksum = false;
+        // The frames carry no checksums.
+        let ct = rampart_conntrack::Config { checksum: false, ..Default::default() };
         let cfg =
             StatefulConfig { ct, routes: Arc::new(routes), cache, ..StatefulConfig::default() };
         let table = TableConfig {
