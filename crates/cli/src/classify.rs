@@ -320,6 +320,14 @@ pub(crate) struct FilterArgs {
     /// it is not).
     #[arg(long)]
     verify: bool,
+    /// Pass frames that are not IP packets rampart parses (ARP, malformed headers) instead of
+    /// dropping them.
+    #[arg(long)]
+    pass_unparsed: bool,
+    /// A conntrack setting by its sysctl name (as for `rampart firewall`), e.g. `checksum=0`
+    /// for a capture taken where checksums are offloaded.
+    #[arg(long = "ct", value_name = "NAME=VALUE")]
+    ct: Vec<String>,
 }
 
 pub(crate) fn filter(args: FilterArgs) -> ExitCode {
@@ -330,7 +338,7 @@ pub(crate) fn filter(args: FilterArgs) -> ExitCode {
 }
 
 fn run_filter(args: &FilterArgs) -> Result<ExitCode, Fail> {
-    let Loaded::Firewall { fw, .. } = load(&args.rules, &args.source)? else {
+    let Loaded::Firewall { fw, base, .. } = load(&args.rules, &args.source)? else {
         return Err(Fail(
             format!(
                 "{}: rampart filter takes iptables-save, nftables or rampart rules, not a ClassBench list",
@@ -344,6 +352,31 @@ fn run_filter(args: &FilterArgs) -> Result<ExitCode, Fail> {
             prove(&c.boxes(), c.compiled(), Layout::Firewall)?;
         }
     }
+    let ct = crate::firewall::ct_config(&args.ct)?;
+    // The entered chain, on every packet's path; an nftables chain sees its table's family.
+    let entered = fw.chains()[0].name.clone();
+    let family = base.iter().find(|b| b.chain == entered).and_then(|b| match b.family {
+        rampart_classify::nft::Family::Ip => Some(4),
+        rampart_classify::nft::Family::Ip6 => Some(6),
+        rampart_classify::nft::Family::Inet => None,
+    });
+    let entries: Vec<(String, String)> = fw
+        .entries()
+        .iter()
+        .map(|e| {
+            let verdict = match &e.action {
+                rampart_classify::firewall::Action::Verdict(t) => format!("{t:?}").to_uppercase(),
+                _ => "-".into(),
+            };
+            (e.name.clone(), verdict)
+        })
+        .collect();
+    let rules = rampart_engine::stateful::RuleSet::everywhere_for(
+        args.rules.display().to_string(),
+        &entered,
+        family,
+        *fw,
+    );
     let mut capture = crate::input::open_file(&args.input)?;
     crate::input::refuse_overwrite(&capture, Some(&args.output))?;
     let file = std::fs::File::create(&args.output)
@@ -351,13 +384,28 @@ fn run_filter(args: &FilterArgs) -> Result<ExitCode, Fail> {
     let mut writer: Option<rampart_capture::PcapWriter<io::BufWriter<std::fs::File>>> = None;
     let mut file = Some(io::BufWriter::new(file));
     let stop = crate::input::stop_flag();
-    let result = rampart_engine::filter_capture(&mut capture, &fw, &stop, &mut |f| {
-        if writer.is_none() {
-            let out = file.take().expect("one writer");
-            writer = Some(rampart_capture::PcapWriter::new(out, f.link, 262_144, true)?);
-        }
-        writer.as_mut().expect("just made").write(f.ts, f.origlen, f.data)
-    });
+    let opts = rampart_engine::FilterOptions {
+        non_ip: if args.pass_unparsed {
+            rampart_engine::Verdict::Accept
+        } else {
+            rampart_engine::Verdict::Drop
+        },
+        ct,
+        ..rampart_engine::FilterOptions::default()
+    };
+    let result = rampart_engine::filter_capture(
+        &mut capture,
+        std::sync::Arc::new(rules),
+        opts,
+        &stop,
+        &mut |f| {
+            if writer.is_none() {
+                let out = file.take().expect("one writer");
+                writer = Some(rampart_capture::PcapWriter::new(out, f.link, 262_144, true)?);
+            }
+            writer.as_mut().expect("just made").write(f.ts, f.origlen, f.data)
+        },
+    );
     let flushed = match writer.as_mut() {
         Some(w) => w.flush(),
         None => file.as_mut().map_or(Ok(()), |f| f.flush()),
@@ -366,24 +414,28 @@ fn run_filter(args: &FilterArgs) -> Result<ExitCode, Fail> {
         .and_then(|r| flushed.map(|()| r))
         .map_err(|e| Fail(format!("{}: {e}", args.output.display()), 1))?;
     let mut out = io::stdout().lock();
-    for (e, hits) in fw.entries().iter().zip(&counts.hits) {
-        let verdict = match &e.action {
-            rampart_classify::firewall::Action::Verdict(t) => format!("{t:?}").to_uppercase(),
-            _ => "-".into(),
-        };
-        let _ = writeln!(out, "{}	{verdict}	{hits}", e.name);
+    let hits = counts.hits.first().map_or(&[][..], Vec::as_slice);
+    for ((name, verdict), n) in entries.iter().zip(hits) {
+        let _ = writeln!(out, "{name}\t{verdict}\t{n}");
     }
+    let t = &counts.conntrack;
     eprintln!(
-        "{}: {} packets, {} passed ({} not IP){}",
+        "{}: {} packets, {} passed ({} not IP, {}){}",
         args.input.display(),
         counts.packets,
         counts.passed,
         counts.non_ip,
+        if args.pass_unparsed { "passed" } else { "dropped" },
         if counts.unsupported > 0 {
             format!(", {} not filtered and not passed (link type not parsed)", counts.unsupported)
         } else {
             String::new()
         }
+    );
+    eprintln!(
+        "  conntrack: {} connections, invalid={} error={} (checksums not verifiable {}); {} \
+         packets decided by the rules, {} from their flow's cached decision",
+        t.insert, t.invalid, t.error, t.unchecked, counts.decided.1, counts.decided.0
     );
     crate::input::report_end(&mut capture, crate::input::Tell::Alone);
     match error {

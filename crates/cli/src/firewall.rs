@@ -179,6 +179,18 @@ pub(crate) fn load_rules(path: &Path, src: &RuleSource) -> Result<RuleSet, Fail>
     }
 }
 
+/// Connection tracking's settings from `--ct NAME=VALUE` options (Linux's defaults else).
+pub(crate) fn ct_config(knobs: &[String]) -> Result<rampart_conntrack::Config, Fail> {
+    let mut ct = rampart_conntrack::Config::default();
+    for k in knobs {
+        let (n, v) = pair(k, "NAME=VALUE", "--ct")?;
+        let v: u64 =
+            v.parse().map_err(|_| Fail(format!("--ct {k:?}: {v:?} is not a number"), 2))?;
+        ct.set(n, v).map_err(|e| Fail(format!("--ct {k:?}: {e}"), 2))?;
+    }
+    Ok(ct)
+}
+
 fn go(args: &Args) -> Result<ExitCode, Fail> {
     let rules = Arc::new(load_rules(&args.rules, &args.source)?);
     let other = match &args.compare {

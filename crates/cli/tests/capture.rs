@@ -366,6 +366,9 @@ fn frames_of_link_types_rampart_does_not_parse_are_counted_and_said_once() {
     // The filter could not apply its rules: it passes none of them on, and says so.
     let o = rampart(&["filter", "-r", s(&cap), "--rules", s(&rules), "-w", s(&w)]);
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("5 packets, 0 passed (0 not IP), 5 not filtered and not passed"), "{err}");
+    assert!(
+        err.contains("5 packets, 0 passed (0 not IP, dropped), 5 not filtered and not passed"),
+        "{err}"
+    );
     assert!(std::fs::metadata(&w).unwrap().len() <= 24);
 }

@@ -209,3 +209,43 @@ fn compressed_rule_files_and_traces_read_as_their_text() {
     assert_eq!(plain_out.lines().count(), 97_611);
     assert!(plain_out.lines().any(|l| l != "-1"));
 }
+
+/// The filter tracks connections: a rule set that accepts new connections to the iperf ports
+/// and established traffic passes those connections whole, replies included, and nothing else.
+#[test]
+fn filter_passes_the_replies_of_the_connections_it_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("stateful.rules");
+    std::fs::write(
+        &rules,
+        "table filter {\n  ct state established,related accept\n  tcp dport { 5201, 5202 } ct state new accept\n  default drop\n}\n",
+    )
+    .unwrap();
+    let sample = repo().join("samples/mixed.pcap");
+    let out = dir.path().join("out.pcap");
+    let o = rampart(&[
+        "filter",
+        "-r",
+        sample.to_str().unwrap(),
+        "--rules",
+        rules.to_str().unwrap(),
+        "-w",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let records = |p: &std::path::Path| -> Vec<serde_json::Value> {
+        let o = rampart(&["flows", "-q", "--dpi", "off", "--no-rtt", "-r", p.to_str().unwrap()]);
+        String::from_utf8_lossy(&o.stdout)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let want: Vec<serde_json::Value> = records(&sample)
+        .into_iter()
+        .filter(|r| r["proto"] == "tcp" && (r["dport"] == 5201 || r["dport"] == 5202))
+        .collect();
+    let got = records(&out);
+    assert!(!want.is_empty());
+    assert_eq!(got, want, "the accepted connections, both directions, and nothing else");
+    assert!(want.iter().all(|r| r["packets_rev"].as_u64().unwrap() > 0));
+}

@@ -1,15 +1,18 @@
-//! `rampart filter`: a firewall rule set applied to a capture, through the pipeline.
+//! `rampart filter`: a firewall rule set applied to a capture of one link by the stateful
+//! data plane (connection tracking, so `ct state established` matches the replies of
+//! connections the rules accepted), writing out what it accepts.
 
 use std::io;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use rampart_capture::{Capture, Frame};
-use rampart_classify::firewall::Firewall;
 use rampart_flow::TableConfig;
 
+use crate::FlowsConfig;
 use crate::driver::{Consumer, Limits, read_batches};
-use crate::pipeline::{Events, Pipeline, Policy, Verdict};
+use crate::pipeline::{Events, Pipeline, Verdict};
+use crate::stateful::{RuleSet, Stateful, StatefulConfig};
 use crate::{RunError, Summary};
 
 /// What filtering a capture counted.
@@ -19,27 +22,33 @@ pub struct FilterCounts {
     pub packets: u64,
     /// Frames passed on (accepted, and frames that are not IP when those pass).
     pub passed: u64,
-    /// Frames that were not IP.
+    /// Frames that are not IP packets rampart parses (passed or dropped as asked).
     pub non_ip: u64,
-    /// Frames of a link type rampart does not parse: the rules cannot be applied to them, so
-    /// they are not passed on.
+    /// Frames of link types rampart does not parse (never passed: the rules could not be
+    /// applied to them).
     pub unsupported: u64,
-    /// Packets that reached each entry of [`Firewall::entries`] (as netfilter's counters:
-    /// jumps and `RETURN`s count too).
-    pub hits: Vec<u64>,
+    /// Per base chain, per entry: how many packets matched it.
+    pub hits: Vec<Vec<u64>>,
+    /// Connection tracking's counters.
+    pub conntrack: rampart_conntrack::Stats,
+    /// Packets decided from their flow's cached decision, and by the rule set.
+    pub decided: (u64, u64),
 }
 
-/// How [`filter_capture`] treats what the rule set does not see.
+/// How to filter.
 #[derive(Clone, Copy, Debug)]
 pub struct FilterOptions {
-    /// Frames that are not IP (ARP, LLDP, ...), which an IP filter table never sees: passed
-    /// (as a Linux bridge without `br_netfilter` does) or dropped.
+    /// The verdict for frames that are not IP packets rampart parses (ARP, malformed headers).
     pub non_ip: Verdict,
+    /// Connection tracking's settings.
+    pub ct: rampart_conntrack::Config,
+    /// Most connections tracked at once.
+    pub max_flows: usize,
 }
 
 impl Default for FilterOptions {
     fn default() -> Self {
-        Self { non_ip: Verdict::Accept }
+        Self { non_ip: Verdict::Drop, ct: rampart_conntrack::Config::default(), max_flows: 262_144 }
     }
 }
 
@@ -59,7 +68,6 @@ impl Consumer for Filtering<'_> {
         self.pipeline.process(frames, self.non_ip, &mut self.verdicts, &mut self.events, s);
         for (f, v) in frames.iter().zip(&self.verdicts) {
             if !f.link.is_supported() {
-                // The rules cannot be applied to what rampart cannot parse: not passed on.
                 self.unsupported += 1;
             } else if *v == Verdict::Accept {
                 self.passed += 1;
@@ -70,30 +78,24 @@ impl Consumer for Filtering<'_> {
     }
 }
 
-/// Evaluates every IP packet of `capture` against `fw` and hands the accepted ones (and,
-/// as `opts` says, the frames that are not IP) to `pass`, in capture order; frames of a link
-/// type rampart does not parse are only counted. Connection state is not known yet, so rules
-/// with `--ctstate` do not match; input and output interfaces are unknown for a capture file,
-/// so `-i`/`-o` rules only match negated.
+/// Applies `rules` to every frame of `capture` as a stateful firewall on one link (each
+/// packet meets the rule set once, with its connection's `ct state`), calling `pass` with
+/// each frame it accepts (and, with [`FilterOptions::non_ip`] `Accept`, each frame that is
+/// not IP). Frames of link types rampart does not parse are never passed. Returns the counts
+/// and the error that ended the capture early, if any (every frame before it was filtered).
 pub fn filter_capture(
     capture: &mut Capture,
-    fw: &Firewall,
-    stop: &AtomicBool,
-    pass: &mut dyn FnMut(&Frame<'_>) -> io::Result<()>,
-) -> io::Result<(FilterCounts, Option<RunError>)> {
-    filter_capture_with(capture, fw, FilterOptions::default(), stop, pass)
-}
-
-/// [`filter_capture`] with options.
-pub fn filter_capture_with(
-    capture: &mut Capture,
-    fw: &Firewall,
+    rules: Arc<RuleSet>,
     opts: FilterOptions,
     stop: &AtomicBool,
     pass: &mut dyn FnMut(&Frame<'_>) -> io::Result<()>,
 ) -> io::Result<(FilterCounts, Option<RunError>)> {
-    let pipeline =
-        Pipeline::table_only(TableConfig::default()).with_policy(Policy::new(Arc::new(fw.clone())));
+    let cfg = StatefulConfig { ct: opts.ct, non_ip: opts.non_ip, ..StatefulConfig::default() };
+    let table = TableConfig { max_flows: opts.max_flows, ..TableConfig::default() };
+    // Identification only when a rule asks for an application.
+    let dpi = if rules.uses_app() { FlowsConfig::default().dpi } else { None };
+    let pipeline = Pipeline::new(&FlowsConfig { table, rtt: None, dpi, ..FlowsConfig::default() })
+        .with_stateful(Stateful::new(cfg, rules));
     let mut f = Filtering {
         pipeline,
         non_ip: opts.non_ip,
@@ -105,13 +107,15 @@ pub fn filter_capture_with(
     };
     let mut s = Summary::default();
     let error = read_batches(capture, &Limits::none(256), None, stop, &mut s, &mut f, &mut |_| {})?;
-    f.pipeline.stats_into(&mut s);
+    let st = f.pipeline.stateful().expect("the filter is stateful");
     let counts = FilterCounts {
         packets: s.packets,
         passed: f.passed,
         non_ip: s.non_ip,
         unsupported: f.unsupported,
-        hits: std::mem::take(&mut s.rule_hits),
+        hits: st.hits().to_vec(),
+        conntrack: st.conntrack().stats(),
+        decided: st.decided_counts(),
     };
     Ok((counts, error))
 }

@@ -36,7 +36,7 @@ pub use balance::{Balance, QueueLoad, balance, nic_hash};
 pub use driver::{
     Consumer, FlowFn, Input, Limits, Sink, read_batches, read_merged, run, run_flows,
 };
-pub use filter::{FilterCounts, FilterOptions, filter_capture, filter_capture_with};
+pub use filter::{FilterCounts, FilterOptions, filter_capture};
 pub use packet::{Packet, Parser, Payload, PayloadSource, Place};
 pub use pipeline::{Event, Events, FlowRecord, Ordered, Pipeline, Policy, Verdict};
 pub use pping::{CompatEvent, run_pping};

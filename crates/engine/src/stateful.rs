@@ -184,8 +184,20 @@ impl RuleSet {
     /// One rule set every packet meets once, whatever its path (a rampart-syntax table, a
     /// chain picked by name, or `rampart filter` over a capture of one link).
     pub fn everywhere(source: impl Into<String>, name: &str, rules: Firewall) -> Self {
+        Self::everywhere_for(source, name, None, rules)
+    }
+
+    /// [`RuleSet::everywhere`] for the packets of one family (4 or 6) only, as an nftables
+    /// `ip` or `ip6` table's chain sees them.
+    pub fn everywhere_for(
+        source: impl Into<String>,
+        name: &str,
+        family: Option<u8>,
+        rules: Firewall,
+    ) -> Self {
         let mut c = BaseChain::new(name, Hook::Forward, 0, rules);
         c.every_path = true;
+        c.family = family;
         Self::new(source, vec![c])
     }
 
@@ -212,6 +224,11 @@ impl RuleSet {
             chains.push(c);
         }
         Ok(Self::new(source, chains))
+    }
+
+    /// Whether some rule matches an application (then flows need identification).
+    pub fn uses_app(&self) -> bool {
+        self.chains.iter().any(|c| c.rules.boxes().any(|b| !b.apps.is_empty()))
     }
 
     /// Its base chains, by hook and priority.
