@@ -341,23 +341,52 @@ pub struct Firewall {
     names: Names,
 }
 
-/// One walk through a chain (and the chains it goes to in its place).
-#[derive(Default)]
-struct Run {
-    /// Entries it matched itself.
-    hits: Vec<u32>,
-    /// Walks it jumped into (new, or remembered from an earlier jump).
-    calls: Vec<u32>,
-}
-
 /// A chain being walked.
+#[derive(Clone, Copy)]
 struct Frame {
+    /// Its walk (the run its matches are counted in).
     run: u32,
     chain: usize,
     /// The next entry to consider.
     pos: usize,
-    /// The chains this frame walked (the first, then each goto's).
+    /// Where its chains (the first, then each goto's) start in [`Walk::chains`].
+    chains: usize,
+}
+
+/// The working memory of a walk, kept per thread so a packet's walk allocates nothing once
+/// it has grown.
+#[derive(Default)]
+struct Walk {
+    stack: Vec<Frame>,
+    /// The chains of the frames on the stack, frame after frame.
     chains: Vec<usize>,
+    /// Chains known to return for this packet, and the walk that found it out.
+    returns: Vec<(usize, u32)>,
+    /// Walks in the order they completed.
+    done: Vec<u32>,
+    /// Walks started.
+    runs: u32,
+    /// (walk, entry) for each entry a walk matched itself.
+    hits: Vec<(u32, u32)>,
+    /// (walk, walk it jumped into), new or remembered from an earlier jump.
+    calls: Vec<(u32, u32)>,
+    times: Vec<u64>,
+}
+
+impl Walk {
+    fn clear(&mut self) {
+        self.stack.clear();
+        self.chains.clear();
+        self.returns.clear();
+        self.done.clear();
+        self.runs = 0;
+        self.hits.clear();
+        self.calls.clear();
+    }
+}
+
+thread_local! {
+    static WALK: std::cell::RefCell<Walk> = std::cell::RefCell::new(Walk::default());
 }
 
 impl Firewall {
@@ -652,67 +681,85 @@ impl Firewall {
         p: &Packet<'_>,
         hits: Option<&mut dyn FnMut(u32, u64)>,
     ) -> Option<usize> {
-        let mut runs: Vec<Run> = vec![Run::default()];
-        // Chains known to return for this packet, and the walk that found it out.
-        let mut returns: Vec<(usize, u32)> = Vec::new();
-        let mut done: Vec<u32> = Vec::new();
-        let mut stack: Vec<Frame> =
-            vec![Frame { run: 0, chain: 0, pos: self.chains[0].entries.start, chains: vec![0] }];
+        WALK.with(|w| match w.try_borrow_mut() {
+            Ok(mut w) => self.walk_in(&mut w, h, p, hits),
+            // Not reentered in practice; a fresh one if it ever is.
+            Err(_) => self.walk_in(&mut Walk::default(), h, p, hits),
+        })
+    }
+
+    fn walk_in(
+        &self,
+        w: &mut Walk,
+        h: &Header<FW>,
+        p: &Packet<'_>,
+        hits: Option<&mut dyn FnMut(u32, u64)>,
+    ) -> Option<usize> {
+        w.clear();
+        let count = hits.is_some();
+        w.runs = 1;
+        w.chains.push(0);
+        w.stack.push(Frame { run: 0, chain: 0, pos: self.chains[0].entries.start, chains: 0 });
         let decided = loop {
-            let f = stack.last_mut().expect("a chain is being walked");
+            let f = *w.stack.last().expect("a chain is being walked");
             let c = &self.chains[f.chain];
-            let pos = f.pos;
             let found = c.compiled.classify_live(h, |b| {
-                c.entry_of[b as usize] as usize >= pos && self.checks_pass(&c.checks[b as usize], p)
+                c.entry_of[b as usize] as usize >= f.pos
+                    && self.checks_pass(&c.checks[b as usize], p)
             });
             let action = found.map(|b| {
                 let e = c.entry_of[b] as usize;
-                runs[f.run as usize].hits.push(e as u32);
+                if count {
+                    w.hits.push((f.run, e as u32));
+                }
                 (e, &self.entries[e].action)
             });
+            let top = w.stack.len() - 1;
             let returned = match action {
                 None | Some((_, Action::Return)) => true,
                 Some((e, Action::Verdict(_))) => break Some(e),
                 Some((e, Action::Continue)) => {
-                    f.pos = e + 1;
+                    w.stack[top].pos = e + 1;
                     false
                 }
                 Some((e, &Action::Jump(d))) => {
-                    f.pos = e + 1;
-                    let known = returns.iter().find(|&&(x, _)| x == d).map(|&(_, r)| r);
-                    let run = f.run as usize;
+                    w.stack[top].pos = e + 1;
+                    let known = w.returns.iter().find(|&&(x, _)| x == d).map(|&(_, r)| r);
                     match known {
-                        Some(r) => runs[run].calls.push(r),
+                        Some(r) => w.calls.push((f.run, r)),
                         None => {
-                            let r = runs.len() as u32;
-                            runs.push(Run::default());
-                            runs[run].calls.push(r);
+                            let r = w.runs;
+                            w.runs += 1;
+                            w.calls.push((f.run, r));
                             let start = self.chains[d].entries.start;
-                            stack.push(Frame { run: r, chain: d, pos: start, chains: vec![d] });
+                            let at = w.chains.len();
+                            w.chains.push(d);
+                            w.stack.push(Frame { run: r, chain: d, pos: start, chains: at });
                         }
                     }
                     false
                 }
                 Some((_, &Action::Goto(d))) => {
-                    match returns.iter().find(|&&(x, _)| x == d).map(|&(_, r)| r) {
+                    match w.returns.iter().find(|&&(x, _)| x == d).map(|&(_, r)| r) {
                         Some(r) => {
-                            runs[f.run as usize].calls.push(r);
+                            w.calls.push((f.run, r));
                             true
                         }
                         None => {
-                            f.chain = d;
-                            f.pos = self.chains[d].entries.start;
-                            f.chains.push(d);
+                            w.stack[top].chain = d;
+                            w.stack[top].pos = self.chains[d].entries.start;
+                            w.chains.push(d);
                             false
                         }
                     }
                 }
             };
             if returned {
-                let f = stack.pop().expect("the frame that returned");
-                returns.extend(f.chains.iter().map(|&c| (c, f.run)));
-                done.push(f.run);
-                if stack.is_empty() {
+                let f = w.stack.pop().expect("the frame that returned");
+                let Walk { chains, returns, .. } = &mut *w;
+                returns.extend(chains.drain(f.chains..).map(|c| (c, f.run)));
+                w.done.push(f.run);
+                if w.stack.is_empty() {
                     break None;
                 }
             }
@@ -720,15 +767,17 @@ impl Firewall {
         if let Some(hits) = hits {
             // The frames still open complete now, innermost first; then every walk's
             // counters count as often as the walks that called it ran.
+            let Walk { stack, done, times, runs, hits: matched, calls, .. } = &mut *w;
             done.extend(stack.iter().rev().map(|f| f.run));
-            let mut times = vec![0u64; runs.len()];
+            times.clear();
+            times.resize(*runs as usize, 0);
             times[0] = 1;
             for &r in done.iter().rev() {
                 let t = times[r as usize];
-                for &e in &runs[r as usize].hits {
+                for &(_, e) in matched.iter().filter(|x| x.0 == r) {
                     hits(e, t);
                 }
-                for &c in &runs[r as usize].calls {
+                for &(_, c) in calls.iter().filter(|x| x.0 == r) {
                     times[c as usize] = times[c as usize].saturating_add(t);
                 }
             }

@@ -76,6 +76,10 @@ pub(crate) struct Args {
     /// seconds (`tcp_timeout_established`, `udp_timeout_stream`, `icmp_timeout`, ...).
     #[arg(long = "ct", value_name = "NAME=VALUE")]
     ct: Vec<String>,
+    /// Application identification (for `app` rules and the records' `app` fields):
+    /// `rampart` or `off`.
+    #[arg(long, value_name = "WHICH", value_parser = ["rampart", "off"], default_value = "rampart")]
+    dpi: String,
     /// No summary on standard error.
     #[arg(short, long)]
     quiet: bool,
@@ -197,12 +201,13 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
         Some(p) => Some(Arc::new(load_rules(p, &args.source)?)),
         None => None,
     };
-    let mut ct = rampart_conntrack::Config::default();
-    for k in &args.ct {
-        let (n, v) = pair(k, "NAME=VALUE", "--ct")?;
-        let v: u64 =
-            v.parse().map_err(|_| Fail(format!("--ct {k:?}: {v:?} is not a number"), 2))?;
-        ct.set(n, v).map_err(|e| Fail(format!("--ct {k:?}: {e}"), 2))?;
+    let ct = ct_config(&args.ct)?;
+    let dpi = args.dpi != "off";
+    if !dpi && (rules.uses_app() || other.as_ref().is_some_and(|o| o.uses_app())) {
+        return Err(Fail(
+            "the rules match applications (app ...): identification cannot be off".into(),
+            2,
+        ));
     }
 
     // Ports, their captures and their addresses.
@@ -264,7 +269,8 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
             max_flows: usize::try_from(args.ct_max).unwrap_or(usize::MAX),
             ..TableConfig::default()
         };
-        Pipeline::new(&FlowsConfig { table, rtt: None, ..FlowsConfig::default() })
+        let dpi = if dpi { FlowsConfig::default().dpi } else { None };
+        Pipeline::new(&FlowsConfig { table, rtt: None, dpi, ..FlowsConfig::default() })
             .with_stateful(Stateful::new(cfg, rules))
     };
     let create = |p: &Path| {

@@ -216,3 +216,74 @@ fn a_rule_file_that_does_not_parse_stops_before_any_packet() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no port eth9 (ports: eth0)"));
 }
+
+/// A SYN flood through the stateful firewall: with room for some of it, the oldest
+/// unassured connections are pushed out (early drop) and every new SYN is let in; with the
+/// table full of established connections, new SYNs are dropped and counted; in both, the
+/// connections that were established before the flood pass every packet.
+#[test]
+fn a_syn_flood_fills_the_table_and_established_connections_keep_passing() {
+    use rampart_testkit::flood::{Kind, SESSIONS, write};
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules");
+    std::fs::write(
+        &rules,
+        "table filter {\n  ct state established,related accept\n  tcp dport { 80, 443 } ct state new accept\n  default drop\n}\n",
+    )
+    .unwrap();
+    let run = |syns: u32, ct_max: &str| {
+        let cap = dir.path().join(format!("flood-{ct_max}.pcap"));
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&cap).unwrap());
+        write(&mut f, Kind::SynWithSessions, syns, 1).unwrap();
+        std::io::Write::flush(&mut f).unwrap();
+        drop(f);
+        let log = dir.path().join(format!("log-{ct_max}.json"));
+        let o = rampart(&[
+            "firewall",
+            "--rules",
+            s(&rules),
+            "-r",
+            &format!("eth0={}", s(&cap)),
+            "--ct-max",
+            ct_max,
+            "--log",
+            s(&log),
+            "-o",
+            "/dev/null",
+        ]);
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert!(o.status.success(), "{err}");
+        let (mut session, mut passed, mut new_dropped) = (0, 0, 0);
+        for l in std::fs::read_to_string(&log).unwrap().lines() {
+            let r: serde_json::Value = serde_json::from_str(l).unwrap();
+            if r["sport"] == 443 || r["dport"] == 443 {
+                session += 1;
+                passed += usize::from(r["verdict"] == "accept");
+            } else if r["verdict"] == "drop" {
+                assert_eq!(r["reason"], "table full, dropping packet");
+                new_dropped += 1;
+            }
+        }
+        let handshakes = 3 * usize::from(SESSIONS);
+        assert_eq!(session, handshakes + syns as usize / 16, "{err}");
+        assert_eq!(passed, session, "every packet of the established connections: {err}");
+        (err, new_dropped)
+    };
+    let counter = |err: &str, name: &str| -> u64 {
+        let at = err.find(&format!(" {name}=")).unwrap_or_else(|| panic!("{name}: {err}"));
+        err[at + name.len() + 2..].split_whitespace().next().unwrap().parse().unwrap()
+    };
+    // Room for 5,000: the flood's SYNs push each other out.
+    let (err, dropped) = run(100_000, "5000");
+    let syns: u32 = 100_000 - 100_000 / 16;
+    assert_eq!(dropped, 0, "{err}");
+    assert_eq!(counter(&err, "insert"), u64::from(syns) + u64::from(SESSIONS), "{err}");
+    assert_eq!(counter(&err, "insert_failed"), 0, "{err}");
+    assert!(counter(&err, "early_drop") >= u64::from(syns) - 5000, "{err}");
+    // Room for the sessions only: every SYN is dropped, as Linux's table-full drop.
+    let (err, dropped) = run(5_000, &SESSIONS.to_string());
+    let syns: u32 = 5_000 - 5_000 / 16;
+    assert_eq!(dropped, syns as usize, "{err}");
+    assert_eq!(counter(&err, "drop"), u64::from(syns), "{err}");
+    assert_eq!(counter(&err, "early_drop"), 0, "{err}");
+}

@@ -414,6 +414,12 @@ impl Pipeline {
             } else {
                 None
             };
+            if !self.table.ended().is_empty() {
+                // Flows the new one pushed out end before its connection is stored (the
+                // record may reuse an evicted flow's id).
+                self.retire_ended(i as u32, false, events);
+            }
+            let st = self.stateful.as_deref_mut().expect("the stateful path has its state");
             let out =
                 st.conntrack_mut().commit(&insp, verdict == Verdict::Accept, tracked.map(|t| t.id));
             if let Some(t) = tracked {

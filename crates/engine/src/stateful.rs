@@ -16,8 +16,9 @@
 //! `ct state` and whether its application is known, so later packets of an established flow
 //! skip the rule set until one of those changes; the cache keeps the packet's path through
 //! the chains so the per-rule counters still count every packet (as `nft list ruleset`
-//! shows them). Rule sets that match TCP flags are not cached for TCP, as the flags change
-//! from packet to packet.
+//! shows them). When rules test TCP flags, the cache also keys on the flags' class (flag
+//! bytes that pass and fail the same tests), so an established flow's ACKs stay cached while
+//! its FIN is judged again.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -164,16 +165,40 @@ pub struct RuleSet {
     /// Where it came from (a file name), for messages.
     pub source: String,
     chains: Vec<BaseChain>,
-    /// Whether some rule looks at TCP flags (then TCP decisions are not cached).
-    tcp_flags: bool,
+    /// When some rule looks at TCP flags: each flag byte's class (bytes of one class match
+    /// the same flag tests, so a decision cached for one holds for all of them).
+    flag_class: Option<Box<[u8; 256]>>,
 }
 
 impl RuleSet {
     /// A rule set of these base chains (ordered by hook, then priority, then as given).
     pub fn new(source: impl Into<String>, mut chains: Vec<BaseChain>) -> Self {
         chains.sort_by_key(|c| (c.hook, c.priority));
-        let tcp_flags = chains.iter().any(|c| c.rules.boxes().any(|b| !b.tcp_flags.is_empty()));
-        Self { source: source.into(), chains, tcp_flags }
+        let mut tests: Vec<rampart_classify::iptables::ByteSet> = Vec::new();
+        for c in &chains {
+            for b in c.rules.boxes() {
+                for t in b.tcp_flags {
+                    if !tests.contains(t) {
+                        tests.push(*t);
+                    }
+                }
+            }
+        }
+        let flag_class = (!tests.is_empty()).then(|| {
+            // A byte's class: which of the tests it passes; classes numbered as met.
+            let mut seen: Vec<Vec<bool>> = Vec::new();
+            let mut class = Box::new([0u8; 256]);
+            for b in 0..=255u8 {
+                let sig: Vec<bool> = tests.iter().map(|t| t.contains(b)).collect();
+                let k = seen.iter().position(|x| *x == sig).unwrap_or_else(|| {
+                    seen.push(sig);
+                    seen.len() - 1
+                });
+                class[usize::from(b)] = k as u8;
+            }
+            class
+        });
+        Self { source: source.into(), chains, flag_class }
     }
 
     /// One rule set entered at one hook (an `iptables-save` or rampart-syntax file).
@@ -384,6 +409,8 @@ struct Cached {
     /// The rule set generation it was made under (0: nothing cached).
     generation: u32,
     ct: u8,
+    /// The TCP flags' class (see `RuleSet::flag_class`).
+    flags: u8,
     app: bool,
     verdict: Verdict,
     rule: Option<RuleRef>,
@@ -502,12 +529,17 @@ impl Stateful {
         app: Option<rampart_dpi::Label>,
     ) -> (Verdict, Option<RuleRef>) {
         let app_known = app.is_some();
-        let cacheable = self.cfg.cache && !(key.proto == 6 && self.rules.tcp_flags);
+        let cacheable = self.cfg.cache;
+        let flags = match &self.rules.flag_class {
+            Some(class) if key.proto == 6 => class[usize::from(tcp_flags)],
+            _ => 0,
+        };
         if let Some((id, dir)) = flow
             && cacheable
             && let Some(c) = self.cache.get(id.0 as usize).map(|c| c[dir as usize])
             && c.generation == self.generation
             && c.ct == ct as u8
+            && c.flags == flags
             && c.app == app_known
         {
             for &(chain, e, n) in &self.paths[c.path as usize] {
@@ -587,6 +619,7 @@ impl Stateful {
             self.cache[i][dir as usize] = Cached {
                 generation: self.generation,
                 ct: ct as u8,
+                flags,
                 app: app_known,
                 verdict,
                 rule,

@@ -16,6 +16,26 @@ pub enum Kind {
     /// inspector buffer). The flows run side by side: every flow's SYN, then every flow's
     /// first segment, and so on, so all of them are being inspected at once.
     Tls,
+    /// A SYN flood as [`Kind::Syn`] with [`SESSIONS`] connections that live through it: each
+    /// opened by a full handshake at the start, then exchanging data (a 100-byte segment
+    /// and its acknowledgement) in place of every 16th flood packet, so a stateful firewall
+    /// must keep them while the flood fills its table.
+    SynWithSessions,
+}
+
+/// The connections of [`Kind::SynWithSessions`]: from 10.255.0.1, ports 5000 up, to
+/// 192.0.2.1 port 443.
+pub const SESSIONS: u16 = 16;
+
+/// The Internet checksum of `data` with `sum` already added.
+fn checksum(mut sum: u32, data: &[u8]) -> u16 {
+    for c in data.chunks(2) {
+        sum += u32::from(u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]));
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
 }
 
 /// Source address and port of flow `i`: distinct for up to 2^32 flows.
@@ -25,6 +45,20 @@ fn endpoint(i: u32) -> ([u8; 4], u16) {
 }
 
 fn frame(src: [u8; 4], sport: u16, dport: u16, proto: u8, l4: &[u8], payload: &[u8]) -> Vec<u8> {
+    frame_to(src, sport, [192, 0, 2, 1], dport, proto, l4, payload)
+}
+
+/// An Ethernet/IPv4 frame with correct IP and TCP/UDP checksums (a stateful firewall checks
+/// them, as Linux does).
+fn frame_to(
+    src: [u8; 4],
+    sport: u16,
+    dst: [u8; 4],
+    dport: u16,
+    proto: u8,
+    l4: &[u8],
+    payload: &[u8],
+) -> Vec<u8> {
     let ip_len = 20 + l4.len() + payload.len();
     let mut f = Vec::with_capacity(14 + ip_len);
     f.extend_from_slice(&[2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1, 8, 0]);
@@ -32,18 +66,33 @@ fn frame(src: [u8; 4], sport: u16, dport: u16, proto: u8, l4: &[u8], payload: &[
     f.extend_from_slice(&(ip_len as u16).to_be_bytes());
     f.extend_from_slice(&[0, 0, 0x40, 0, 64, proto, 0, 0]);
     f.extend_from_slice(&src);
-    f.extend_from_slice(&[192, 0, 2, 1]);
+    f.extend_from_slice(&dst);
     let mut l4 = l4.to_vec();
     l4[0..2].copy_from_slice(&sport.to_be_bytes());
     l4[2..4].copy_from_slice(&dport.to_be_bytes());
     f.extend_from_slice(&l4);
     f.extend_from_slice(payload);
+    let ip = checksum(0, &f[14..34]);
+    f[24..26].copy_from_slice(&ip.to_be_bytes());
+    // The pseudo-header: addresses, protocol, length.
+    let mut sum = u32::from(proto) + (ip_len as u32 - 20);
+    for w in [&src[..2], &src[2..], &dst[..2], &dst[2..]] {
+        sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
+    }
+    let at = 34 + if proto == 6 { 16 } else { 6 };
+    let c = checksum(sum, &f[34..]);
+    f[at..at + 2].copy_from_slice(&c.to_be_bytes());
     f
 }
 
 fn tcp(flags: u8, seq: u32) -> [u8; 20] {
+    tcp_ack(flags, seq, 0)
+}
+
+fn tcp_ack(flags: u8, seq: u32, ack: u32) -> [u8; 20] {
     let mut t = [0u8; 20];
     t[4..8].copy_from_slice(&seq.to_be_bytes());
+    t[8..12].copy_from_slice(&ack.to_be_bytes());
     t[12] = 0x50;
     t[13] = flags;
     t[14..16].copy_from_slice(&64240u16.to_be_bytes());
@@ -96,6 +145,46 @@ pub fn write(out: &mut impl Write, kind: Kind, flows: u32, gap_us: u64) -> io::R
                 t += gap_us;
             }
         }
+        Kind::SynWithSessions => {
+            let (client, server) = ([10, 255, 0, 1], [192, 0, 2, 1]);
+            let (c0, s0) = (1_000u32, 500_000u32);
+            let to_server = |k: u16, flags, seq, ack, data: &[u8]| {
+                frame_to(client, 5000 + k, server, 443, 6, &tcp_ack(flags, seq, ack), data)
+            };
+            let to_client = |k: u16, flags, seq, ack| {
+                frame_to(server, 443, client, 5000 + k, 6, &tcp_ack(flags, seq, ack), &[])
+            };
+            for k in 0..SESSIONS {
+                for f in [
+                    to_server(k, 0x02, c0, 0, &[]),
+                    to_client(k, 0x12, s0, c0 + 1),
+                    to_server(k, 0x10, c0 + 1, s0 + 1, &[]),
+                ] {
+                    record(out, t, &f)?;
+                    t += gap_us;
+                }
+            }
+            let data = [0x42u8; 100];
+            let mut sent = vec![0u32; usize::from(SESSIONS)];
+            for i in 0..flows {
+                let f = if i % 16 == 15 {
+                    let turn = (i / 16) as usize;
+                    let k = turn % usize::from(SESSIONS);
+                    let seq = c0 + 1 + sent[k] * 100;
+                    if (turn / usize::from(SESSIONS)).is_multiple_of(2) {
+                        sent[k] += 1;
+                        to_server(k as u16, 0x18, seq, s0 + 1, &data)
+                    } else {
+                        to_client(k as u16, 0x10, s0 + 1, seq)
+                    }
+                } else {
+                    let (src, sport) = endpoint(i);
+                    frame(src, sport, 80, 6, &tcp(0x02, i), &[])
+                };
+                record(out, t, &f)?;
+                t += gap_us;
+            }
+        }
         Kind::Tls => {
             for k in 0..9 {
                 for i in 0..flows {
@@ -124,5 +213,23 @@ mod tests {
         let mut v = Vec::new();
         write(&mut v, Kind::Tls, 2, 10).unwrap();
         assert_eq!(v.len(), 24 + 2 * (16 + 54 + 8 * (16 + 54 + 1400)));
+    }
+
+    #[test]
+    fn checksums_verify() {
+        let f = frame(endpoint(7).0, 1234, 80, 6, &tcp(0x02, 9), b"abc");
+        // A correct checksum sums to zero over the checksummed bytes.
+        assert_eq!(checksum(0, &f[14..34]), 0);
+        let mut sum = 6 + (f.len() as u32 - 34);
+        for w in f[26..34].chunks(2) {
+            sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
+        }
+        assert_eq!(checksum(sum, &f[34..]), 0);
+        let u = frame(endpoint(8).0, 1234, 53, 17, &[0, 0, 0, 0, 0, 11, 0, 0], b"abc");
+        let mut sum = 17 + 11;
+        for w in u[26..34].chunks(2) {
+            sum += u32::from(u16::from_be_bytes([w[0], w[1]]));
+        }
+        assert_eq!(checksum(sum, &u[34..]), 0);
     }
 }

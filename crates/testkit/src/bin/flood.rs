@@ -1,5 +1,6 @@
 //! `flood KIND FLOWS OUT.pcap [GAP_US]`: writes a capture of FLOWS new flows of KIND (`udp`,
-//! `syn` or `tls`), one every GAP_US microseconds (default 1), for memory and flood
+//! `syn`, `tls`, or `syn-sessions`: a SYN flood through which 16 connections keep talking),
+//! one every GAP_US microseconds (default 1), for memory and flood
 //! measurements.
 
 use std::io::BufWriter;
@@ -8,7 +9,7 @@ use rampart_testkit::flood::{Kind, write};
 
 fn main() -> std::io::Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: flood udp|syn|tls FLOWS OUT.pcap [GAP_US]";
+    let usage = "usage: flood udp|syn|tls|syn-sessions FLOWS OUT.pcap [GAP_US]";
     let (Some(kind), Some(flows), Some(out)) = (args.get(1), args.get(2), args.get(3)) else {
         eprintln!("{usage}");
         std::process::exit(2);
@@ -17,6 +18,7 @@ fn main() -> std::io::Result<()> {
         "udp" => Kind::Udp,
         "syn" => Kind::Syn,
         "tls" => Kind::Tls,
+        "syn-sessions" => Kind::SynWithSessions,
         _ => {
             eprintln!("{usage}");
             std::process::exit(2);
