@@ -538,4 +538,67 @@ mod cached {
             prop_assert_eq!(b.decided_counts().0, 0, "nothing cached when caching is off");
         }
     }
+
+    /// Snabbwall's order: a flow is judged without an application until identification
+    /// decides it, then `app` rules apply to the rest of the flow.
+    #[test]
+    fn app_rules_apply_from_the_packet_after_identification() {
+        let text = "table filter {\n  app http drop\n  default accept\n}\n";
+        let (rs, sets) = rampart_classify::syntax::parse("app", text).unwrap();
+        let fw = Firewall::from_iptables(&rs, "filter", &sets).unwrap();
+        let rules =
+            Arc::new(RuleSet::single("app", "filter", rampart_engine::stateful::Hook::Forward, fw));
+        assert!(rules.uses_app());
+        let routes = Routes { names: vec!["p0".into(), "p1".into()], ..Routes::default() };
+        let ct = rampart_conntrack::Config { checksum: false, ..Default::default() };
+        let cfg = StatefulConfig { ct, routes: Arc::new(routes), ..StatefulConfig::default() };
+        let mut p = Pipeline::new(&FlowsConfig { rtt: None, ..FlowsConfig::default() })
+            .with_stateful(Stateful::new(cfg, rules));
+        let (c, sv) = ([10, 0, 0, 1], [10, 0, 1, 1]);
+        let with = |mut f: Vec<u8>, payload: &[u8]| {
+            f.extend_from_slice(payload);
+            let len = (f.len() - 14) as u16;
+            f[16..18].copy_from_slice(&len.to_be_bytes());
+            f
+        };
+        let get = b"GET / HTTP/1.1\r\nHost: example.net\r\nUser-Agent: t\r\n\r\n";
+        let owned = [
+            (0u32, frame(c, sv, 6, 40000, 80, (0x02, 100, 0))),
+            (1, frame(sv, c, 6, 80, 40000, (0x12, 900, 101))),
+            (0, frame(c, sv, 6, 40000, 80, (0x10, 101, 901))),
+            (0, with(frame(c, sv, 6, 40000, 80, (0x18, 101, 901)), get)),
+            (
+                1,
+                with(
+                    frame(sv, c, 6, 80, 40000, (0x18, 901, 101 + get.len() as u32)),
+                    b"HTTP/1.1 200 OK\r\n\r\n",
+                ),
+            ),
+            (0, frame(c, sv, 6, 40000, 80, (0x10, 101 + get.len() as u32, 920))),
+        ];
+        let frames: Vec<Frame<'_>> = owned
+            .iter()
+            .enumerate()
+            .map(|(i, (iif, data))| Frame {
+                ts: Timestamp(1_700_000_000_000_000_000 + i as u64 * 1_000_000),
+                origlen: data.len() as u32,
+                link: LinkType::Ethernet,
+                interface: *iif,
+                offset: 0,
+                data,
+            })
+            .collect();
+        let (mut v, mut events, mut s) = (Vec::new(), Events::default(), Summary::default());
+        p.process(&frames, Verdict::Drop, &mut v, &mut events, &mut s);
+        use Verdict::{Accept, Drop};
+        // The request is judged before it is identified; the reply and what follows are HTTP.
+        assert_eq!(v, [Accept, Accept, Accept, Accept, Drop, Drop]);
+        let names: Vec<Option<String>> = p
+            .decisions()
+            .iter()
+            .map(|d| d.rule.map(|r| p.stateful().unwrap().rules().rule_name(r).to_string()))
+            .collect();
+        assert_eq!(names[4].as_deref(), Some("filter:1"));
+        assert_eq!(names[3].as_deref(), Some("policy"));
+    }
 }
