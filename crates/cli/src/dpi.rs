@@ -160,7 +160,7 @@ fn label(path: &std::path::Path, json: bool, cfg: &Config, ndpi: bool) -> Result
         let mut sink = Labels { out, json };
         let outcome = rampart_engine::run(&mut cap, &flows, None, &stop, &mut sink, &mut |_| {})
             .and_then(|o| sink.out.flush().map(|()| o))
-            .map_err(|e| Fail(format!("cannot write: {e}"), 2))?;
+            .map_err(|e| Fail::write("cannot write", &e))?;
         outcome.error
     };
     crate::input::report_end(&mut cap, crate::input::Tell::Alone);
@@ -241,7 +241,7 @@ fn ndpi_labels(
     let mut feed = Feed { module: &module, index: HashMap::new(), flows: Vec::new() };
     let mut s = Summary::default();
     let error = read_batches(cap, &Limits::none(256), None, stop, &mut s, &mut feed, &mut |_| {})
-        .map_err(|e| Fail(format!("cannot write: {e}"), 2))?;
+        .map_err(|e| Fail::write("cannot write", &e))?;
     let write = |out: &mut dyn Write, f: &mut Flow<'_>| -> io::Result<()> {
         let k = &f.key;
         let (a, b) = match f.first {
@@ -268,8 +268,8 @@ fn ndpi_labels(
         }
     };
     for f in &mut feed.flows {
-        write(&mut out, f).map_err(|e| Fail(format!("cannot write: {e}"), 2))?;
+        write(&mut out, f).map_err(|e| Fail::write("cannot write", &e))?;
     }
-    out.flush().map_err(|e| Fail(format!("cannot write: {e}"), 2))?;
+    out.flush().map_err(|e| Fail::write("cannot write", &e))?;
     Ok(error)
 }

@@ -79,9 +79,22 @@ fn parse_buffer(s: &str) -> Result<u64, String> {
 pub(crate) struct Fail(pub String, pub u8);
 
 impl Fail {
+    /// Exits with the status, saying why unless it is 0 (a reader that closed the pipe).
     pub(crate) fn exit(self) -> ExitCode {
-        eprintln!("rampart: {}", self.0);
+        if self.1 != 0 {
+            eprintln!("rampart: {}", self.0);
+        }
         ExitCode::from(self.1)
+    }
+
+    /// A failure to write standard output or a file: `what` and the error, exit 2; a closed
+    /// pipe (`| head`) is how readers say they have seen enough: a silent exit 0.
+    pub(crate) fn write(what: &str, e: &std::io::Error) -> Self {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            Fail(String::new(), 0)
+        } else {
+            Fail(format!("{what}: {e}"), 2)
+        }
     }
 }
 

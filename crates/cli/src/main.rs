@@ -57,6 +57,22 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // A reader that closes the pipe (`| head`) has seen enough: whichever command was
+    // printing, rampart stops there, silently, with status 0. Writes that return errors map a
+    // broken pipe to that too (`Fail::write`); `println!` panics on one, and this catches it.
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let text = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if text.contains("Broken pipe") {
+            std::process::exit(0);
+        }
+        default(info);
+    }));
     let cli = Cli::parse();
     match cli.command {
         Command::Flows(args) => flows::run(args),

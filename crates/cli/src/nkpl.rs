@@ -184,7 +184,7 @@ fn run_on(paths: &[PathBuf], dot: Option<&Path>, limit: usize) -> Result<ExitCod
             session.run_file(file, &mut on)
         };
         if let Some(e) = io_error {
-            return Err(Fail(format!("cannot write the report: {e}"), 2));
+            return Err(Fail::write("cannot write the report", &e));
         }
         if let Err(e) = result {
             errors += 1;
