@@ -258,7 +258,7 @@ pub(crate) fn rules(cmd: RulesCmd) -> ExitCode {
     let RulesCmd::Check { file, source } = cmd;
     match load(&file, &source) {
         Ok(Loaded::ClassBench(rules)) => {
-            println!("{}: {} rules", file.display(), rules.len());
+            println!("{}: {}", file.display(), crate::input::count(rules.len() as u64, "rule"));
             ExitCode::SUCCESS
         }
         Ok(Loaded::Firewall { rs, sets, fw, format, base }) => {
@@ -284,10 +284,10 @@ pub(crate) fn rules(cmd: RulesCmd) -> ExitCode {
                     }
                     None => String::new(),
                 };
-                println!("{}: {} rules{note}", c.name, c.rules.len());
+                println!("{}: {}{note}", c.name, crate::input::count(c.rules.len() as u64, "rule"));
             }
             if format == RuleFormat::Rampart || format == RuleFormat::Nft || !sets.is_empty() {
-                println!("{} sets", sets.len());
+                println!("{}", crate::input::count(sets.len() as u64, "set"));
             }
             ExitCode::SUCCESS
         }
@@ -420,9 +420,9 @@ fn run_filter(args: &FilterArgs) -> Result<ExitCode, Fail> {
     }
     let t = &counts.conntrack;
     eprintln!(
-        "{}: {} packets, {} passed ({} not IP, {}){}",
+        "{}: {}, {} passed ({} not IP, {}){}",
         args.input.display(),
-        counts.packets,
+        crate::input::count(counts.packets, "packet"),
         counts.passed,
         counts.non_ip,
         if args.pass_unparsed { "passed" } else { "dropped" },

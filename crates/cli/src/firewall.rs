@@ -540,18 +540,19 @@ fn difference(d: &Difference) -> String {
 fn summary(names: &[String], s: &Summary, main: &Pipeline, verdicts: &[u64; 3]) {
     let mut err = io::stderr().lock();
     let secs = s.elapsed.as_secs_f64();
-    let ns = if s.packets > 0 { secs * 1e9 / s.packets as f64 } else { 0.0 };
+    let speed = crate::input::speed(s.packets, s.elapsed, false)
+        .map_or(String::new(), |ns| format!(" ({ns:.0} ns/packet)"));
     let _ = writeln!(
         err,
-        "{}: {} packets, {} accepted, {} dropped, {} rejected ({} frames the ports sent \
-         skipped); {} flows in {secs:.3} s ({ns:.0} ns/packet){}",
+        "{}: {}, {} accepted, {} dropped, {} rejected ({} frames the ports sent skipped); {} \
+         in {secs:.3} s{speed}{}",
         names.join(", "),
-        s.packets,
+        crate::input::count(s.packets, "packet"),
         verdicts[Verdict::Accept as usize],
         verdicts[Verdict::Drop as usize],
         verdicts[Verdict::Reject as usize],
         s.filtered,
-        s.flows,
+        crate::input::count(s.flows, "flow"),
         if s.interrupted { ", interrupted" } else { "" }
     );
     if s.non_ip > 0 {

@@ -231,19 +231,18 @@ fn progress_bar(capture: &Capture, quiet: bool) -> Option<indicatif::ProgressBar
 
 fn print_summary(name: &str, s: &Summary, live: bool) {
     let secs = s.elapsed.as_secs_f64();
-    let rate = if secs > 0.0 { s.packets as f64 / secs / 1e6 } else { 0.0 };
-    let ns = if s.packets > 0 { secs * 1e9 / s.packets as f64 } else { 0.0 };
     // A live capture waits for packets most of the time: a rate over wall time would say
-    // nothing about rampart's speed, so none is shown.
-    let speed = if live { String::new() } else { format!(" ({rate:.2} Mpps, {ns:.0} ns/packet)") };
+    // nothing about rampart's speed, so none is shown; nor for a run too short to time.
+    let speed = input::speed(s.packets, s.elapsed, live)
+        .map_or(String::new(), |ns| format!(" ({:.2} Mpps, {ns:.0} ns/packet)", 1e3 / ns));
     let t = &s.table;
     let mut err = io::stderr().lock();
     let _ = writeln!(
         err,
-        "{name}: {} packets, {} bytes on the wire, {} flows in {secs:.3} s{speed}{}",
-        s.packets,
+        "{name}: {}, {} bytes on the wire, {} in {secs:.3} s{speed}{}",
+        input::count(s.packets, "packet"),
         s.wire_bytes,
-        s.flows,
+        input::count(s.flows, "flow"),
         if s.interrupted { ", interrupted" } else { "" }
     );
     let _ = writeln!(

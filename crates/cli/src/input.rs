@@ -75,6 +75,18 @@ fn parse_buffer(s: &str) -> Result<u64, String> {
     Ok(bytes)
 }
 
+/// `n` and the noun, plural unless `n` is 1 ("1 flow", "2 flows").
+pub(crate) fn count(n: u64, noun: &str) -> String {
+    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
+}
+
+/// A run's speed for its summary, when the run was long enough for one to mean something
+/// (at least 10 ms and 1,000 packets) and not a live capture, which waits for packets.
+pub(crate) fn speed(packets: u64, elapsed: std::time::Duration, live: bool) -> Option<f64> {
+    let secs = elapsed.as_secs_f64();
+    (!live && secs >= 0.01 && packets >= 1000).then(|| secs * 1e9 / packets as f64)
+}
+
 /// A failure before any packet was read: the message, and the exit status.
 pub(crate) struct Fail(pub String, pub u8);
 

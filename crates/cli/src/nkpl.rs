@@ -11,9 +11,13 @@ use crate::input::Fail;
 
 /// The files to run: each file as given, and each directory's `.nkpl` files, sub-folders
 /// included, in path order (as `katch run DIR` walks a tree; links to directories are not
-/// followed, so a link cycle cannot loop). A directory without any is an error.
-fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Fail> {
+/// followed, so a link cycle cannot loop), except those another file of the directory
+/// imports: they are parts of their importers (a topology, a routing table) and run through
+/// them, not on their own. A directory without any is an error. Also returns how many
+/// imported files were left to their importers.
+fn expand(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, usize), Fail> {
     let mut out = Vec::new();
+    let mut parts = 0;
     for p in paths {
         if p.is_dir() {
             let mut found = Vec::new();
@@ -22,12 +26,40 @@ fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, Fail> {
                 return Err(Fail(format!("{}: no .nkpl file in it or below it", p.display()), 2));
             }
             found.sort();
+            let imported = imported_by(&found);
+            let before = found.len();
+            found.retain(|f| !f.canonicalize().is_ok_and(|c| imported.contains(&c)));
+            if found.is_empty() {
+                // Everything imports everything: run them all.
+                walk(p, &mut found)?;
+                found.sort();
+            }
+            parts += before - found.len();
             out.extend(found);
         } else {
             out.push(p.clone());
         }
     }
-    Ok(out)
+    Ok((out, parts))
+}
+
+/// The files `files` import (`import "PATH"`, relative to the importer), canonical.
+fn imported_by(files: &[PathBuf]) -> std::collections::HashSet<PathBuf> {
+    let mut out = std::collections::HashSet::new();
+    for f in files {
+        let Ok(text) = std::fs::read_to_string(f) else { continue };
+        let dir = f.parent().unwrap_or(Path::new("."));
+        for line in text.lines() {
+            let Some(rest) = line.trim_start().strip_prefix("import") else { continue };
+            let rest = rest.trim_start();
+            let Some(rest) = rest.strip_prefix('"') else { continue };
+            let Some((name, _)) = rest.split_once('"') else { continue };
+            if let Ok(c) = dir.join(name).canonicalize() {
+                out.insert(c);
+            }
+        }
+    }
+    out
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), Fail> {
@@ -142,7 +174,7 @@ pub(crate) fn run(paths: &[PathBuf], dot: Option<&Path>, limit: usize) -> Result
 
 /// Runs the files; exit status 0 when every check holds, 1 when one fails, 2 on errors.
 fn run_on(paths: &[PathBuf], dot: Option<&Path>, limit: usize) -> Result<ExitCode, Fail> {
-    let files = expand(paths)?;
+    let (files, parts) = expand(paths)?;
     let started = Instant::now();
     let (mut ok, mut failed, mut errors) = (0usize, 0usize, 0usize);
     let stdout = std::io::stdout();
@@ -193,10 +225,15 @@ fn run_on(paths: &[PathBuf], dot: Option<&Path>, limit: usize) -> Result<ExitCod
     }
     let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
     eprintln!(
-        "rampart: {} in {}: {ok} hold, {failed} fail{} ({:.2} s)",
+        "rampart: {} in {}{}: {ok} hold, {failed} fail{} ({:.2} s)",
         plural(ok + failed, "check"),
         plural(files.len(), "file"),
-        if errors > 0 { format!(", {errors} errors") } else { String::new() },
+        if parts > 0 {
+            format!(" ({} only imported by others, run through them)", plural(parts, "file"))
+        } else {
+            String::new()
+        },
+        if errors > 0 { format!(", {}", plural(errors, "error")) } else { String::new() },
         started.elapsed().as_secs_f64()
     );
     if ok + failed == 0 && errors == 0 {

@@ -317,21 +317,21 @@ fn shortest_g(v: f64) -> String {
 fn print_summary(name: &str, o: &Outcome, live: bool) {
     let s = &o.summary;
     let secs = s.elapsed.as_secs_f64();
-    let ns = if s.packets > 0 { secs * 1e9 / s.packets as f64 } else { 0.0 };
-    // No rate for a live capture, which waits for packets most of the time.
-    let speed = if live { String::new() } else { format!(" ({ns:.0} ns/packet)") };
+    // No rate for a live capture, which waits for packets most of the time, nor for a run
+    // too short to time.
+    let speed = input::speed(s.packets, s.elapsed, live)
+        .map_or(String::new(), |ns| format!(" ({ns:.0} ns/packet)"));
     let r = &s.rtt;
     let mut err = io::stderr().lock();
     let _ = writeln!(
         err,
-        "{name}: {} packets ({} TCP), {} RTT samples ({} ts, {} seq), {} flows in {secs:.3} s\
-         {speed}{}",
-        s.packets,
+        "{name}: {} ({} TCP), {} ({} ts, {} seq), {} in {secs:.3} s{speed}{}",
+        input::count(s.packets, "packet"),
         r.tcp_packets,
-        r.ts_samples + r.seq_samples,
+        input::count(r.ts_samples + r.seq_samples, "RTT sample"),
         r.ts_samples,
         r.seq_samples,
-        s.flows,
+        input::count(s.flows, "flow"),
         if s.interrupted { ", interrupted" } else { "" }
     );
     if s.filtered > 0 {

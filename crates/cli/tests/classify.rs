@@ -12,7 +12,7 @@ fn fixture(name: &str) -> String {
 fn rules_check_counts_per_chain_and_reports_errors() {
     let out = rampart(&["rules", "check", &fixture("sample.rampart"), "--format", "rampart"]);
     assert!(out.status.success());
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "input: 5 rules\nweb: 2 rules\n1 sets\n");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "input: 5 rules\nweb: 2 rules\n1 set\n");
     let out = rampart(&[
         "rules",
         "check",
@@ -165,7 +165,7 @@ fn one_way_to_read_rules_everywhere() {
     let (code, stdout, err) = run(&["rules", "check", &fixture("sample.rampart")]);
     assert_eq!(
         (code, stdout.as_str()),
-        (Some(0), "input: 5 rules\nweb: 2 rules\n1 sets\n"),
+        (Some(0), "input: 5 rules\nweb: 2 rules\n1 set\n"),
         "{err}"
     );
     // A set the rules name must be given, for rules check as for filter.

@@ -242,7 +242,7 @@ fn nftables_rule_sets_by_base_chain_with_nft_rule_names() {
         out,
         "input: 3 rules (base chain: inet filter, input hook, priority 0, policy drop)\n\
          forward: 8 rules (base chain: inet filter, forward hook, priority 0, policy drop)\n\
-         lan_out: 3 rules\n1 sets\n"
+         lan_out: 3 rules\n1 set\n"
     );
     // The forward hook's chain by default; --chain picks another.
     for (chain, packet, want) in [
