@@ -41,6 +41,7 @@ fuzz_target!(|data: &[u8]| {
                 ct: states[i % 4],
                 tcp_flags: x[3],
                 app: &[],
+                time: 0,
             };
             let d = fw.evaluate(&p);
             assert!(d.entry < fw.entries().len());

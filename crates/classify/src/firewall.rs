@@ -20,8 +20,11 @@ use std::net::IpAddr;
 
 use crate::compiled::{Compiled, Options};
 use crate::ipset::IpSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use crate::iptables::{
-    ByteSet, ChainError, CtState, IptRule, Key, Net, RejectWith, Ruleset, Target, Value,
+    AddrType, ByteSet, ChainError, CtState, IptRule, Key, Limit, Net, RejectWith, Ruleset, Target,
+    Value,
 };
 use crate::rule::{Header, Rule};
 
@@ -63,6 +66,11 @@ pub struct LoweredBox<'a> {
     pub apps: Vec<&'a [String]>,
     /// Flag bytes the TCP flags must be among (each of them).
     pub tcp_flags: &'a [ByteSet],
+    /// `-m limit`: the box matches only while its rule's bucket has a token.
+    pub limit: Option<Limit>,
+    /// `-m addrtype`: the source and destination address types allowed (negated with
+    /// `true`).
+    pub addr_types: [Option<&'a (Vec<AddrType>, bool)>; 2],
 }
 
 /// A packet as the firewall sees it.
@@ -90,6 +98,8 @@ pub struct Packet<'a> {
     /// and `YouTube`), once identification has decided it; empty before, so an `app` rule
     /// matches no packet of an undecided flow.
     pub app: &'a [&'a str],
+    /// Capture time (ns), for `-m limit` rules' token buckets.
+    pub time: u64,
 }
 
 /// What decided a packet.
@@ -318,6 +328,10 @@ struct Checks {
     apps: Vec<String>,
     /// The flag bytes allowed.
     flags: Vec<ByteSet>,
+    /// The rule's token bucket (an index into the firewall's buckets).
+    limit: Option<u32>,
+    /// Address types allowed for the source and destination, negated with `true`.
+    types: [Option<(Vec<AddrType>, bool)>; 2],
 }
 
 impl Checks {
@@ -327,6 +341,8 @@ impl Checks {
             && self.ct.is_empty()
             && self.apps.is_empty()
             && self.flags.is_empty()
+            && self.limit.is_none()
+            && self.types.iter().all(Option::is_none)
     }
 }
 
@@ -339,6 +355,55 @@ pub struct Firewall {
     chains: Vec<LoweredChain>,
     sets: Vec<IpSet>,
     names: Names,
+    /// The `-m limit` rules' token buckets, one per rule.
+    buckets: Vec<Bucket>,
+    /// The host's addresses, for `-m addrtype LOCAL`.
+    local: Vec<IpAddr>,
+}
+
+/// A `-m limit` rule's token bucket, in nanoseconds of credit and capture time. Atomics, so a
+/// rule set shared between threads stays `Sync`; the data plane that takes tokens runs a
+/// rule set on one thread.
+#[derive(Debug)]
+struct Bucket {
+    spec: Limit,
+    /// Credit (ns): a packet takes `interval_ns` of it.
+    credit: AtomicU64,
+    /// The capture time credit was last added at (0: never).
+    prev: AtomicU64,
+}
+
+impl Bucket {
+    fn new(spec: Limit) -> Self {
+        let cap = spec.interval_ns.saturating_mul(u64::from(spec.burst));
+        Bucket { spec, credit: AtomicU64::new(cap), prev: AtomicU64::new(0) }
+    }
+
+    /// Whether a packet at `now` finds a token (and takes it): credit grows with the time
+    /// since the last packet, up to the burst, as xt_limit's does.
+    fn take(&self, now: u64) -> bool {
+        let cap = self.spec.interval_ns.saturating_mul(u64::from(self.spec.burst));
+        let prev = self.prev.swap(now, Ordering::Relaxed);
+        let gained = if prev == 0 { 0 } else { now.saturating_sub(prev) };
+        let mut credit = self.credit.load(Ordering::Relaxed).saturating_add(gained).min(cap);
+        let ok = credit >= self.spec.interval_ns;
+        if ok {
+            credit -= self.spec.interval_ns;
+        }
+        self.credit.store(credit, Ordering::Relaxed);
+        ok
+    }
+}
+
+impl Clone for Bucket {
+    /// A copy with its own state, as it is now.
+    fn clone(&self) -> Self {
+        Bucket {
+            spec: self.spec,
+            credit: AtomicU64::new(self.credit.load(Ordering::Relaxed)),
+            prev: AtomicU64::new(self.prev.load(Ordering::Relaxed)),
+        }
+    }
 }
 
 /// A chain being walked.
@@ -478,6 +543,7 @@ impl Firewall {
         });
         let mut set_index: HashMap<&str, usize> = HashMap::new();
         let mut set_list = Vec::new();
+        let mut buckets = Vec::new();
         let mut chains = Vec::new();
         let mut next = 0usize;
         for (k, &c) in order.iter().enumerate() {
@@ -507,6 +573,11 @@ impl Firewall {
                 ch.ct.extend(r.ct.clone());
                 ch.apps.clone_from(&r.app);
                 ch.flags.extend(r.tcp_flags);
+                if let Some(l) = r.limit {
+                    ch.limit = Some(buckets.len() as u32);
+                    buckets.push(Bucket::new(l));
+                }
+                ch.types = [r.src_type.clone(), r.dst_type.clone()];
                 for b in lower(r, &names) {
                     boxes.push(b);
                     entry_of.push(ei as u32);
@@ -531,7 +602,17 @@ impl Firewall {
             });
             debug_assert_eq!(chains.len(), k + 1);
         }
-        Ok(Self { entries, chains, sets: set_list, names })
+        Ok(Self { entries, chains, sets: set_list, names, buckets, local: Vec::new() })
+    }
+
+    /// The host's own addresses, for `-m addrtype` rules (`LOCAL`); none by default.
+    pub fn set_local(&mut self, local: &[IpAddr]) {
+        self.local = local.to_vec();
+    }
+
+    /// Whether some rule has a `-m limit` bucket (its decisions then depend on time).
+    pub fn has_limits(&self) -> bool {
+        !self.buckets.is_empty()
     }
 
     /// The chains, the entered one first, then the others it reaches in file order.
@@ -552,6 +633,8 @@ impl Firewall {
                     ct: &ch.ct,
                     apps: if ch.apps.is_empty() { Vec::new() } else { vec![ch.apps.as_slice()] },
                     tcp_flags: &ch.flags,
+                    limit: ch.limit.map(|k| self.buckets[k as usize].spec),
+                    addr_types: [ch.types[0].as_ref(), ch.types[1].as_ref()],
                 }
             })
         })
@@ -707,6 +790,15 @@ impl Firewall {
                 c.entry_of[b as usize] as usize >= f.pos
                     && self.checks_pass(&c.checks[b as usize], p)
             });
+            if let Some(b) = found
+                && let Some(k) = c.checks[b].limit
+                && !self.buckets[k as usize].take(p.time)
+            {
+                // Out of tokens: the rule does not match; the walk goes on after it.
+                let top = w.stack.len() - 1;
+                w.stack[top].pos = c.entry_of[b] as usize + 1;
+                continue;
+            }
             let action = found.map(|b| {
                 let e = c.entry_of[b] as usize;
                 if count {
@@ -800,6 +892,11 @@ impl Firewall {
             && c.src_sets.iter().all(|&(s, not)| self.sets[s].contains(p.src) != not)
             && c.dst_sets.iter().all(|&(s, not)| self.sets[s].contains(p.dst) != not)
             && c.ct.iter().all(|states| p.ct.is_some_and(|s| states.contains(&s)))
+            && c.types.iter().zip([p.src, p.dst]).all(|(t, a)| {
+                t.as_ref().is_none_or(|(types, not)| {
+                    types.contains(&AddrType::of(a, &self.local)) != *not
+                })
+            })
     }
 }
 
@@ -953,6 +1050,7 @@ mod tests {
             ct: None,
             tcp_flags: 0,
             app: &[],
+            time: 0,
         }
     }
 
@@ -995,5 +1093,55 @@ mod tests {
         assert_eq!(name(&["TLS", "YouTube"], 443), "filter:2");
         assert_eq!(name(&["TLS", "YouTube"], 80), "filter:policy");
         assert_eq!(name(&["TLS", "Google"], 443), "filter:policy");
+    }
+
+    #[test]
+    fn limit_rules_match_while_their_bucket_has_tokens() {
+        let rs = crate::iptables::parse(
+            "r",
+            "*filter\n:INPUT DROP [0:0]\n-A INPUT -p tcp -m limit --limit 2/second --limit-burst 3 -j ACCEPT\n-A INPUT -p tcp -j REJECT\nCOMMIT\n",
+        )
+        .unwrap();
+        let fw = Firewall::from_iptables(&rs, "INPUT", &HashMap::new()).unwrap();
+        assert!(fw.has_limits());
+        let s = 1_000_000_000u64;
+        let at = |t: u64| {
+            let p = Packet { time: t, ..packet("10.0.0.1", "10.0.0.2", 6, 1000, 22) };
+            fw.entries()[fw.evaluate(&p).entry].name.clone()
+        };
+        // The burst of 3, then nothing until a token comes back (every 0.5 s).
+        let t0 = 100 * s;
+        assert_eq!(
+            [at(t0), at(t0), at(t0), at(t0), at(t0 + s / 4)],
+            ["INPUT:1", "INPUT:1", "INPUT:1", "INPUT:2", "INPUT:2"]
+        );
+        assert_eq!(at(t0 + s / 2), "INPUT:1", "one token back after 0.5 s");
+        assert_eq!(at(t0 + s / 2), "INPUT:2");
+        // A long quiet spell refills the bucket to its burst only.
+        let later = t0 + 60 * s;
+        let got: Vec<String> = (0..4).map(|_| at(later)).collect();
+        assert_eq!(got, ["INPUT:1", "INPUT:1", "INPUT:1", "INPUT:2"]);
+    }
+
+    #[test]
+    fn addrtype_rules_tell_local_broadcast_multicast_and_unicast() {
+        let rs = crate::iptables::parse(
+            "r",
+            "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -m addrtype --dst-type LOCAL -j ACCEPT\n-A INPUT -m addrtype --dst-type BROADCAST,MULTICAST -j DROP\n-A INPUT -m addrtype ! --src-type UNICAST -j REJECT\nCOMMIT\n",
+        )
+        .unwrap();
+        let mut fw = Firewall::from_iptables(&rs, "INPUT", &HashMap::new()).unwrap();
+        fw.set_local(&["10.0.0.2".parse().unwrap()]);
+        let name = |fw: &Firewall, src: &str, dst: &str| {
+            fw.entries()[fw.evaluate(&packet(src, dst, 17, 1000, 53)).entry].name.clone()
+        };
+        assert_eq!(name(&fw, "10.0.0.1", "10.0.0.2"), "INPUT:1");
+        assert_eq!(name(&fw, "10.0.0.1", "255.255.255.255"), "INPUT:2");
+        assert_eq!(name(&fw, "10.0.0.1", "224.0.0.251"), "INPUT:2");
+        assert_eq!(name(&fw, "0.0.0.0", "10.0.0.9"), "INPUT:3", "an unspecified source");
+        assert_eq!(name(&fw, "10.0.0.1", "10.0.0.9"), "INPUT:policy");
+        // Without the host's addresses nothing is LOCAL.
+        fw.set_local(&[]);
+        assert_eq!(name(&fw, "10.0.0.1", "10.0.0.2"), "INPUT:policy");
     }
 }

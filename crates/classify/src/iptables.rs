@@ -2,7 +2,10 @@
 //! the `[packets:bytes]` counters of `iptables-save -c`) with `-s`/`-d`, `-p`, `-i`/`-o`,
 //! `--sport`/`--dport`, `-m multiport --sports/--dports`, `-m set --match-set NAME src|dst`,
 //! `-m conntrack --ctstate`, `-m state --state`, `-m comment`, `--tcp-flags`/`--syn`, `-m icmp
-//! --icmp-type` and `-m icmp6 --icmpv6-type`, and the
+//! --icmp-type` and `-m icmp6 --icmpv6-type`, `-m limit --limit N/UNIT --limit-burst B` (a
+//! token bucket in capture time), `-m addrtype [!] --src-type|--dst-type` with the types an
+//! address and the host's own addresses tell (UNSPEC, UNICAST, LOCAL, BROADCAST, MULTICAST),
+//! and the
 //! targets `ACCEPT`, `DROP`, `REJECT`, `RETURN`, user chains (`-j`), `-g`/`--goto`, and `LOG`
 //! and `NFLOG` (which only log: the rule counts and the packet goes on). `!` negates `-s`,
 //! `-d`, `-p`, `-i` and `-o`. The nat, mangle, raw and security tables are skipped. A rule is
@@ -12,7 +15,7 @@
 //! (`tests/conformance.rs`): an option must follow the match it belongs to (`-m tcp`, or the
 //! `-p` that loads it), a match's protocol must be given, each of `-s -d -p -i -o -j` once,
 //! chains declared once and policies only on built-in chains. What rampart does not model (a
-//! match like `limit`, a target like `MARK`, `! --dport`) is refused by name, never read
+//! match like `hashlimit`, a target like `MARK`, `! --dport`) is refused by name, never read
 //! with another meaning. Rules apply to their table's family, as on Linux: IPv4 for
 //! `iptables-save` output, IPv6 for `ip6tables-save`'s (told by its header, or by every
 //! address being IPv6). One extension: IPv4 and IPv6 rules may share a file, each rule with
@@ -186,6 +189,55 @@ pub struct Tuples {
     pub elems: Vec<Vec<Value>>,
 }
 
+/// `-m limit`: a token bucket of `burst` packets, one token coming back every
+/// `interval_ns` of capture time (xt_limit's credit scheme, in nanoseconds). The rule matches
+/// while a token is there, and takes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Limit {
+    /// Nanoseconds per token (`--limit 5/min` is 12 s).
+    pub interval_ns: u64,
+    /// Tokens the bucket holds, and starts with (`--limit-burst`, 5 by default).
+    pub burst: u32,
+}
+
+impl Limit {
+    /// iptables' default: 3 per hour, burst 5.
+    pub const DEFAULT: Limit = Limit { interval_ns: 1_200_000_000_000, burst: 5 };
+}
+
+/// An address type of `-m addrtype` that an address and the host's own addresses tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AddrType {
+    /// The unspecified address (`0.0.0.0`, `::`).
+    Unspec,
+    /// Any other unicast address that is not the host's.
+    Unicast,
+    /// One of the host's addresses.
+    Local,
+    /// The limited broadcast address, `255.255.255.255`.
+    Broadcast,
+    /// A multicast address.
+    Multicast,
+}
+
+impl AddrType {
+    /// The type of `a` on a host with addresses `local`.
+    pub fn of(a: std::net::IpAddr, local: &[std::net::IpAddr]) -> AddrType {
+        use std::net::IpAddr;
+        if local.contains(&a) {
+            return AddrType::Local;
+        }
+        match a {
+            IpAddr::V4(v) if v.is_unspecified() => AddrType::Unspec,
+            IpAddr::V4(v) if v.is_broadcast() => AddrType::Broadcast,
+            IpAddr::V4(v) if v.is_multicast() => AddrType::Multicast,
+            IpAddr::V6(v) if v.is_unspecified() => AddrType::Unspec,
+            IpAddr::V6(v) if v.is_multicast() => AddrType::Multicast,
+            _ => AddrType::Unicast,
+        }
+    }
+}
+
 /// One rule: what it matches (all of it must hold; `None` matches anything) and what it
 /// does.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -231,6 +283,12 @@ pub struct IptRule {
     pub ct: Option<Vec<CtState>>,
     /// `--tcp-flags MASK COMP` / `--syn`, `tcp flags ...`: the flag bytes allowed.
     pub tcp_flags: Option<ByteSet>,
+    /// `-m limit`: the rule matches while its bucket has a token.
+    pub limit: Option<Limit>,
+    /// `-m addrtype --src-type`: the types allowed, and whether the match is negated.
+    pub src_type: Option<(Vec<AddrType>, bool)>,
+    /// `-m addrtype --dst-type`
+    pub dst_type: Option<(Vec<AddrType>, bool)>,
     /// Application names (rampart syntax `app NAME`); matched once DPI labels flows, never
     /// before.
     pub app: Vec<String>,
@@ -584,7 +642,6 @@ fn settle_family(file: &str, rules: &mut [&mut IptRule], header6: bool) -> Resul
 
 /// Matches netfilter has that rampart does not read.
 const UNSUPPORTED_MATCHES: &[&str] = &[
-    "addrtype",
     "ah",
     "bpf",
     "cgroup",
@@ -609,7 +666,6 @@ const UNSUPPORTED_MATCHES: &[&str] = &[
     "ipv6header",
     "ipvs",
     "length",
-    "limit",
     "mac",
     "mark",
     "mh",
@@ -710,6 +766,21 @@ fn proto_match_name(p: u8) -> Option<&'static str> {
     }
 }
 
+/// A `--limit` rate as nanoseconds per packet: `N/second` (`/sec`, `/s`), `/minute`
+/// (`/min`, `/m`), `/hour` (`/h`), `/day` (`/d`); a bare `N` is per second.
+fn rate(v: &str) -> Option<u64> {
+    let (n, unit) = v.split_once('/').unwrap_or((v, "second"));
+    let n: u64 = n.parse().ok().filter(|&n| n >= 1)?;
+    let per: u64 = match unit {
+        "s" | "sec" | "second" => 1_000_000_000,
+        "m" | "min" | "minute" => 60_000_000_000,
+        "h" | "hour" => 3_600_000_000_000,
+        "d" | "day" => 86_400_000_000_000,
+        _ => return None,
+    };
+    Some((per / n).max(1))
+}
+
 /// Which match an option belongs to.
 fn option_match(w: &str) -> Option<&'static [&'static str]> {
     Some(match w {
@@ -724,6 +795,8 @@ fn option_match(w: &str) -> Option<&'static [&'static str]> {
         "--comment" => &["comment"],
         "--icmp-type" => &["icmp"],
         "--icmpv6-type" => &["icmp6"],
+        "--limit" | "--limit-burst" => &["limit"],
+        "--src-type" | "--dst-type" | "--limit-iface-in" | "--limit-iface-out" => &["addrtype"],
         _ => return None,
     })
 }
@@ -875,11 +948,15 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
                         | "--in-interface"
                         | "-o"
                         | "--out-interface"
+                        | "--src-type"
+                        | "--dst-type"
                 )
             {
                 return Err(lx.error(
                     wat,
-                    &format!("-s, -d, -p, -i or -o after '!' ('! {w}' is not supported)"),
+                    &format!(
+                        "-s, -d, -p, -i, -o, --src-type or --dst-type after '!' ('! {w}' is not supported)"
+                    ),
                 ));
             }
             // An option of a match that is not loaded: iptables loads the match `-p` names
@@ -948,11 +1025,11 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
                 }
                 "-m" | "--match" => {
                     let (at, m) = lx.need("a match module")?;
-                    if !matches!(m.as_str(), "tcp" | "udp" | "icmp" | "icmp6" | "multiport" | "set" | "conntrack" | "state" | "comment") {
+                    if !matches!(m.as_str(), "tcp" | "udp" | "icmp" | "icmp6" | "multiport" | "set" | "conntrack" | "state" | "comment" | "limit" | "addrtype") {
                         let what = if UNSUPPORTED_MATCHES.contains(&m.as_str()) {
-                            format!("a match rampart reads: tcp, udp, icmp, icmp6, multiport, set, conntrack, state, comment (the {m} match is not supported)")
+                            format!("a match rampart reads: tcp, udp, icmp, icmp6, multiport, set, conntrack, state, comment, limit, addrtype (the {m} match is not supported)")
                         } else {
-                            "a match: tcp, udp, icmp, icmp6, multiport, set, conntrack, state, comment".to_string()
+                            "a match: tcp, udp, icmp, icmp6, multiport, set, conntrack, state, comment, limit, addrtype".to_string()
                         };
                         return Err(lx.error(at, &what));
                     }
@@ -999,6 +1076,47 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
                 }
                 "--comment" => {
                     r.comment = Some(lx.need("a comment")?.1);
+                }
+                "--limit" => {
+                    once(&lx, wat, "--limit")?;
+                    let (at, v) = lx.need("a rate: N/second, N/minute, N/hour or N/day")?;
+                    let interval = rate(&v).ok_or_else(|| {
+                        lx.error(at, "a rate: N/second, N/minute, N/hour or N/day (N at least 1)")
+                    })?;
+                    r.limit.get_or_insert(Limit::DEFAULT).interval_ns = interval;
+                }
+                "--limit-burst" => {
+                    once(&lx, wat, "--limit-burst")?;
+                    let (at, v) = lx.need("a burst: a number of packets")?;
+                    let burst = v
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|b| (1..=10_000).contains(b))
+                        .ok_or_else(|| lx.error(at, "a burst of 1 to 10000 packets"))?;
+                    r.limit.get_or_insert(Limit::DEFAULT).burst = burst;
+                }
+                "--src-type" | "--dst-type" => {
+                    let (at, v) = lx.need("address types, like LOCAL or UNICAST,MULTICAST")?;
+                    let mut types = Vec::new();
+                    for t in v.split(',') {
+                        types.push(match t {
+                            "UNSPEC" => AddrType::Unspec,
+                            "UNICAST" => AddrType::Unicast,
+                            "LOCAL" => AddrType::Local,
+                            "BROADCAST" => AddrType::Broadcast,
+                            "MULTICAST" => AddrType::Multicast,
+                            "ANYCAST" | "BLACKHOLE" | "UNREACHABLE" | "PROHIBIT" | "THROW" | "NAT" | "XRESOLVE" => {
+                                return Err(lx.error(at, &format!("UNSPEC, UNICAST, LOCAL, BROADCAST or MULTICAST (type {t} is not supported: it depends on the routing table)")));
+                            }
+                            _ => return Err(lx.error(at, "address types: UNSPEC, UNICAST, LOCAL, BROADCAST, MULTICAST")),
+                        });
+                    }
+                    let src = w == "--src-type";
+                    once(&lx, wat, if src { "--src-type" } else { "--dst-type" })?;
+                    if src { r.src_type = Some((types, neg)) } else { r.dst_type = Some((types, neg)) }
+                }
+                "--limit-iface-in" | "--limit-iface-out" => {
+                    return Err(lx.error(wat, &format!("--src-type or --dst-type ({w} is not supported)")));
                 }
                 "--icmp-type" | "--icmpv6-type" => {
                     let (at, v) = lx.need("an ICMP type: a name, TYPE or TYPE/CODE")?;

@@ -239,6 +239,7 @@ fn lowered_rule_sets_decide_as_netfilter_does() {
                 ]),
                 tcp_flags: *rng.pick(&[0u8, 0x02, 0x12, 0x10, 0x04, 0x11, 0x18]),
                 app: &[],
+                time: 0,
             };
             let mut want_hits = HashMap::new();
             let want = walk(&rs, "INPUT", &p, &sets, &mut want_hits).unwrap_or_else(|| {

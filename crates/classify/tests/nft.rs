@@ -93,6 +93,7 @@ fn packet<'a>(
         ct: Some(ct),
         tcp_flags: if proto == 6 { 0x02 } else { 0 },
         app: &[],
+        time: 0,
     }
 }
 

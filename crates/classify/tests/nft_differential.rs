@@ -364,6 +364,7 @@ fn lowered_nft_rule_sets_decide_as_nft_walks_them() {
                 ct: Some(state.2),
                 tcp_flags: *rng.pick(&[0u8, 0x02, 0x12, 0x10, 0x04, 0x11, 0x03]),
                 app: &[],
+                time: 0,
             };
             let want = walk(&chains, &p, state.1);
             let got = fw.evaluate(&p);

@@ -527,6 +527,7 @@ fn run_firewall(
         ct: None,
         tcp_flags: 0,
         app: &[],
+        time: 0,
     };
     let policy = fw.entries().len() - 1;
     if args.bench {

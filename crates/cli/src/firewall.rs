@@ -196,9 +196,16 @@ pub(crate) fn ct_config(knobs: &[String]) -> Result<rampart_conntrack::Config, F
 }
 
 fn go(args: &Args) -> Result<ExitCode, Fail> {
-    let rules = Arc::new(load_rules(&args.rules, &args.source)?);
+    // Rule sets know the router's own addresses (`-m addrtype --dst-type LOCAL`).
+    let load = |p: &Path| {
+        load_rules(p, &args.source).map(|mut r| {
+            r.set_local(&args.local);
+            Arc::new(r)
+        })
+    };
+    let rules = load(&args.rules)?;
     let other = match &args.compare {
-        Some(p) => Some(Arc::new(load_rules(p, &args.source)?)),
+        Some(p) => Some(load(p)?),
         None => None,
     };
     let ct = ct_config(&args.ct)?;
@@ -247,7 +254,7 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
         let at = parse_time(time).ok_or_else(|| {
             Fail(format!("--reload {r:?}: {time:?} is not a time in epoch seconds"), 2)
         })?;
-        let rules = load_rules(Path::new(file), &args.source).map(Arc::new).map_err(|e| e.0);
+        let rules = load(Path::new(file)).map_err(|e| e.0);
         reloads.push(Reload { at, source: file.to_string(), rules });
     }
     reloads.sort_by_key(|r| r.at);

@@ -129,6 +129,26 @@ fn load_models(paths: &[&Path], src: &Source) -> Result<(Manager, Vec<(Loaded, M
         let rs = rs.as_ref().expect("a firewall rule set");
         let fw = Firewall::from_iptables_with_names(rs, chain, sets, &names)
             .map_err(|e| firewall_error(p, rs, e))?;
+        // What a rule matches must be a property of the packet for the diagrams to hold it.
+        if let Some(b) =
+            fw.boxes().find(|b| b.limit.is_some() || b.addr_types.iter().any(Option::is_some))
+        {
+            let e = &fw.entries()[b.entry];
+            let what = if b.limit.is_some() {
+                "-m limit (its matches depend on the packet rate)"
+            } else {
+                "-m addrtype (its matches depend on the host's addresses)"
+            };
+            return Err(Fail(
+                format!(
+                    "{}:{}: rule {} uses {what}, which verify does not model; rampart filter and rampart firewall run it",
+                    p.display(),
+                    e.line,
+                    e.name
+                ),
+                2,
+            ));
+        }
         let model = rules::firewall(&mut m, &fw, &mut apps);
         out.push((Loaded::Firewall(Box::new(fw)), model));
     }
@@ -171,6 +191,7 @@ fn replay(l: &Loaded, p: &Packet) -> Option<usize> {
                 ct: p.ct,
                 tcp_flags: p.flags,
                 app: &[],
+                time: 0,
             };
             Some(fw.evaluate(&pk).entry)
         }

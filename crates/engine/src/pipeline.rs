@@ -185,6 +185,7 @@ impl Policy {
             ct: None,
             tcp_flags: p.tcp_flags as u8,
             app: &[],
+            time: 0,
         };
         match self.rules.evaluate_counting(&packet, &mut self.hits).verdict {
             Target::Accept => Verdict::Accept,
@@ -398,8 +399,18 @@ impl Pipeline {
             let dir = found.map(|id| (id, self.table.flow(id).dir(side)));
             let icmp = matches!(key.proto, 1 | 58).then_some((meta.icmp_type, meta.icmp_code));
             let app = found.and_then(|id| self.dpi.as_ref().and_then(|d| d.decided(id.0)));
-            let (mut verdict, rule) =
-                st.verdict(dir, &key, side, insp.state, meta.tcp.flags as u8, icmp, iif, oif, app);
+            let (mut verdict, rule) = st.verdict(
+                dir,
+                &key,
+                side,
+                insp.state,
+                meta.tcp.flags as u8,
+                icmp,
+                iif,
+                oif,
+                app,
+                ts,
+            );
             let mut reason = insp.message();
             let accepted = verdict == Verdict::Accept;
             let tracked = if accepted || found.is_some() {

@@ -168,6 +168,8 @@ pub struct RuleSet {
     /// When some rule looks at TCP flags: each flag byte's class (bytes of one class match
     /// the same flag tests, so a decision cached for one holds for all of them).
     flag_class: Option<Box<[u8; 256]>>,
+    /// Whether some rule has a `-m limit` token bucket.
+    limits: bool,
 }
 
 impl RuleSet {
@@ -198,7 +200,8 @@ impl RuleSet {
             }
             class
         });
-        Self { source: source.into(), chains, flag_class }
+        let limits = chains.iter().any(|c| c.rules.has_limits());
+        Self { source: source.into(), chains, flag_class, limits }
     }
 
     /// One rule set entered at one hook (an `iptables-save` or rampart-syntax file).
@@ -249,6 +252,13 @@ impl RuleSet {
             chains.push(c);
         }
         Ok(Self::new(source, chains))
+    }
+
+    /// Tells every chain the host's own addresses (for `-m addrtype LOCAL` rules).
+    pub fn set_local(&mut self, local: &[IpAddr]) {
+        for c in &mut self.chains {
+            c.rules.set_local(local);
+        }
     }
 
     /// Whether some rule matches an application (then flows need identification).
@@ -527,9 +537,11 @@ impl Stateful {
         iif: u32,
         oif: Option<u32>,
         app: Option<rampart_dpi::Label>,
+        now: u64,
     ) -> (Verdict, Option<RuleRef>) {
         let app_known = app.is_some();
-        let cacheable = self.cfg.cache;
+        // A `-m limit` rule's answer changes with time: such rule sets are walked every time.
+        let cacheable = self.cfg.cache && !self.rules.limits;
         let flags = match &self.rules.flag_class {
             Some(class) if key.proto == 6 => class[usize::from(tcp_flags)],
             _ => 0,
@@ -588,6 +600,7 @@ impl Stateful {
             ct: Some(rule_ct(ct)),
             tcp_flags,
             app,
+            time: now,
         };
         let hooks: &[Hook] = if oif.is_some() {
             &[Hook::Prerouting, Hook::Forward, Hook::Postrouting]

@@ -601,4 +601,43 @@ mod cached {
         assert_eq!(names[4].as_deref(), Some("filter:1"));
         assert_eq!(names[3].as_deref(), Some("policy"));
     }
+
+    /// `-m limit` in the data plane: an echo-request flood is let through at the rule's rate
+    /// (capture time), the rest dropped; its flow's decisions are never taken from the cache.
+    #[test]
+    fn limit_rules_pass_a_flood_at_their_rate() {
+        let text = "*filter\n:FORWARD DROP [0:0]\n-A FORWARD -p icmp -m icmp --icmp-type echo-request -m limit --limit 2/second --limit-burst 2 -j ACCEPT\nCOMMIT\n";
+        let rs = rampart_classify::iptables::parse("limit.ipt", text).unwrap();
+        let fw = Firewall::from_iptables(&rs, "FORWARD", &Default::default()).unwrap();
+        let rules = Arc::new(RuleSet::single(
+            "limit",
+            "FORWARD",
+            rampart_engine::stateful::Hook::Forward,
+            fw,
+        ));
+        let mut p = plane(rules, true);
+        // 20 echo requests of one ping, 100 ms apart: 2 s.
+        let owned: Vec<Vec<u8>> =
+            (0..20).map(|_| frame([10, 0, 0, 1], [10, 0, 1, 1], 1, 7, 0, (8, 0, 0))).collect();
+        let frames: Vec<Frame<'_>> = owned
+            .iter()
+            .enumerate()
+            .map(|(i, data)| Frame {
+                ts: Timestamp(1_700_000_000_000_000_000 + i as u64 * 100_000_000),
+                origlen: data.len() as u32,
+                link: LinkType::Ethernet,
+                interface: 0,
+                offset: 0,
+                data,
+            })
+            .collect();
+        let (mut v, mut events, mut s) = (Vec::new(), Events::default(), Summary::default());
+        p.process(&frames, Verdict::Drop, &mut v, &mut events, &mut s);
+        let passed: Vec<usize> =
+            v.iter().enumerate().filter(|(_, v)| **v == Verdict::Accept).map(|(i, _)| i).collect();
+        // The burst of two (leaving 0.1 s of credit after the second, 100 ms later), then a
+        // token every 500 ms: at 0.5 s, 1.0 s and 1.5 s.
+        assert_eq!(passed, [0, 1, 5, 10, 15]);
+        assert_eq!(p.stateful().unwrap().decided_counts().0, 0, "nothing from the cache");
+    }
 }

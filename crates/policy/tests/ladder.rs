@@ -102,6 +102,7 @@ fn packet(proto: u8, dport: u16) -> Packet<'static> {
         ct: None,
         tcp_flags: 0,
         app: &[],
+        time: 0,
     }
 }
 

@@ -195,7 +195,7 @@ proptest! {
         let evaluate = |fw: &Firewall, p: &Packet| {
             fw.evaluate(&FwPacket {
                 src: p.src, dst: p.dst, sport: p.sport, dport: p.dport, proto: p.proto,
-                iif: p.iif.as_deref().unwrap_or(""), oif: "", ct: p.ct, tcp_flags: p.flags, app: &[],
+                iif: p.iif.as_deref().unwrap_or(""), oif: "", ct: p.ct, tcp_flags: p.flags, app: &[], time: 0,
             }).entry
         };
         for &x in &xs {
