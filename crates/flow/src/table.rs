@@ -402,11 +402,19 @@ impl FlowTable {
             return;
         }
         let class = self.class_of(timeout_ns);
+        let before = self.deadline_of(self.record(id.0));
         let f = self.record_mut(id.0);
         let held = (f.last >> HELD_SHIFT).saturating_sub(from >> HELD_SHIFT);
         f.held = u32::try_from(held).unwrap_or(u32::MAX);
         f.bits = (f.bits & !CLASS) | class;
+        let linked = f.prev != 0;
         let deadline = self.deadline_of(self.record(id.0));
+        // A record waits on a tick no later than its deadline's, and is filed again when
+        // that tick comes if it is not due: a deadline that moves later needs no move now
+        // (a connection's timer renewed by each packet costs nothing on the wheel).
+        if linked && deadline >= before {
+            return;
+        }
         self.unlink(id.0);
         self.link(id.0, Self::tick(deadline));
     }

@@ -221,6 +221,13 @@ proptest! {
                 tracked.1 = own.map(|t| (t, tracked.0.last));
                 let id = t.lookup(&p.key, p.hash).unwrap();
                 t.set_timeout(id, own);
+            } else if custom == 3 {
+                // A timeout counted from a moment before the last packet, as a tracker's
+                // timer that this packet did not renew.
+                let from = tracked.0.last.saturating_sub(6 * UNIT);
+                tracked.1 = Some((30 * UNIT, from));
+                let id = t.lookup(&p.key, p.hash).unwrap();
+                t.set_deadline(id, 30 * UNIT, from);
             }
             if sweep {
                 t.advance(ts);
