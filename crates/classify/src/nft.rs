@@ -22,7 +22,8 @@
 //!   nft's names, `ct state`, and concatenations of the address, port, protocol and
 //!   interface matches against sets;
 //! - statements `counter [packets N bytes M]`, `comment "..."`, `log` with its options (it
-//!   only logs: the rule counts and the packet goes on), `meta nftrace set 1` (no effect);
+//!   only logs: the rule counts and the packet goes on), `meta nftrace set 1` (no effect),
+//!   `limit rate N/UNIT [burst B packets]` (nft_limit's token bucket, in capture time);
 //! - verdicts `accept`, `drop`, `reject [with tcp reset | with icmp|icmpv6|icmpx type
 //!   CODE]`, `jump`, `goto`, `return`, `continue`.
 //!
@@ -36,7 +37,7 @@
 //! the transport protocol, which it is for packets without extension headers.
 //!
 //! Anything else (a statement, a match, a set type, a chain type or family rampart does not
-//! model: `limit`, `vmap`, `snat`, `type nat`, `table netdev`, ...) is an error naming the
+//! model: `limit rate over`, `vmap`, `snat`, `type nat`, `table netdev`, ...) is an error naming the
 //! file, line and column and the construct, never skipped. What the model cannot hold
 //! exactly is refused the same way rather than approximated: a second `iifname` match in one
 //! rule, a negated concatenation, an interface name ending in `+` (which the model reads as
@@ -896,7 +897,6 @@ struct Parser<'a> {
 
 /// Statements nft has that rampart does not model, named in the error.
 const UNSUPPORTED_STATEMENTS: &[&str] = &[
-    "limit",
     "quota",
     "snat",
     "dnat",
@@ -2058,6 +2058,60 @@ impl<'a> Parser<'a> {
             };
             self.pos += 1;
             match w.as_str() {
+                "limit" => {
+                    // `limit rate N/UNIT [burst B packets]`: a token bucket, as iptables'
+                    // `-m limit`. `over` and byte rates are not modelled.
+                    if !self.eat_word("rate") {
+                        return Err(self.error("'rate'"));
+                    }
+                    if self.is_word("over") {
+                        return Err(self.unsupported("'limit rate over'", "\"over\""));
+                    }
+                    let what = "a rate: N/second, N/minute, N/hour, N/day or N/week";
+                    let (rate, rl, rc) = self.word(what)?;
+                    let Some((n, unit)) = rate.split_once('/') else {
+                        if rate.bytes().all(|b| b.is_ascii_digit())
+                            && let Ok(Some(t)) = self.peek()
+                            && let Tok::Word(u) = &t.tok
+                            && u.contains("bytes")
+                        {
+                            let u = u.clone();
+                            return Err(self.unsupported("a byte rate", &format!("{u:?}")));
+                        }
+                        return Err(err(self.file, rl, rc, what, &format!("{rate:?}")));
+                    };
+                    let n: u64 = n
+                        .parse()
+                        .map_err(|_| err(self.file, rl, rc, what, &format!("{rate:?}")))?;
+                    let per: u64 = match unit {
+                        "second" => 1_000_000_000,
+                        "minute" => 60_000_000_000,
+                        "hour" => 3_600_000_000_000,
+                        "day" => 86_400_000_000_000,
+                        "week" => 604_800_000_000_000,
+                        _ => return Err(err(self.file, rl, rc, what, &format!("{rate:?}"))),
+                    };
+                    if n == 0 {
+                        return Err(err(self.file, wl, wc, "a rate of at least 1", "0"));
+                    }
+                    let mut limit =
+                        crate::iptables::Limit { interval_ns: (per / n).max(1), burst: 5 };
+                    if self.eat_word("burst") {
+                        let b = self.number("a burst: a number of packets")?;
+                        if !self.eat_word("packets") {
+                            return Err(self.unsupported("a burst in bytes", "not \"packets\""));
+                        }
+                        // The kernel takes a burst of 0 packets for its default, 5.
+                        limit.burst = match u32::try_from(b).unwrap_or(u32::MAX) {
+                            0 => 5,
+                            b => b,
+                        };
+                    }
+                    if r.rule.limit.is_some() {
+                        return Err(err(self.file, wl, wc, "one limit per rule", "a second limit"));
+                    }
+                    r.rule.limit = Some(limit);
+                }
                 "counter" => {
                     r.rule.counter = true;
                     if self.eat_word("packets") {
@@ -3257,10 +3311,15 @@ mod tests {
             let e = fails(text);
             (e.line, e.column, e.to_string())
         };
-        let (l, c, m) =
-            at("table inet t {\n chain c {\n  tcp dport 22 limit rate 10/second accept\n }\n}\n");
-        assert_eq!((l, c), (3, 16));
-        assert!(m.contains("'limit' is not supported"), "{m}");
+        let (l, c, m) = at(
+            "table inet t {\n chain c {\n  tcp dport 22 limit rate over 10/second drop\n }\n}\n",
+        );
+        assert_eq!((l, c), (3, 27));
+        assert!(m.contains("'limit rate over' is not supported"), "{m}");
+        // A packet rate is read: the token bucket of `-m limit`.
+        let r = one("tcp dport 22 limit rate 10/second burst 20 packets accept");
+        assert_eq!(r.limit, Some(crate::iptables::Limit { interval_ns: 100_000_000, burst: 20 }));
+        assert_eq!(one("limit rate 3/hour accept").limit.map(|l| l.burst), Some(5));
         let (l, c, m) = at("table inet t {\n chain c {\n  ct mark 1 accept\n }\n}\n");
         assert_eq!((l, c), (3, 3));
         assert!(m.contains("'ct mark' is not supported"), "{m}");
