@@ -349,6 +349,43 @@ struct Queue {
     done: bool,
 }
 
+/// One input's batches handed on as they are, its port's own frames left out and every
+/// frame's interface the input's (0).
+struct OwnFrames<'c> {
+    to: &'c mut dyn Consumer,
+    own_mac: Option<[u8; 6]>,
+    /// The frames kept of a batch (its allocation reused).
+    kept: Vec<Frame<'static>>,
+}
+
+impl Consumer for OwnFrames<'_> {
+    fn batch(&mut self, frames: &[Frame<'_>], s: &mut Summary) -> io::Result<()> {
+        let own = |f: &Frame<'_>| self.own_mac.is_some_and(|m| f.data.get(6..12) == Some(&m[..]));
+        if frames.iter().all(|f| f.interface == 0 && !own(f)) {
+            return self.to.batch(frames, s);
+        }
+        let mut kept: Vec<Frame<'_>> = recycle(std::mem::take(&mut self.kept));
+        for f in frames {
+            if own(f) {
+                s.filtered += 1;
+            } else {
+                kept.push(Frame { interface: 0, ..*f });
+            }
+        }
+        let r = self.to.batch(&kept, s);
+        self.kept = recycle(kept);
+        r
+    }
+
+    fn quiet(&mut self, now: u64, s: &mut Summary) -> io::Result<()> {
+        self.to.quiet(now, s)
+    }
+
+    fn tick(&mut self) -> io::Result<()> {
+        self.to.tick()
+    }
+}
+
 /// Reads several captures as one, merged by timestamp (on a tie, the earlier input first):
 /// each frame's `interface` is its input's index, and frames an input's port sent itself are
 /// skipped (and counted in [`Summary::filtered`]). The reading loop is [`read_batches`]'s:
@@ -360,6 +397,11 @@ pub fn read_merged(
     s: &mut Summary,
     to: &mut dyn Consumer,
 ) -> io::Result<Option<RunError>> {
+    if let [one] = inputs {
+        // Nothing to merge: the capture's own batches, without copying a frame.
+        let mut own = OwnFrames { to, own_mac: one.own_mac, kept: Vec::new() };
+        return read_batches(&mut one.capture, limits, None, stop, s, &mut own, &mut |_| {});
+    }
     let mut queues: Vec<Queue> = inputs.iter().map(|_| Queue::default()).collect();
     let mut error = None;
     let mut first = None;
