@@ -414,7 +414,7 @@ impl Pipeline {
             let mut reason = insp.message();
             let accepted = verdict == Verdict::Accept;
             let tracked = if accepted || found.is_some() {
-                let t = self.table.try_track(&p.info);
+                let t = self.table.try_track_looked_up(&p.info, found);
                 if t.is_none() {
                     // The table is full of connections that may not be pushed out.
                     st.conntrack_mut().table_full();

@@ -494,6 +494,30 @@ impl FlowTable {
     #[inline]
     pub fn try_track(&mut self, p: &PacketInfo) -> Option<Tracked> {
         let (slot, found) = self.find(&p.key, p.hash as u32);
+        self.track_found(p, slot, found)
+    }
+
+    /// [`FlowTable::try_track`] for a packet whose flow the caller has just looked up
+    /// ([`FlowTable::lookup`], with nothing tracked or ended since): a live flow is not
+    /// searched for again.
+    #[inline]
+    pub fn try_track_looked_up(
+        &mut self,
+        p: &PacketInfo,
+        found: Option<FlowId>,
+    ) -> Option<Tracked> {
+        match found {
+            Some(id) if self.get(id).is_some_and(|f| f.key == p.key) => {
+                self.track_found(p, usize::MAX, Some(id.0))
+            }
+            _ => self.try_track(p),
+        }
+    }
+
+    /// Accounts a packet to the record `found` (or, with none, to a new one whose index slot is
+    /// `slot`).
+    #[inline]
+    fn track_found(&mut self, p: &PacketInfo, slot: usize, found: Option<u32>) -> Option<Tracked> {
         let (idle, linger) = (self.cfg.idle_timeout_ns, self.cfg.close_linger_ns);
         let rec = match found {
             Some(rec) => {

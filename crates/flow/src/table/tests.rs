@@ -126,7 +126,13 @@ proptest! {
         for op in &ops {
             ts += op.dt;
             let p = packet(&t, op.flow, op.reverse, ts);
-            t.track(&p);
+            if op.flow % 2 == 0 {
+                t.track(&p);
+            } else {
+                // Looked up first, as the firewall does: the same accounting.
+                let found = t.lookup(&p.key, p.hash);
+                t.try_track_looked_up(&p, found).unwrap();
+            }
             match model.get_mut(&p.key) {
                 Some(f) if ts - f.last <= timeout => {
                     let d = usize::from(p.side != f.initiator);
