@@ -318,13 +318,15 @@ fn nftables_rule_sets_by_base_chain_with_nft_rule_names() {
     let bad = dir.join("bad.nft");
     std::fs::write(
         &bad,
-        "table inet t {\n\tchain c {\n\t\ttcp dport 22 limit rate 5/second accept\n\t}\n}\n",
+        "table inet t {\n\tchain c {\n\t\ttcp dport 22 limit rate over 5/second drop\n\t}\n}\n",
     )
     .unwrap();
     let (code, _, err) = stdout(&["rules", "check", bad.to_str().unwrap()]);
     assert_eq!(code, Some(2));
     assert!(
-        err.contains("bad.nft:3:16: expected a construct rampart reads ('limit' is not supported)"),
+        err.contains(
+            "bad.nft:3:27: expected a construct rampart reads ('limit rate over' is not supported)"
+        ),
         "{err}"
     );
     let _ = std::fs::remove_dir_all(&dir);
