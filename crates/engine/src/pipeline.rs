@@ -446,7 +446,7 @@ impl Pipeline {
                 self.table.end(ended, EndReason::Rst);
             }
             if let Some(id) = out.id {
-                if let Some(t) = stateful::deadline(out.refresh, ts, self.table.deadline(id)) {
+                if let Some(t) = stateful::deadline(out.refresh, ts, || self.table.deadline(id)) {
                     self.table.set_deadline(id, t, ts);
                 }
                 let keep = !st.conntrack().may_early_drop(id, false);
@@ -476,6 +476,9 @@ impl Pipeline {
         payloads: &PayloadSource<'_>,
         events: &mut Events,
     ) {
+        if self.rtt.is_none() && self.dpi.is_none() {
+            return;
+        }
         let flow = self.table.flow(t.id);
         let ctx =
             FlowCtx { id: t.id, new: t.new, dir: t.dir, side: p.info.side, flow, ts: p.info.ts };

@@ -709,12 +709,16 @@ pub(crate) struct Retired {
 
 /// How a deadline the connection asks for lands on the flow: `Some((timeout, from))` for
 /// [`rampart_flow::FlowTable::set_deadline`].
-pub(crate) fn deadline(refresh: Refresh, now: u64, current: Option<u64>) -> Option<u64> {
+pub(crate) fn deadline(
+    refresh: Refresh,
+    now: u64,
+    current: impl FnOnce() -> Option<u64>,
+) -> Option<u64> {
     match refresh {
         Refresh::Keep => None,
         Refresh::Set(t) => Some(t),
         Refresh::Lower(t) => {
-            let left = current.map_or(u64::MAX, |d| d.saturating_sub(now));
+            let left = current().map_or(u64::MAX, |d| d.saturating_sub(now));
             (left >= 120_000_000_000 && left > t).then_some(t)
         }
     }
@@ -760,9 +764,9 @@ mod tests {
     #[test]
     fn a_lowered_deadline_moves_only_a_long_one() {
         let s = 1_000_000_000u64;
-        assert_eq!(deadline(Refresh::Set(30 * s), 0, Some(5 * s)), Some(30 * s));
-        assert_eq!(deadline(Refresh::Keep, 0, Some(5 * s)), None);
-        assert_eq!(deadline(Refresh::Lower(120 * s), 0, Some(432_000 * s)), Some(120 * s));
-        assert_eq!(deadline(Refresh::Lower(120 * s), 0, Some(60 * s)), None);
+        assert_eq!(deadline(Refresh::Set(30 * s), 0, || Some(5 * s)), Some(30 * s));
+        assert_eq!(deadline(Refresh::Keep, 0, || Some(5 * s)), None);
+        assert_eq!(deadline(Refresh::Lower(120 * s), 0, || Some(432_000 * s)), Some(120 * s));
+        assert_eq!(deadline(Refresh::Lower(120 * s), 0, || Some(60 * s)), None);
     }
 }
