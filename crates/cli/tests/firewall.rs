@@ -7,21 +7,13 @@ mod common;
 use std::path::Path;
 
 use common::rampart;
+use rampart_testkit::router::timeline_at as at;
 
 const R0: &str = "r0=9a:c0:d6:7f:03:86";
 const R1: &str = "r1=d2:62:18:ba:51:94";
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
-}
-
-fn at(timeline: &str, event: &str) -> String {
-    timeline
-        .lines()
-        .find(|l| l.split('\t').nth(1) == Some(event))
-        .and_then(|l| l.split('\t').next())
-        .unwrap()
-        .to_string()
 }
 
 #[test]

@@ -14,13 +14,10 @@ use rampart_conntrack::{
     Config, Conntrack, CtPacket, CtState, Inspection, Reason, Refresh, Summary,
 };
 use rampart_flow::{EndReason, EndedFlow, FlowId, FlowKey, FlowTable, PacketInfo, TableConfig};
+use rampart_testkit::router::{
+    R0_MAC, R1_MAC, invalid_reasons, micros, tag, timeline_ns, verdicts,
+};
 use rampart_wire::{Family, PacketMeta, proto};
-
-/// The router's port addresses: a frame whose source is one of them was sent by the router
-/// (what `--port-mac` names), so it is not an ingress packet. They are the destination MACs
-/// of the client's and the server's frames in `invalid-log.txt` (`MAC=dst:src:type`).
-const R0: [u8; 6] = [0x9a, 0xc0, 0xd6, 0x7f, 0x03, 0x86];
-const R1: [u8; 6] = [0xd2, 0x62, 0x18, 0xba, 0x51, 0x94];
 
 /// The flow table with a key index beside it, for looking a flow up without inserting it.
 struct Flows {
@@ -130,18 +127,6 @@ fn forward(ct: CtState, m: &PacketMeta, from_client: bool, b: bool) -> bool {
     }
 }
 
-/// The tag of a crafted packet: the IPv4 ID or IPv6 flow label.
-fn tag(m: &PacketMeta, frame: &[u8]) -> u32 {
-    let l3 = usize::from(m.l3_offset);
-    match m.family {
-        Family::V4 => u32::from(u16::from_be_bytes([frame[l3 + 4], frame[l3 + 5]])),
-        Family::V6 => {
-            u32::from_be_bytes([frame[l3], frame[l3 + 1], frame[l3 + 2], frame[l3 + 3]]) & 0xf_ffff
-        }
-        Family::None => 0,
-    }
-}
-
 fn addr(m: &PacketMeta, a: &[u8; 16]) -> String {
     match m.family {
         Family::V4 => std::net::Ipv4Addr::new(a[0], a[1], a[2], a[3]).to_string(),
@@ -159,43 +144,22 @@ fn tuple(m: &PacketMeta) -> String {
     }
 }
 
-/// Epoch seconds with microseconds, as the TSV files write them.
-fn micros(ts: u64) -> String {
-    format!("{}.{:06}", ts / 1_000_000_000, ts % 1_000_000_000 / 1_000)
-}
-
-fn epoch_ns(s: &str) -> u64 {
-    let (a, b) = s.split_once('.').unwrap();
-    let frac = format!("{b:0<9}");
-    a.parse::<u64>().unwrap() * 1_000_000_000 + frac[..9].parse::<u64>().unwrap()
-}
-
 #[test]
 fn linux_router_oracle() {
     let Some(dir) = rampart_testkit::shared("linux_router_oracle", "conntrack") else { return };
     let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
 
     let mut packets = Vec::new();
-    ingress(&dir.join("client-side.pcap"), R0, true, &mut packets);
-    ingress(&dir.join("server-side.pcap"), R1, false, &mut packets);
+    // A frame whose source is one of the router's ports is its own, not an ingress packet.
+    ingress(&dir.join("client-side.pcap"), R0_MAC, true, &mut packets);
+    ingress(&dir.join("server-side.pcap"), R1_MAC, false, &mut packets);
     packets.sort_by_key(|p| p.ts);
 
     // Ground truth: verdicts by (time, ingress side, src, dst).
-    let mut truth: HashMap<(String, bool, String, String), VecDeque<String>> = HashMap::new();
-    for line in read("packets.tsv").lines().skip(1) {
-        let c: Vec<&str> = line.split('\t').collect();
-        let key = (c[0].to_string(), c[1] == "client->", c[2].to_string(), c[3].to_string());
-        truth.entry(key).or_default().push_back(c[8].to_string());
-    }
-    let reload = read("timeline.tsv");
-    let when = |event: &str| {
-        reload
-            .lines()
-            .find(|l| l.ends_with(event))
-            .map(|l| epoch_ns(l.split('\t').next().unwrap()))
-            .unwrap()
-    };
-    let (b_from, b_to) = (when("load ruleset B"), when("load ruleset A"));
+    let mut truth = verdicts(&read("packets.tsv"));
+    let timeline = read("timeline.tsv");
+    let (b_from, b_to) =
+        (timeline_ns(&timeline, "load ruleset B"), timeline_ns(&timeline, "load ruleset A"));
 
     let table = FlowTable::new(TableConfig {
         max_flows: 1 << 16,
@@ -238,7 +202,7 @@ fn linux_router_oracle() {
         let in_b = p.ts >= b_from && p.ts < b_to;
         let accepted = forward(insp.state, &m, p.from_client, in_b);
 
-        let t = tag(&m, &p.frame);
+        let t = tag(&p.frame, usize::from(m.l3_offset));
         if (0xc0d1..=0xc0de).contains(&t) {
             crafted.insert(t, (insp, accepted));
         }
@@ -323,15 +287,7 @@ fn linux_router_oracle() {
     assert_eq!((checked, forwarded, dropped), (4709, 4688, 21));
 
     // Crafted packets: the kernel's reasons, with its logged values.
-    let mut logged: HashMap<u32, String> = HashMap::new();
-    for line in read("invalid-log.txt").lines() {
-        let msg = line.split(": ").nth(1).unwrap().split(" IN=").next().unwrap().to_string();
-        let id = line
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("ID=").or_else(|| w.strip_prefix("FLOWLBL=")))
-            .unwrap();
-        logged.insert(id.parse().unwrap(), msg);
-    }
+    let logged = invalid_reasons(&read("invalid-log.txt"));
     let expect: [(u32, Option<Reason>); 14] = [
         (0xc0d1, Some(Reason::TcpFlags)),
         (0xc0d2, Some(Reason::BadChecksum)),

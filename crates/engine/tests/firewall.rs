@@ -17,12 +17,10 @@ use rampart_engine::replay::{FirewallSink, Reload, replay};
 use rampart_engine::stateful::{Decided, Routes, RuleSet, Stateful, StatefulConfig};
 use rampart_engine::{FlowRecord, FlowsConfig, Pipeline, Verdict};
 use rampart_flow::{KeyKind, Side, TableConfig};
+use rampart_testkit::router::{
+    R0_MAC, R1_MAC, invalid_reasons, micros, tag, timeline_ns, verdicts,
+};
 use rampart_wire::{Family, LinkType, PacketMeta};
-
-/// The router's port addresses (the destination MACs of the client's and the server's frames
-/// in `invalid-log.txt`): frames from them are the router's own, not ingress.
-const R0: [u8; 6] = [0x9a, 0xc0, 0xd6, 0x7f, 0x03, 0x86];
-const R1: [u8; 6] = [0xd2, 0x62, 0x18, 0xba, 0x51, 0x94];
 
 fn rules(dir: &Path, file: &str) -> Arc<RuleSet> {
     let text = std::fs::read_to_string(dir.join(file)).unwrap();
@@ -30,33 +28,10 @@ fn rules(dir: &Path, file: &str) -> Arc<RuleSet> {
     Arc::new(RuleSet::from_nft(file, &nft).unwrap())
 }
 
-fn epoch_ns(s: &str) -> u64 {
-    let (a, b) = s.split_once('.').unwrap();
-    let frac = format!("{b:0<9}");
-    a.parse::<u64>().unwrap() * 1_000_000_000 + frac[..9].parse::<u64>().unwrap()
-}
-
-/// Epoch seconds with microseconds, as the TSV files write them.
-fn micros(ts: u64) -> String {
-    format!("{}.{:06}", ts / 1_000_000_000, ts % 1_000_000_000 / 1_000)
-}
-
 fn addr(m: &PacketMeta, a: &[u8; 16]) -> String {
     match m.family {
         Family::V4 => std::net::Ipv4Addr::new(a[0], a[1], a[2], a[3]).to_string(),
         _ => std::net::Ipv6Addr::from(*a).to_string(),
-    }
-}
-
-/// The tag of a crafted packet: the IPv4 ID or IPv6 flow label.
-fn tag(m: &PacketMeta, frame: &[u8]) -> u32 {
-    let l3 = usize::from(m.l3_offset);
-    match m.family {
-        Family::V4 => u32::from(u16::from_be_bytes([frame[l3 + 4], frame[l3 + 5]])),
-        Family::V6 => {
-            u32::from_be_bytes([frame[l3], frame[l3 + 1], frame[l3 + 2], frame[l3 + 3]]) & 0xf_ffff
-        }
-        Family::None => 0,
     }
 }
 
@@ -88,7 +63,7 @@ impl FirewallSink for Collect {
         let m = PacketMeta::parse(frame.link, frame.data);
         self.packets.push(Seen {
             id: (micros(frame.ts.0), frame.interface == 0, addr(&m, &m.src), addr(&m, &m.dst)),
-            tag: tag(&m, frame.data),
+            tag: tag(frame.data, usize::from(m.l3_offset)),
             decided: decided.clone(),
             rule: decided.rule.map(|r| Arc::clone(rules.rule_name(r))),
             reply: reply.map(<[u8]>::to_vec),
@@ -123,6 +98,13 @@ fn tuple(r: &FlowRecord) -> String {
     }
 }
 
+/// The router's two ports, each capture skipping the frames its port sent.
+fn ports(dir: &Path) -> Vec<Input> {
+    [("client-side.pcap", R0_MAC), ("server-side.pcap", R1_MAC)]
+        .map(|(f, mac)| Input { capture: Capture::open(&dir.join(f)).unwrap(), own_mac: Some(mac) })
+        .into()
+}
+
 fn pipeline(rules: Arc<RuleSet>) -> Pipeline {
     let local: Vec<IpAddr> = ["10.66.1.1", "10.66.2.1", "fd66:1::1", "fd66:2::1"]
         .iter()
@@ -145,21 +127,12 @@ fn linux_router_oracle_through_the_nft_rule_sets() {
     let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
     let (a, b) = (rules(&dir, "ruleset.nft"), rules(&dir, "ruleset-B.nft"));
     let timeline = read("timeline.tsv");
-    let when = |event: &str| {
-        timeline
-            .lines()
-            .find(|l| l.ends_with(event))
-            .map(|l| epoch_ns(l.split('\t').next().unwrap()))
-            .unwrap()
-    };
+    let when = |event: &str| timeline_ns(&timeline, event);
     let reloads = vec![
         Reload { at: when("load ruleset B"), source: "ruleset-B.nft".into(), rules: Ok(b) },
         Reload { at: when("load ruleset A"), source: "ruleset.nft".into(), rules: Ok(a.clone()) },
     ];
-    let mut inputs = vec![
-        Input { capture: Capture::open(&dir.join("client-side.pcap")).unwrap(), own_mac: Some(R0) },
-        Input { capture: Capture::open(&dir.join("server-side.pcap")).unwrap(), own_mac: Some(R1) },
-    ];
+    let mut inputs = ports(&dir);
     let mut sink = Collect::default();
     let stop = AtomicBool::new(false);
     let (outcome, main) =
@@ -169,12 +142,7 @@ fn linux_router_oracle_through_the_nft_rule_sets() {
     assert_eq!(sink.reloads.len(), 2);
 
     // Verdicts, by (time, ingress side, src, dst).
-    let mut truth: HashMap<(String, bool, String, String), VecDeque<String>> = HashMap::new();
-    for line in read("packets.tsv").lines().skip(1) {
-        let c: Vec<&str> = line.split('\t').collect();
-        let key = (c[0].to_string(), c[1] == "client->", c[2].to_string(), c[3].to_string());
-        truth.entry(key).or_default().push_back(c[8].to_string());
-    }
+    let mut truth = verdicts(&read("packets.tsv"));
     let (mut forwarded, mut dropped, mut mismatches) = (0, 0, Vec::new());
     let mut crafted: HashMap<u32, &Seen> = HashMap::new();
     for p in &sink.packets {
@@ -214,15 +182,7 @@ fn linux_router_oracle_through_the_nft_rule_sets() {
     assert!(dropped.iter().all(|p| p.decided.oif.is_some()), "forwarded packets");
 
     // Crafted packets: the kernel's logged reasons, word for word.
-    let mut logged: HashMap<u32, String> = HashMap::new();
-    for line in read("invalid-log.txt").lines() {
-        let msg = line.split(": ").nth(1).unwrap().split(" IN=").next().unwrap().to_string();
-        let id = line
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix("ID=").or_else(|| w.strip_prefix("FLOWLBL=")))
-            .unwrap();
-        logged.insert(id.parse().unwrap(), msg);
-    }
+    let logged = invalid_reasons(&read("invalid-log.txt"));
     assert_eq!(logged.len(), 9);
     for (t, msg) in &logged {
         let p = crafted.get(t).unwrap_or_else(|| panic!("crafted {t:#x} not decided"));
@@ -288,10 +248,7 @@ fn what_if_lists_the_flows_two_rule_sets_treat_differently() {
         return;
     };
     let (a, b) = (rules(&dir, "ruleset.nft"), rules(&dir, "ruleset-B.nft"));
-    let mut inputs = vec![
-        Input { capture: Capture::open(&dir.join("client-side.pcap")).unwrap(), own_mac: Some(R0) },
-        Input { capture: Capture::open(&dir.join("server-side.pcap")).unwrap(), own_mac: Some(R1) },
-    ];
+    let mut inputs = ports(&dir);
     #[derive(Default)]
     struct Diffs(Collect, Vec<rampart_engine::replay::Difference>);
     impl FirewallSink for Diffs {

@@ -7,6 +7,7 @@
 //! and there the same test fails instead: a suite cannot pass in CI by skipping.
 
 pub mod flood;
+pub mod router;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
