@@ -349,6 +349,13 @@ struct Queue {
     done: bool,
 }
 
+/// Whether an Ethernet frame's source address is `mac` (a frame the capturing port sent).
+fn sent_by(f: &Frame<'_>, mac: Option<[u8; 6]>) -> bool {
+    mac.is_some_and(|m| {
+        f.link == rampart_wire::LinkType::Ethernet && f.data.get(6..12) == Some(&m[..])
+    })
+}
+
 /// One input's batches handed on as they are, its port's own frames left out and every
 /// frame's interface the input's (0).
 struct OwnFrames<'c> {
@@ -360,7 +367,7 @@ struct OwnFrames<'c> {
 
 impl Consumer for OwnFrames<'_> {
     fn batch(&mut self, frames: &[Frame<'_>], s: &mut Summary) -> io::Result<()> {
-        let own = |f: &Frame<'_>| self.own_mac.is_some_and(|m| f.data.get(6..12) == Some(&m[..]));
+        let own = |f: &Frame<'_>| sent_by(f, self.own_mac);
         if frames.iter().all(|f| f.interface == 0 && !own(f)) {
             return self.to.batch(frames, s);
         }
@@ -414,14 +421,14 @@ pub fn read_merged(
             break;
         }
         // Refill every empty queue that has more to give.
-        for (k, (input, q)) in inputs.iter_mut().zip(&mut queues).enumerate() {
+        for (input, q) in inputs.iter_mut().zip(&mut queues) {
             while q.frames.is_empty() && !q.done {
                 q.bytes.clear();
                 match input.capture.next_batch(limits.batch) {
                     Ok(b) if b.is_empty() => q.done = true,
                     Ok(b) => {
                         for f in b.iter() {
-                            if input.own_mac.is_some_and(|m| f.data.get(6..12) == Some(&m[..])) {
+                            if sent_by(&f, input.own_mac) {
                                 s.filtered += 1;
                                 continue;
                             }
@@ -438,7 +445,8 @@ pub fn read_merged(
                     }
                     Err(e) => {
                         q.done = true;
-                        error = Some((k, RunError::from(e)));
+                        // The first input to fail is the one reported.
+                        error.get_or_insert(RunError::from(e));
                     }
                 }
             }
@@ -492,5 +500,5 @@ pub fn read_merged(
             break 'run;
         }
     }
-    Ok(error.map(|(_, e)| e))
+    Ok(error)
 }

@@ -54,7 +54,6 @@ impl Default for FilterOptions {
 
 struct Filtering<'p> {
     pipeline: Pipeline,
-    non_ip: Verdict,
     verdicts: Vec<Verdict>,
     events: Events,
     pass: &'p mut dyn FnMut(&Frame<'_>) -> io::Result<()>,
@@ -65,7 +64,8 @@ struct Filtering<'p> {
 impl Consumer for Filtering<'_> {
     fn batch(&mut self, frames: &[Frame<'_>], s: &mut Summary) -> io::Result<()> {
         self.events.clear();
-        self.pipeline.process(frames, self.non_ip, &mut self.verdicts, &mut self.events, s);
+        // The data plane's own `non_ip` setting decides frames without a flow.
+        self.pipeline.process(frames, Verdict::Drop, &mut self.verdicts, &mut self.events, s);
         for (f, v) in frames.iter().zip(&self.verdicts) {
             if !f.link.is_supported() {
                 self.unsupported += 1;
@@ -98,7 +98,6 @@ pub fn filter_capture(
         .with_stateful(Stateful::new(cfg, rules));
     let mut f = Filtering {
         pipeline,
-        non_ip: opts.non_ip,
         verdicts: Vec::new(),
         events: Events::default(),
         pass,

@@ -278,7 +278,8 @@ impl Pipeline {
 
     /// Parses a batch of frames, decides and accounts each packet, then lets capture time run
     /// to `now` (the last frame's time, for a capture). Afterwards `verdicts[i]` is frame i's
-    /// verdict (`non_ip` for frames without a flow); events are appended to `events` with
+    /// verdict (for frames without a flow `non_ip`, or with the stateful firewall its
+    /// [`StatefulConfig::non_ip`](crate::stateful::StatefulConfig::non_ip)); events are appended to `events` with
     /// positions that are the frames' indices.
     pub fn process(
         &mut self,
@@ -288,7 +289,9 @@ impl Pipeline {
         events: &mut Events,
         s: &mut Summary,
     ) {
-        if self.stateful.is_some() {
+        if let Some(st) = &self.stateful {
+            // The data plane's own setting decides frames without a flow.
+            let non_ip = st.non_ip();
             self.process_stateful(frames, non_ip, verdicts, events, s);
             return;
         }
@@ -380,8 +383,10 @@ impl Pipeline {
             if let Some(id) = found
                 && self.table.deadline(id).is_some_and(|d| ts > d)
             {
-                // Its connection timed out before this packet: it ends first.
-                self.table.end(id, EndReason::Idle);
+                // Its connection timed out before this packet: it ends first, for the reason
+                // the table's own timer would give (a closed connection's, or idle).
+                let why = self.table.flow(id).closed().unwrap_or(EndReason::Idle);
+                self.table.end(id, why);
                 found = None;
             }
             if !self.table.ended().is_empty() {
@@ -411,7 +416,7 @@ impl Pipeline {
                 app,
                 ts,
             );
-            let mut reason = insp.message();
+            let mut reason = insp.message().map(std::borrow::Cow::Owned);
             let accepted = verdict == Verdict::Accept;
             let tracked = if accepted || found.is_some() {
                 let t = self.table.try_track_looked_up(&p.info, found);
@@ -419,7 +424,7 @@ impl Pipeline {
                     // The table is full of connections that may not be pushed out.
                     st.conntrack_mut().table_full();
                     verdict = Verdict::Drop;
-                    reason = Some("table full, dropping packet".into());
+                    reason = Some(std::borrow::Cow::Borrowed("table full, dropping packet"));
                 }
                 t
             } else {

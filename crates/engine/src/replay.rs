@@ -102,7 +102,8 @@ impl Run<'_> {
 
     fn part(&mut self, frames: &[Frame<'_>], s: &mut Summary) -> io::Result<()> {
         self.events.clear();
-        let non_ip = self.main.stateful().map_or(Verdict::Accept, |st| st.non_ip());
+        // Frames without a flow get each data plane's own verdict.
+        let non_ip = Verdict::Accept;
         self.main.process(frames, non_ip, &mut self.verdicts, &mut self.events, s);
         if let Some(other) = &mut self.other {
             let mut ignored = Summary::default();
@@ -138,7 +139,24 @@ impl Run<'_> {
             let reply = match (&rules, d.verdict, d.rule) {
                 (Some(rs), Verdict::Reject, Some(r)) => {
                     let meta = PacketMeta::parse(f.link, f.data);
-                    reject_reply(f.link, f.data, &meta, rs.reject_with(r), None)
+                    // An ICMP error about a forwarded packet comes from the router (its first
+                    // address of the family given); about a packet for the router, from the
+                    // address it was sent to, as Linux's icmp_send chooses.
+                    let from = d.oif.and_then(|_| {
+                        let routes = self.main.stateful()?.routes();
+                        routes.local.iter().find_map(|a| match (a, meta.family) {
+                            (std::net::IpAddr::V4(v4), rampart_wire::Family::V4) => {
+                                let mut b = [0u8; 16];
+                                b[..4].copy_from_slice(&v4.octets());
+                                Some(b)
+                            }
+                            (std::net::IpAddr::V6(v6), rampart_wire::Family::V6) => {
+                                Some(v6.octets())
+                            }
+                            _ => None,
+                        })
+                    });
+                    reject_reply(f.link, f.data, &meta, rs.reject_with(r), from)
                 }
                 _ => None,
             };

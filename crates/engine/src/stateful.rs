@@ -25,40 +25,15 @@ use std::sync::Arc;
 
 use rampart_classify::firewall::{Firewall, FirewallError, Packet as FwPacket};
 use rampart_classify::iptables::{CtState as RuleCt, RejectWith as ReadReject, Target};
-use rampart_classify::nft::{Family, Hook as NftHook, NftRuleset};
+use rampart_classify::nft::{Family, NftRuleset};
 use rampart_conntrack::{Conntrack, CtState, Inspection, Refresh, Summary as CtSummary};
 use rampart_flow::{FlowId, FlowKey, KeyKind, Side};
 
 use crate::pipeline::Verdict;
 use crate::reply::RejectWith;
 
-/// The netfilter hooks a packet's filter chains run at.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Hook {
-    /// Every packet that arrives, before routing.
-    Prerouting,
-    /// Packets for the router itself.
-    Input,
-    /// Packets the router forwards.
-    Forward,
-    /// Packets the router sends.
-    Output,
-    /// Every packet that leaves, after routing.
-    Postrouting,
-}
-
-impl Hook {
-    /// The name nftables gives it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Prerouting => "prerouting",
-            Self::Input => "input",
-            Self::Forward => "forward",
-            Self::Output => "output",
-            Self::Postrouting => "postrouting",
-        }
-    }
-}
+/// The netfilter hooks a packet's filter chains run at (the nftables reader's).
+pub use rampart_classify::nft::Hook;
 
 /// A base chain: a lowered rule set entered at a hook, in priority order among the hook's
 /// chains (lower first).
@@ -105,20 +80,6 @@ impl BaseChain {
             reject,
             names,
             family: None,
-        }
-    }
-
-    /// Sets how entry `e`'s `reject` answers.
-    pub fn set_reject(&mut self, e: usize, with: RejectWith) {
-        if let Some(r) = self.reject.get_mut(e) {
-            *r = with;
-        }
-    }
-
-    /// Renames entry `e` (an nftables rule's chain, position and comment, say).
-    pub fn set_name(&mut self, e: usize, name: &str) {
-        if let Some(n) = self.names.get_mut(e) {
-            *n = Arc::from(name);
         }
     }
 
@@ -236,14 +197,7 @@ impl RuleSet {
         let mut chains = Vec::with_capacity(nft.base.len());
         for b in &nft.base {
             let rules = Firewall::from_iptables(&nft.rules, &b.chain, &nft.sets)?;
-            let hook = match b.hook {
-                NftHook::Prerouting => Hook::Prerouting,
-                NftHook::Input => Hook::Input,
-                NftHook::Forward => Hook::Forward,
-                NftHook::Output => Hook::Output,
-                NftHook::Postrouting => Hook::Postrouting,
-            };
-            let mut c = BaseChain::new(b.chain.clone(), hook, b.priority, rules);
+            let mut c = BaseChain::new(b.chain.clone(), b.hook, b.priority, rules);
             c.family = match b.family {
                 Family::Ip => Some(4),
                 Family::Ip6 => Some(6),
@@ -403,7 +357,7 @@ pub struct Decided {
     /// Its `ct state` as the rules saw it (`None` for frames without a flow).
     pub ct: Option<CtState>,
     /// Linux's reason when conntrack found it invalid, with its values.
-    pub reason: Option<String>,
+    pub reason: Option<std::borrow::Cow<'static, str>>,
     /// The interface it came in on, and the one it goes out of (`None`: to the router).
     pub iif: u32,
     /// The output interface.
@@ -421,6 +375,9 @@ struct Cached {
     ct: u8,
     /// The TCP flags' class (see `RuleSet::flag_class`).
     flags: u8,
+    /// ICMP type and code: rules see them in the port fields, and one address pair's flow
+    /// carries every ICMP message that is not an echo.
+    icmp: Option<(u8, u8)>,
     app: bool,
     verdict: Verdict,
     rule: Option<RuleRef>,
@@ -552,6 +509,7 @@ impl Stateful {
             && c.generation == self.generation
             && c.ct == ct as u8
             && c.flags == flags
+            && c.icmp == icmp
             && c.app == app_known
         {
             for &(chain, e, n) in &self.paths[c.path as usize] {
@@ -573,7 +531,7 @@ impl Stateful {
             (_, Some((t, c))) => (u16::from(t), u16::from(c)),
             _ => (0, 0),
         };
-        let routes = Arc::clone(&self.cfg.routes);
+        let routes = &self.cfg.routes;
         // The names the application answers to: its protocol and, when known, the
         // application (`TLS` and `YouTube`).
         let mut names = [""; 2];
@@ -633,6 +591,7 @@ impl Stateful {
                 generation: self.generation,
                 ct: ct as u8,
                 flags,
+                icmp,
                 app: app_known,
                 verdict,
                 rule,

@@ -597,4 +597,41 @@ mod cached {
         assert_eq!(passed, [0, 1, 5, 10, 15]);
         assert_eq!(p.stateful().unwrap().decided_counts().0, 0, "nothing from the cache");
     }
+
+    /// ICMP messages other than echo share their address pair's flow: a decision cached for
+    /// one type must not answer for another, as rules see type and code.
+    #[test]
+    fn icmp_types_of_one_address_pair_are_judged_each() {
+        let text = "*filter\n:FORWARD ACCEPT [0:0]\n-A FORWARD -p icmp -m icmp --icmp-type timestamp-request -j DROP\nCOMMIT\n";
+        let rs = rampart_classify::iptables::parse("icmp.ipt", text).unwrap();
+        let fw = Firewall::from_iptables(&rs, "FORWARD", &Default::default()).unwrap();
+        let rules = Arc::new(RuleSet::single(
+            "icmp",
+            "FORWARD",
+            rampart_engine::stateful::Hook::Forward,
+            fw,
+        ));
+        let (a, b) = ([10, 0, 0, 1], [10, 0, 1, 1]);
+        // An information request, then a timestamp request, then the information request again.
+        let owned: Vec<Vec<u8>> =
+            [15u8, 13, 15].iter().map(|&t| frame(a, b, 1, 7, 0, (t, 0, 0))).collect();
+        let frames: Vec<Frame<'_>> = owned
+            .iter()
+            .enumerate()
+            .map(|(i, data)| Frame {
+                ts: Timestamp(1_700_000_000_000_000_000 + i as u64 * 1_000_000),
+                origlen: data.len() as u32,
+                link: LinkType::Ethernet,
+                interface: 0,
+                offset: 0,
+                data,
+            })
+            .collect();
+        for cache in [true, false] {
+            let mut p = plane(Arc::clone(&rules), cache);
+            let (mut v, mut events, mut s) = (Vec::new(), Events::default(), Summary::default());
+            p.process(&frames, Verdict::Drop, &mut v, &mut events, &mut s);
+            assert_eq!(v, [Verdict::Accept, Verdict::Drop, Verdict::Accept], "cache {cache}");
+        }
+    }
 }
