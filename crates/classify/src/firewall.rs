@@ -849,8 +849,17 @@ impl Firewall {
             if returned {
                 let f = w.stack.pop().expect("the frame that returned");
                 let Walk { chains, returns, .. } = &mut *w;
-                returns.extend(chains.drain(f.chains..).map(|c| (c, f.run)));
-                w.done.push(f.run);
+                let walked = chains.drain(f.chains..);
+                // A chain's outcome is remembered only while rules depend on the packet
+                // alone: a `limit` rule's can change between two jumps to its chain.
+                if self.buckets.is_empty() {
+                    returns.extend(walked.map(|c| (c, f.run)));
+                } else {
+                    drop(walked);
+                }
+                if count {
+                    w.done.push(f.run);
+                }
                 if w.stack.is_empty() {
                     break None;
                 }
@@ -894,7 +903,8 @@ impl Firewall {
             && c.ct.iter().all(|states| p.ct.is_some_and(|s| states.contains(&s)))
             && c.types.iter().zip([p.src, p.dst]).all(|(t, a)| {
                 t.as_ref().is_none_or(|(types, not)| {
-                    types.contains(&AddrType::of(a, &self.local)) != *not
+                    let has = AddrType::of(a, &self.local);
+                    types.iter().any(|t| has & t.bit() != 0) != *not
                 })
             })
     }
@@ -1138,10 +1148,50 @@ mod tests {
         assert_eq!(name(&fw, "10.0.0.1", "10.0.0.2"), "INPUT:1");
         assert_eq!(name(&fw, "10.0.0.1", "255.255.255.255"), "INPUT:2");
         assert_eq!(name(&fw, "10.0.0.1", "224.0.0.251"), "INPUT:2");
-        assert_eq!(name(&fw, "0.0.0.0", "10.0.0.9"), "INPUT:3", "an unspecified source");
+        // The zero network is a broadcast type to the kernel, so not UNICAST.
+        assert_eq!(name(&fw, "0.0.0.0", "10.0.0.9"), "INPUT:3");
+        assert_eq!(name(&fw, "10.0.0.1", "127.0.0.1"), "INPUT:1", "loopback is local");
         assert_eq!(name(&fw, "10.0.0.1", "10.0.0.9"), "INPUT:policy");
         // Without the host's addresses nothing is LOCAL.
         fw.set_local(&[]);
         assert_eq!(name(&fw, "10.0.0.1", "10.0.0.2"), "INPUT:policy");
+    }
+
+    #[test]
+    fn a_chain_with_a_limit_rule_is_walked_again_on_each_jump() {
+        let rs = crate::iptables::parse(
+            "r",
+            "*filter\n:INPUT ACCEPT [0:0]\n:X - [0:0]\n-A INPUT -j X\n-A INPUT -j X\n-A X -m limit --limit 1/second --limit-burst 1 -j RETURN\n-A X -j DROP\nCOMMIT\n",
+        )
+        .unwrap();
+        let fw = Firewall::from_iptables(&rs, "INPUT", &HashMap::new()).unwrap();
+        let p = Packet { time: 5_000_000_000, ..packet("10.0.0.1", "10.0.0.2", 6, 1000, 22) };
+        // The first jump takes the token and returns; the second finds none and drops, as
+        // netfilter walks it.
+        assert_eq!(fw.entries()[fw.evaluate(&p).entry].name, "X:2");
+    }
+
+    #[test]
+    fn a_limit_is_the_last_match_of_its_rule() {
+        // Alone, `-m limit` is iptables' default: 3 an hour, a burst of 5.
+        let rs = crate::iptables::parse(
+            "r",
+            "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -p tcp -m tcp --dport 22 -m limit -j ACCEPT\nCOMMIT\n",
+        )
+        .unwrap();
+        assert_eq!(rs.chains[0].rules[0].limit, Some(Limit::DEFAULT));
+        // A match after the limit would see only what it let through: refused by name.
+        let e = crate::iptables::parse(
+            "r",
+            "*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -p tcp -m limit --limit 5/s -m tcp --dport 22 -j ACCEPT\nCOMMIT\n",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("a tcp match after a limit is not supported"), "{e}");
+        let e = crate::nft::parse(
+            "r",
+            "table inet t {\n chain c {\n  limit rate 5/second tcp dport 22 accept\n }\n}\n",
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("a match after a limit is not supported"), "{e}");
     }
 }

@@ -221,19 +221,30 @@ pub enum AddrType {
 }
 
 impl AddrType {
-    /// The type of `a` on a host with addresses `local`.
-    pub fn of(a: std::net::IpAddr, local: &[std::net::IpAddr]) -> AddrType {
+    /// This type's bit in [`AddrType::of`]'s set.
+    pub fn bit(self) -> u8 {
+        1 << self as u8
+    }
+
+    /// The types `a` has on a host with addresses `local`, as a set of [`AddrType::bit`]s, as
+    /// the kernel's `xt_addrtype` tells them: for IPv4 the address's route type (the zero
+    /// network and `255.255.255.255` are BROADCAST, `127.0.0.0/8` and the host's addresses
+    /// LOCAL, others UNICAST; UNSPEC never); for IPv6 its class (`::` UNSPEC, multicast,
+    /// every other address UNICAST) and LOCAL as well for `::1` and the host's addresses.
+    pub fn of(a: std::net::IpAddr, local: &[std::net::IpAddr]) -> u8 {
         use std::net::IpAddr;
-        if local.contains(&a) {
-            return AddrType::Local;
-        }
+        let here = local.contains(&a);
         match a {
-            IpAddr::V4(v) if v.is_unspecified() => AddrType::Unspec,
-            IpAddr::V4(v) if v.is_broadcast() => AddrType::Broadcast,
-            IpAddr::V4(v) if v.is_multicast() => AddrType::Multicast,
-            IpAddr::V6(v) if v.is_unspecified() => AddrType::Unspec,
-            IpAddr::V6(v) if v.is_multicast() => AddrType::Multicast,
-            _ => AddrType::Unicast,
+            IpAddr::V4(v) if v.octets()[0] == 0 || v.is_broadcast() => AddrType::Broadcast.bit(),
+            IpAddr::V4(v) if v.is_multicast() => AddrType::Multicast.bit(),
+            IpAddr::V4(v) if here || v.is_loopback() => AddrType::Local.bit(),
+            IpAddr::V4(_) => AddrType::Unicast.bit(),
+            IpAddr::V6(v) if v.is_unspecified() => AddrType::Unspec.bit(),
+            IpAddr::V6(v) if v.is_multicast() => AddrType::Multicast.bit(),
+            IpAddr::V6(v) if here || v.is_loopback() => {
+                AddrType::Unicast.bit() | AddrType::Local.bit()
+            }
+            IpAddr::V6(_) => AddrType::Unicast.bit(),
         }
     }
 }
@@ -459,12 +470,13 @@ fn proto(w: &str) -> Option<u8> {
         "esp" => Some(50),
         "ah" => Some(51),
         "all" => None,
-        n => n.parse().ok(),
+        // Other protocols by their /etc/protocols name, as iptables-save prints them.
+        n => n.parse().ok().or_else(|| crate::nft::protocol_number(n)),
     }
 }
 
 /// The values of `0..=max` outside `lo..=hi`, as ranges.
-fn complement((lo, hi): (u8, u8), max: u8) -> Vec<(u8, u8)> {
+pub(crate) fn complement((lo, hi): (u8, u8), max: u8) -> Vec<(u8, u8)> {
     let mut v = Vec::new();
     if lo > 0 {
         v.push((0, lo - 1));
@@ -1025,6 +1037,11 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
                 }
                 "-m" | "--match" => {
                     let (at, m) = lx.need("a match module")?;
+                    // Matches run in order and a limit takes its token when reached: the model
+                    // has the limit after every other match (a comment aside).
+                    if r.limit.is_some() && m != "comment" {
+                        return Err(lx.error(at, &format!("-j or -m comment after -m limit (a {m} match after a limit is not supported)")));
+                    }
                     if !matches!(m.as_str(), "tcp" | "udp" | "icmp" | "icmp6" | "multiport" | "set" | "conntrack" | "state" | "comment" | "limit" | "addrtype") {
                         let what = if UNSUPPORTED_MATCHES.contains(&m.as_str()) {
                             format!("a match rampart reads: tcp, udp, icmp, icmp6, multiport, set, conntrack, state, comment, limit, addrtype (the {m} match is not supported)")
@@ -1032,6 +1049,10 @@ pub fn parse(file: &str, text: &str) -> Result<Ruleset, ParseError> {
                             "a match: tcp, udp, icmp, icmp6, multiport, set, conntrack, state, comment, limit, addrtype".to_string()
                         };
                         return Err(lx.error(at, &what));
+                    }
+                    if m == "limit" {
+                        // `-m limit` alone is iptables' default rate, 3/hour with a burst of 5.
+                        r.limit.get_or_insert(Limit::DEFAULT);
                     }
                     loaded.push((m, at));
                 }

@@ -563,6 +563,11 @@ const ICMPX_CODES: &[(&str, u32)] =
 
 /// Protocol names as Debian's /etc/protocols gives them (nft resolves them there), and
 /// nft's own `icmpv6`.
+/// The protocol number of a name of /etc/protocols (the names nft and iptables accept).
+pub(crate) fn protocol_number(name: &str) -> Option<u8> {
+    PROTOCOLS.iter().find(|(n, _)| *n == name).and_then(|&(_, v)| u8::try_from(v).ok())
+}
+
 const PROTOCOLS: &[(&str, u32)] = &[
     ("ip", 0),
     ("hopopt", 0),
@@ -1576,7 +1581,7 @@ impl<'a> Parser<'a> {
             Some(i) if i > 0 => (&w[..i], Some(&w[i + 1..])),
             _ => (w.as_str(), None),
         };
-        let base = match name {
+        let base: i32 = match name {
             "raw" => -300,
             "mangle" => -150,
             "dstnat" if hook == Hook::Prerouting => -100,
@@ -1601,21 +1606,25 @@ impl<'a> Parser<'a> {
         let offset = |p: &Parser<'_>, n: &str, l: usize, c: usize| -> Result<i32, ParseError> {
             n.parse::<i32>().map_err(|_| err(p.file, l, c, "a number", &format!("{n:?}")))
         };
+        let range = |p: &Parser<'_>, v: Option<i32>, l: usize, c: usize| {
+            v.ok_or_else(|| err(p.file, l, c, "a priority within a 32-bit integer", "more"))
+        };
         if let Some(n) = inline {
-            return Ok(base - offset(self, n, l, c)?);
+            return range(self, base.checked_sub(offset(self, n, l, c)?), l, c);
         }
         if self.eat_sym("+") || self.is_sym("-") {
             let minus = self.eat_sym("-");
             let (n, nl, nc) = self.word("a number")?;
             let n = offset(self, &n, nl, nc)?;
-            return Ok(if minus { base - n } else { base + n });
+            let v = if minus { base.checked_sub(n) } else { base.checked_add(n) };
+            return range(self, v, nl, nc);
         }
         // `filter -10`: the sign is part of the number's word.
         if let Some(Token { tok: Tok::Word(n), line, col }) = self.peek()?.cloned()
             && let Some(k) = n.strip_prefix('-')
         {
             self.pos += 1;
-            return Ok(base - offset(self, k, line, col)?);
+            return range(self, base.checked_sub(offset(self, k, line, col)?), line, col);
         }
         Ok(base)
     }
@@ -1813,14 +1822,28 @@ impl<'a> Parser<'a> {
         types: &[Dt],
         interval: Option<bool>,
     ) -> Result<Vec<Placed>, ParseError> {
+        self.elements_nested(types, interval, 0)
+    }
+
+    /// [`Parser::elements_at`] `depth` braces inside a set (bounded, so a file of nested
+    /// braces is an error, not a stack overflow).
+    fn elements_nested(
+        &mut self,
+        types: &[Dt],
+        interval: Option<bool>,
+        depth: usize,
+    ) -> Result<Vec<Placed>, ParseError> {
         let mut out = Vec::new();
         loop {
             self.skip_ends()?;
             if self.eat_sym("}") {
                 return Ok(out);
             }
+            if self.is_sym("{") && depth >= 16 {
+                return Err(self.error("a set element (sets nest at most 16 deep)"));
+            }
             if self.eat_sym("{") {
-                out.extend(self.elements_at(types, interval)?);
+                out.extend(self.elements_nested(types, interval, depth + 1)?);
             } else {
                 let (l, c) = self.here();
                 let mut e = Vec::new();
@@ -1869,7 +1892,6 @@ impl<'a> Parser<'a> {
         let bad = |p: &Parser<'_>, found: &str| err(p.file, l, c, dt.what(), found);
         let text = match tok.map(|t| t.tok) {
             Some(Tok::Word(w)) => w,
-            Some(Tok::Str(s)) if dt == Dt::Ifname => s,
             Some(Tok::Str(s)) => s,
             _ => return Err(self.error(dt.what())),
         };
@@ -1902,7 +1924,8 @@ impl<'a> Parser<'a> {
                     len.parse().ok().filter(|&n| n <= bits).ok_or_else(|| {
                         err(self.file, l, c, "a prefix length", &format!("{len:?}"))
                     })?;
-                let host = if n == bits { 0 } else { (1u128 << (bits - n)) - 1 };
+                // The host bits (all of them for `/0`).
+                let host = dt.max().checked_shr(n).unwrap_or(0);
                 let lo = v & !host & dt.max();
                 return Ok(Val::Num(lo, lo | host));
             }
@@ -2048,6 +2071,17 @@ impl<'a> Parser<'a> {
                 ));
             }
             if let Some(sel) = self.selector()? {
+                if r.rule.limit.is_some() {
+                    // nft takes a token when evaluation reaches the limit, so a match after
+                    // it sees only what the limit let through: the model has the limit last.
+                    return Err(err(
+                        self.file,
+                        l,
+                        c,
+                        "a statement or verdict after 'limit' (a match after a limit is not supported)",
+                        "a match",
+                    ));
+                }
                 let m = self.match_rest(sel, l, c)?;
                 r.matches.push(m);
                 continue;

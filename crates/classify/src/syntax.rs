@@ -509,18 +509,8 @@ fn rule(
                         err(p.file, l, c, "a protocol name or number", &format!("{v:?}"))
                     })?,
                 };
-                r.proto = Some(if not {
-                    let mut v = Vec::new();
-                    if n > 0 {
-                        v.push((0, n - 1));
-                    }
-                    if n < 255 {
-                        v.push((n + 1, 255));
-                    }
-                    v
-                } else {
-                    vec![(n, n)]
-                });
+                r.proto =
+                    Some(if not { crate::iptables::complement((n, n), 255) } else { vec![(n, n)] });
             }
             "iif" | "oif" => {
                 once(p, wl, wc, if w == "iif" { "iif" } else { "oif" })?;
