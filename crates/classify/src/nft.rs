@@ -79,6 +79,15 @@ impl Family {
         }
     }
 
+    /// The IP version of the packets its chains see (`None`: both).
+    pub fn version(self) -> Option<u8> {
+        match self {
+            Family::Ip => Some(4),
+            Family::Ip6 => Some(6),
+            Family::Inet => None,
+        }
+    }
+
     fn of(w: &str) -> Option<Self> {
         Some(match w {
             "ip" => Family::Ip,

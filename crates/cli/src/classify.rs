@@ -105,8 +105,12 @@ pub(crate) fn load_with_names(
 /// an nftables rule set's base chains.
 type Parsed = (Option<Ruleset>, Sets, String, RuleFormat, Vec<BaseChain>);
 
-/// Parses a rule file without lowering it.
-pub(crate) fn read_rule_set(path: &Path, src: &RuleSource) -> Result<Parsed, Fail> {
+/// A rule file's text (decompressed if need be), its name for messages, and its format:
+/// given, or told from the text.
+pub(crate) fn read_text(
+    path: &Path,
+    src: &RuleSource,
+) -> Result<(String, String, RuleFormat), Fail> {
     let text = read(path)?;
     let name = path.display().to_string();
     let format = match src.format {
@@ -115,12 +119,29 @@ pub(crate) fn read_rule_set(path: &Path, src: &RuleSource) -> Result<Parsed, Fai
             rampart_classify::source::detect(&text).map_err(|e| Fail(format!("{name}: {e}"), 2))?,
         ),
     };
+    Ok((name, text, format))
+}
+
+/// Parses a rule file without lowering it.
+pub(crate) fn read_rule_set(path: &Path, src: &RuleSource) -> Result<Parsed, Fail> {
+    let (name, text, format) = read_text(path, src)?;
+    parse_rule_set(&name, &text, format, src)
+}
+
+/// Parses a rule file's text in `format`; an nftables file enters at the chain `--chain`
+/// names, else its forward hook's first base chain, else its only one.
+pub(crate) fn parse_rule_set(
+    name: &str,
+    text: &str,
+    format: RuleFormat,
+    src: &RuleSource,
+) -> Result<Parsed, Fail> {
     let mut base = Vec::new();
     let (rs, mut sets, first) = match format {
         RuleFormat::Classbench => return Ok((None, Sets::new(), String::new(), format, base)),
         RuleFormat::Nft => {
             let nft =
-                rampart_classify::nft::parse(&name, &text).map_err(|e| Fail(e.to_string(), 2))?;
+                rampart_classify::nft::parse(name, text).map_err(|e| Fail(e.to_string(), 2))?;
             let listed = || {
                 let v: Vec<String> = nft
                     .base
@@ -158,7 +179,7 @@ pub(crate) fn read_rule_set(path: &Path, src: &RuleSource) -> Result<Parsed, Fai
             (nft.rules, nft.sets, chain)
         }
         RuleFormat::Iptables => {
-            let rs = rampart_classify::iptables::parse(&name, &text)
+            let rs = rampart_classify::iptables::parse(name, text)
                 .map_err(|e| Fail(e.to_string(), 2))?;
             if rs.chains.is_empty() {
                 return Err(Fail(
@@ -171,8 +192,8 @@ pub(crate) fn read_rule_set(path: &Path, src: &RuleSource) -> Result<Parsed, Fai
             (rs, Sets::new(), "INPUT".to_string())
         }
         RuleFormat::Rampart => {
-            let (rs, sets) = rampart_classify::syntax::parse(&name, &text)
-                .map_err(|e| Fail(e.to_string(), 2))?;
+            let (rs, sets) =
+                rampart_classify::syntax::parse(name, text).map_err(|e| Fail(e.to_string(), 2))?;
             let Some(first) = rs.chains.iter().find(|c| c.policy.is_some()) else {
                 return Err(Fail(
                     format!("{name}: no table (packets enter a 'table NAME {{ ... }}')"),
@@ -355,11 +376,7 @@ fn run_filter(args: &FilterArgs) -> Result<ExitCode, Fail> {
     let ct = crate::firewall::ct_config(&args.ct)?;
     // The entered chain, on every packet's path; an nftables chain sees its table's family.
     let entered = fw.chains()[0].name.clone();
-    let family = base.iter().find(|b| b.chain == entered).and_then(|b| match b.family {
-        rampart_classify::nft::Family::Ip => Some(4),
-        rampart_classify::nft::Family::Ip6 => Some(6),
-        rampart_classify::nft::Family::Inet => None,
-    });
+    let family = base.iter().find(|b| b.chain == entered).and_then(|b| b.family.version());
     let entries: Vec<(String, String)> = fw
         .entries()
         .iter()

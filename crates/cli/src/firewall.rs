@@ -14,11 +14,13 @@ use rampart_engine::driver::{Input, Limits};
 use rampart_engine::replay::{Difference, FirewallSink, Reload, replay};
 use rampart_engine::stateful::{Decided, Hook, Routes, RuleSet, Stateful, StatefulConfig};
 use rampart_engine::{FlowRecord, FlowsConfig, Pipeline, Summary, Verdict};
-use rampart_export::{FlowFormat, FlowWriter};
+use rampart_export::{FlowFormat, FlowWriter, num, text};
 use rampart_flow::{FlowKey, Side, TableConfig};
 use rampart_wire::{Family, PacketMeta};
 
-use crate::classify::{RuleFormat, RuleSource, firewall_error, read_rule_set};
+use crate::classify::{
+    RuleFormat, RuleSource, firewall_error, load_sets, parse_rule_set, read_text,
+};
 use crate::input::{self, Fail};
 
 /// Arguments of `rampart firewall`.
@@ -143,8 +145,20 @@ fn parse_time(s: &str) -> Option<u64> {
 /// hooks; an iptables-save file's INPUT and FORWARD chains at theirs (or the chain `--chain`
 /// names on every path); a rampart-syntax table (or `--chain`) on every path.
 pub(crate) fn load_rules(path: &Path, src: &RuleSource) -> Result<RuleSet, Fail> {
-    let (rs, sets, chain, format, base) = read_rule_set(path, src)?;
-    let name = path.display().to_string();
+    let (name, text, format) = read_text(path, src)?;
+    if format == RuleFormat::Nft && src.chain.is_none() {
+        // Every base chain at its hook: no chain is "the" entered one.
+        let mut nft =
+            rampart_classify::nft::parse(&name, &text).map_err(|e| Fail(e.to_string(), 2))?;
+        if let Some(p) = &src.sets {
+            nft.sets.extend(load_sets(p)?);
+        }
+        if nft.base.is_empty() {
+            return Err(Fail(format!("{name}: no base chain (nothing would see a packet)"), 2));
+        }
+        return RuleSet::from_nft(name, &nft).map_err(|e| firewall_error(path, &nft.rules, e));
+    }
+    let (rs, sets, chain, format, base) = parse_rule_set(&name, &text, format, src)?;
     let Some(rs) = rs else {
         return Err(Fail(
             format!("{name}: a ClassBench list has no verdicts; give a firewall rule set"),
@@ -154,33 +168,21 @@ pub(crate) fn load_rules(path: &Path, src: &RuleSource) -> Result<RuleSet, Fail>
     let lower = |chain: &str| {
         Firewall::from_iptables(&rs, chain, &sets).map_err(|e| firewall_error(path, &rs, e))
     };
-    match format {
-        RuleFormat::Nft if src.chain.is_none() => {
-            let nft = rampart_classify::nft::NftRuleset {
-                rules: rs.clone(),
-                sets: sets.clone(),
-                base,
-                qualified: Vec::new(),
-            };
-            if nft.base.is_empty() {
-                return Err(Fail(format!("{name}: no base chain (nothing would see a packet)"), 2));
+    if format == RuleFormat::Iptables && src.chain.is_none() {
+        let mut chains = Vec::new();
+        for (c, hook) in [("INPUT", Hook::Input), ("FORWARD", Hook::Forward)] {
+            if rs.chains.iter().any(|x| x.name == c) {
+                chains.push(rampart_engine::stateful::BaseChain::new(c, hook, 0, lower(c)?));
             }
-            RuleSet::from_nft(name.clone(), &nft).map_err(|e| firewall_error(path, &rs, e))
         }
-        RuleFormat::Iptables if src.chain.is_none() => {
-            let mut chains = Vec::new();
-            for (c, hook) in [("INPUT", Hook::Input), ("FORWARD", Hook::Forward)] {
-                if rs.chains.iter().any(|x| x.name == c) {
-                    chains.push(rampart_engine::stateful::BaseChain::new(c, hook, 0, lower(c)?));
-                }
-            }
-            if chains.is_empty() {
-                return Err(Fail(format!("{name}: no INPUT or FORWARD chain; give --chain"), 2));
-            }
-            Ok(RuleSet::new(name.clone(), chains))
+        if chains.is_empty() {
+            return Err(Fail(format!("{name}: no INPUT or FORWARD chain; give --chain"), 2));
         }
-        _ => Ok(RuleSet::everywhere(name.clone(), &chain, lower(&chain)?)),
+        return Ok(RuleSet::new(name, chains));
     }
+    // One chain every packet meets; an nftables chain only its table's family.
+    let family = base.iter().find(|b| b.chain == chain).and_then(|b| b.family.version());
+    Ok(RuleSet::everywhere_for(name, &chain, family, lower(&chain)?))
 }
 
 /// Connection tracking's settings from `--ct NAME=VALUE` options (Linux's defaults else).
@@ -281,27 +283,35 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
             .with_stateful(Stateful::new(cfg, rules))
     };
     let create = |p: &Path| {
+        for inp in &inputs {
+            input::refuse_overwrite(&inp.capture, Some(p))?;
+        }
         std::fs::File::create(p)
             .map(|f| io::BufWriter::with_capacity(1 << 16, f))
             .map_err(|e| Fail(format!("{}: {e}", p.display()), 2))
     };
     let log = match &args.log {
-        Some(p) => Some(create(p)?),
+        Some(p) => Some(Named::new(p.display().to_string(), create(p)?)),
         None => None,
     };
-    let records: Box<dyn Write> = match &args.output {
-        Some(p) => Box::new(create(p)?),
-        None if args.compare.is_some() => Box::new(io::sink()),
-        None => Box::new(io::BufWriter::with_capacity(1 << 16, io::stdout().lock())),
+    let stdout = || -> Box<dyn Write> {
+        Box::new(io::BufWriter::with_capacity(1 << 16, io::stdout().lock()))
+    };
+    let records: Option<Named<Box<dyn Write>>> = match &args.output {
+        Some(p) => Some(Named::new(p.display().to_string(), Box::new(create(p)?))),
+        // The differences take standard output.
+        None if args.compare.is_some() => None,
+        None => Some(Named::new("standard output".into(), stdout())),
     };
     let mut sink = Out {
         names: &names,
         log,
-        records: FlowWriter::new(records, FlowFormat::Json),
-        diffs: Vec::new(),
+        records: records
+            .map(|n| Named { name: n.name, out: FlowWriter::new(n.out, FlowFormat::Json) }),
+        diffs: args.compare.is_some().then(|| Named::new("standard output".into(), stdout())),
         writers,
         verdicts: [0; 3],
-        line: String::new(),
+        line: Vec::new(),
     };
     let stop = input::stop_flag();
     let main = pipeline(rules);
@@ -312,12 +322,8 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
     let (outcome, main) = match result.and_then(|o| flushed.map(|()| o)) {
         Ok(o) => o,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
-        Err(e) => return Err(Fail(format!("rampart: writing: {e}"), 1)),
+        Err(e) => return Err(Fail(format!("writing {e}"), 1)),
     };
-    let mut out = io::stdout().lock();
-    for d in &sink.diffs {
-        let _ = writeln!(out, "{}", difference(d));
-    }
     if !args.quiet {
         summary(&names, &outcome.summary, &main, &sink.verdicts);
     }
@@ -325,10 +331,10 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
         input::report_end(&mut inp.capture, input::Tell::Alone);
     }
     if let Some(e) = outcome.error {
-        input::print_run_error(&e, "firewall");
+        input::print_run_error(&e, "packets");
         return Ok(ExitCode::from(if e.is_usage() { 2 } else { 1 }));
     }
-    Ok(if sink.diffs.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if outcome.summary.differing_flows == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 /// A port's output capture, created with the link type of its first frame.
@@ -338,14 +344,15 @@ struct PcapOut {
 }
 
 impl PcapOut {
-    fn write(&mut self, f: &Frame<'_>, data: &[u8]) -> io::Result<()> {
+    /// Writes `data` (of `origlen` bytes on the wire) at `f`'s time and link type.
+    fn write(&mut self, f: &Frame<'_>, data: &[u8], origlen: u32) -> io::Result<()> {
         if self.pcap.is_none()
             && let Some(file) = self.file.take()
         {
             self.pcap = Some(PcapWriter::new(file, f.link, 262_144, true)?);
         }
         match &mut self.pcap {
-            Some(p) => p.write(f.ts, data.len().max(f.origlen as usize) as u32, data),
+            Some(p) => p.write(f.ts, origlen, data),
             None => Ok(()),
         }
     }
@@ -359,71 +366,75 @@ impl PcapOut {
     }
 }
 
+/// An output and its name for messages.
+struct Named<W> {
+    name: String,
+    out: W,
+}
+
+impl<W> Named<W> {
+    fn new(name: String, out: W) -> Self {
+        Named { name, out }
+    }
+
+    /// `e`, naming the output (the kind kept, so a closed pipe is still told apart).
+    fn error(&self, e: io::Error) -> io::Error {
+        io::Error::new(e.kind(), format!("{}: {e}", self.name))
+    }
+}
+
 struct Out<'a> {
     names: &'a [String],
-    log: Option<io::BufWriter<std::fs::File>>,
-    records: FlowWriter<Box<dyn Write>>,
-    diffs: Vec<Difference>,
+    log: Option<Named<io::BufWriter<std::fs::File>>>,
+    records: Option<Named<FlowWriter<Box<dyn Write>>>>,
+    /// With a second rule set: where the flows it treats differently go, as they are found.
+    diffs: Option<Named<Box<dyn Write>>>,
     writers: Vec<Option<PcapOut>>,
     /// Accepted, dropped, rejected.
     verdicts: [u64; 3],
-    line: String,
+    /// The line being built.
+    line: Vec<u8>,
 }
 
 impl Out<'_> {
+    /// Flushes every output; the first error, naming its output.
     fn flush(&mut self) -> io::Result<()> {
         let mut first = Ok(());
-        for w in self.writers.iter_mut().flatten() {
-            let r = w.flush();
+        let mut keep = |r: io::Result<()>| {
             if first.is_ok() {
                 first = r;
             }
+        };
+        for w in self.writers.iter_mut().flatten() {
+            keep(w.flush());
         }
         if let Some(l) = &mut self.log {
-            let r = l.flush();
-            if first.is_ok() {
-                first = r;
-            }
+            keep(l.out.flush().map_err(|e| l.error(e)));
         }
-        let r = self.records.flush();
-        first.and(r)
-    }
-}
-
-fn proto_name(p: u8) -> Option<&'static str> {
-    Some(match p {
-        1 => "icmp",
-        6 => "tcp",
-        17 => "udp",
-        58 => "icmpv6",
-        132 => "sctp",
-        136 => "udplite",
-        _ => return None,
-    })
-}
-
-fn ip(m: &PacketMeta, a: &[u8; 16]) -> IpAddr {
-    match m.family {
-        Family::V4 => IpAddr::from([a[0], a[1], a[2], a[3]]),
-        _ => IpAddr::from(*a),
-    }
-}
-
-/// A JSON string (the names and reasons written here are plain, but a comment may not be).
-fn json_str(out: &mut String, s: &str) {
-    use std::fmt::Write as _;
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
+        if let Some(r) = &mut self.records {
+            keep(r.out.flush().map_err(|e| r.error(e)));
         }
+        if let Some(d) = &mut self.diffs {
+            keep(d.out.flush().map_err(|e| d.error(e)));
+        }
+        first
     }
-    out.push('"');
+}
+
+/// Appends `"name"` for a protocol records name, else its number.
+fn proto(l: &mut Vec<u8>, p: u8, family: u8) {
+    match rampart_export::proto_name(p, family) {
+        Some(n) => text::json_string(l, n),
+        None => num::int(l, p),
+    }
+}
+
+/// Appends a JSON string, or `null`.
+fn string_or_null(l: &mut Vec<u8>, s: Option<&str>) {
+    match s {
+        Some(s) => text::json_string(l, s),
+        None => l.extend_from_slice(b"null"),
+    }
 }
 
 impl FirewallSink for Out<'_> {
@@ -439,66 +450,68 @@ impl FirewallSink for Out<'_> {
             && let Some(o) = d.oif
             && let Some(Some(w)) = self.writers.get_mut(o as usize)
         {
-            w.write(frame, frame.data)?;
+            w.write(frame, frame.data, frame.origlen)?;
         }
         if let Some(r) = reply
             && let Some(Some(w)) = self.writers.get_mut(d.iif as usize)
         {
-            w.write(frame, r)?;
+            w.write(frame, r, r.len() as u32)?;
         }
         let Some(log) = &mut self.log else { return Ok(()) };
         let Some(state) = d.ct else { return Ok(()) };
-        use std::fmt::Write as _;
         let m = PacketMeta::parse(frame.link, frame.data);
+        let family = if m.family == Family::V4 { 4 } else { 6 };
+        let name = |i: Option<u32>| i.and_then(|i| self.names.get(i as usize)).map(String::as_str);
         let l = &mut self.line;
         l.clear();
-        let t = frame.ts.0;
-        let _ =
-            write!(l, "{{\"time\":{}.{:06},\"iif\":", t / 1_000_000_000, t % 1_000_000_000 / 1000);
-        let name = |i: Option<u32>| i.and_then(|i| self.names.get(i as usize));
-        json_str(l, name(Some(d.iif)).map_or("", String::as_str));
-        l.push_str(",\"oif\":");
-        match name(d.oif) {
-            Some(n) => json_str(l, n),
-            None => l.push_str("null"),
-        }
-        l.push_str(",\"proto\":");
-        match proto_name(m.proto) {
-            Some(n) => json_str(l, n),
-            None => {
-                let _ = write!(l, "{}", m.proto);
-            }
-        }
+        l.extend_from_slice(b"{\"time\":");
+        rampart_export::epoch(l, frame.ts.0);
+        l.extend_from_slice(b",\"iif\":");
+        text::json_string(l, name(Some(d.iif)).unwrap_or(""));
+        l.extend_from_slice(b",\"oif\":");
+        string_or_null(l, name(d.oif));
+        l.extend_from_slice(b",\"proto\":");
+        proto(l, m.proto, family);
         let (sport, dport) = if m.has_ports() { (m.sport, m.dport) } else { (0, 0) };
-        let _ = write!(
-            l,
-            ",\"src\":\"{}\",\"sport\":{sport},\"dst\":\"{}\",\"dport\":{dport}",
-            ip(&m, &m.src),
-            ip(&m, &m.dst)
-        );
+        l.extend_from_slice(b",\"src\":\"");
+        num::slot_addr(l, family, &m.src);
+        l.extend_from_slice(b"\",\"sport\":");
+        num::int(l, sport);
+        l.extend_from_slice(b",\"dst\":\"");
+        num::slot_addr(l, family, &m.dst);
+        l.extend_from_slice(b"\",\"dport\":");
+        num::int(l, dport);
         if matches!(m.proto, 1 | 58) {
-            let _ = write!(l, ",\"icmp_type\":{},\"icmp_code\":{}", m.icmp_type, m.icmp_code);
+            l.extend_from_slice(b",\"icmp_type\":");
+            num::int(l, m.icmp_type);
+            l.extend_from_slice(b",\"icmp_code\":");
+            num::int(l, m.icmp_code);
         }
-        let _ =
-            write!(l, ",\"ct_state\":\"{state}\",\"verdict\":\"{}\",\"rule\":", d.verdict.name());
-        match d.rule {
-            Some(r) => json_str(l, rules.rule_name(r)),
-            None => l.push_str("null"),
-        }
+        l.extend_from_slice(b",\"ct_state\":");
+        text::json_string(l, &state.to_string());
+        l.extend_from_slice(b",\"verdict\":");
+        text::json_string(l, d.verdict.name());
+        l.extend_from_slice(b",\"rule\":");
+        string_or_null(l, d.rule.map(|r| rules.rule_name(r).as_ref()));
         if let Some(reason) = &d.reason {
-            l.push_str(",\"reason\":");
-            json_str(l, reason);
+            l.extend_from_slice(b",\"reason\":");
+            text::json_string(l, reason);
         }
-        l.push_str("}\n");
-        log.write_all(l.as_bytes())
+        l.extend_from_slice(b"}\n");
+        log.out.write_all(l).map_err(|e| log.error(e))
     }
 
     fn record(&mut self, r: &FlowRecord) -> io::Result<()> {
-        self.records.write(r)
+        match &mut self.records {
+            Some(w) => w.out.write(r).map_err(|e| w.error(e)),
+            None => Ok(()),
+        }
     }
 
     fn reload(&mut self, at: u64, source: &str, result: Result<(), &str>) -> io::Result<()> {
-        let when = format!("{}.{:06}", at / 1_000_000_000, at % 1_000_000_000 / 1000);
+        let mut t = Vec::new();
+        rampart_export::epoch(&mut t, at);
+        let when = String::from_utf8_lossy(&t);
         match result {
             Ok(()) => eprintln!("rampart: at {when}: loaded {source}"),
             Err(e) => eprintln!("rampart: at {when}: {e}\nrampart: the rule set in force stays"),
@@ -507,41 +520,43 @@ impl FirewallSink for Out<'_> {
     }
 
     fn differs(&mut self, d: &Difference) -> io::Result<()> {
-        self.diffs.push(d.clone());
-        Ok(())
+        let Some(out) = &mut self.diffs else { return Ok(()) };
+        difference(&mut self.line, d);
+        out.out.write_all(&self.line).map_err(|e| out.error(e))
     }
 }
 
-/// A flow two rule sets treat differently, as one JSON line.
-fn difference(d: &Difference) -> String {
+/// A flow two rule sets treat differently, as one JSON line (into `l`, cleared first).
+fn difference(l: &mut Vec<u8>, d: &Difference) {
     let k: &FlowKey = &d.key;
     let (src, dst, sport, dport) = match d.side {
-        Side::A => (k.addr_a(), k.addr_b(), k.port_a, k.port_b),
-        Side::B => (k.addr_b(), k.addr_a(), k.port_b, k.port_a),
+        Side::A => (&k.addr_a, &k.addr_b, k.port_a, k.port_b),
+        Side::B => (&k.addr_b, &k.addr_a, k.port_b, k.port_a),
     };
     let (sport, dport) =
         if k.kind() == rampart_flow::KeyKind::Ports { (sport, dport) } else { (0, 0) };
-    let mut l = String::new();
-    l.push_str("{\"proto\":");
-    match proto_name(k.proto) {
-        Some(n) => json_str(&mut l, n),
-        None => l.push_str(&k.proto.to_string()),
-    }
-    l.push_str(&format!(
-        ",\"src\":\"{src}\",\"sport\":{sport},\"dst\":\"{dst}\",\"dport\":{dport},\"packets\":{},\"first\":{}.{:06}",
-        d.packets,
-        d.first / 1_000_000_000,
-        d.first % 1_000_000_000 / 1000
-    ));
+    l.clear();
+    l.extend_from_slice(b"{\"proto\":");
+    proto(l, k.proto, k.family);
+    l.extend_from_slice(b",\"src\":\"");
+    num::slot_addr(l, k.family, src);
+    l.extend_from_slice(b"\",\"sport\":");
+    num::int(l, sport);
+    l.extend_from_slice(b",\"dst\":\"");
+    num::slot_addr(l, k.family, dst);
+    l.extend_from_slice(b"\",\"dport\":");
+    num::int(l, dport);
+    l.extend_from_slice(b",\"packets\":");
+    num::int(l, d.packets);
+    l.extend_from_slice(b",\"first\":");
+    rampart_export::epoch(l, d.first);
     for (side, (v, rule)) in [("a", &d.a), ("b", &d.b)] {
-        l.push_str(&format!(",\"verdict_{side}\":\"{}\",\"rule_{side}\":", v.name()));
-        match rule {
-            Some(r) => json_str(&mut l, r),
-            None => l.push_str("null"),
-        }
+        l.extend_from_slice(format!(",\"verdict_{side}\":").as_bytes());
+        text::json_string(l, v.name());
+        l.extend_from_slice(format!(",\"rule_{side}\":").as_bytes());
+        string_or_null(l, rule.as_deref());
     }
-    l.push('}');
-    l
+    l.extend_from_slice(b"}\n");
 }
 
 fn summary(names: &[String], s: &Summary, main: &Pipeline, verdicts: &[u64; 3]) {

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use rampart_classify::firewall::{Firewall, FirewallError, Packet as FwPacket};
 use rampart_classify::iptables::{CtState as RuleCt, RejectWith as ReadReject, Target};
-use rampart_classify::nft::{Family, NftRuleset};
+use rampart_classify::nft::NftRuleset;
 use rampart_conntrack::{Conntrack, CtState, Inspection, Refresh, Summary as CtSummary};
 use rampart_flow::{FlowId, FlowKey, KeyKind, Side};
 
@@ -198,11 +198,7 @@ impl RuleSet {
         for b in &nft.base {
             let rules = Firewall::from_iptables(&nft.rules, &b.chain, &nft.sets)?;
             let mut c = BaseChain::new(b.chain.clone(), b.hook, b.priority, rules);
-            c.family = match b.family {
-                Family::Ip => Some(4),
-                Family::Ip6 => Some(6),
-                Family::Inet => None,
-            };
+            c.family = b.family.version();
             chains.push(c);
         }
         Ok(Self::new(source, chains))

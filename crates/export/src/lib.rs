@@ -361,8 +361,9 @@ fn display(l: &mut Vec<u8>, v: impl std::fmt::Display) {
     let _ = write!(l, "{v}");
 }
 
-/// Nanoseconds as seconds with six decimals (microseconds, truncated).
-fn epoch(l: &mut Vec<u8>, ns: u64) {
+/// Appends nanoseconds since the epoch as seconds with six decimals (microseconds,
+/// truncated), as records write times.
+pub fn epoch(l: &mut Vec<u8>, ns: u64) {
     int(l, ns / 1_000_000_000);
     l.push(b'.');
     let us = (ns % 1_000_000_000) / 1000;
@@ -372,8 +373,8 @@ fn epoch(l: &mut Vec<u8>, ns: u64) {
     l.extend_from_slice(digits.as_bytes());
 }
 
-/// The protocol's name in records, or `None` where the number is written.
-fn proto_name(p: u8, family: u8) -> Option<&'static str> {
+/// The protocol's name in records (`family` 4 or 6), or `None` where the number is written.
+pub fn proto_name(p: u8, family: u8) -> Option<&'static str> {
     match (p, family) {
         (proto::TCP, _) => Some("tcp"),
         (proto::UDP, _) => Some("udp"),
