@@ -382,7 +382,13 @@ impl FlowTable {
     /// with a caller's timeout, after the moment the caller last set it.
     #[inline]
     fn deadline_of(&self, f: &Flow) -> u64 {
-        let from = f.last.saturating_sub(u64::from(f.held) << HELD_SHIFT);
+        let from = if f.bits & CLASS == 0 {
+            f.last
+        } else {
+            // A caller's moment, kept in whole 2^20 ns units so that later packets, which move
+            // `last` and `held` together, cannot move it.
+            ((f.last >> HELD_SHIFT).saturating_sub(u64::from(f.held))) << HELD_SHIFT
+        };
         from.saturating_add(self.timeout(f))
     }
 

@@ -192,13 +192,16 @@ proptest! {
         let mut model: HashMap<FlowKey, (Flow, Option<(u64, u64)>)> = HashMap::new();
         let mut model_ended: Vec<EndReason> = Vec::new();
         let mut got = Vec::new();
+        // A caller's moment is kept to 2^20 ns, rounded down.
         let deadline = |(f, own): &(Flow, Option<(u64, u64)>)| match own {
-            Some((t, from)) => from.saturating_add(*t),
+            Some((t, from)) => (from >> 20 << 20).saturating_add(*t),
             None => f.last.saturating_add(if f.closed().is_some() { linger } else { idle }),
         };
         let mut ts: u64 = 1 << 50;
         for &(flow, reverse, dt, sweep, fl, custom) in &ops {
-            ts = ts.saturating_add_signed(dt.saturating_mul(UNIT as i64));
+            // Times off the 2^20 ns grid too, so rounded moments are put to the test.
+            let jitter = (u64::from(flow) * 40_503 + u64::from(fl) * 977) % (1 << 20);
+            ts = ts.saturating_add_signed(dt.saturating_mul(UNIT as i64)).saturating_add(jitter);
             let mut p = packet(&t, flow, reverse, ts);
             p.tcp_flags = fl;
             t.track(&p);
