@@ -700,11 +700,5 @@ fn prove<const N: usize>(rules: &[Rule<N>], c: &Compiled<N>, layout: Layout) -> 
 }
 
 fn write_lines(lines: impl Iterator<Item = String>) -> Result<(), Fail> {
-    let mut out = io::BufWriter::new(io::stdout().lock());
-    let r = lines.into_iter().try_for_each(|l| writeln!(out, "{l}")).and_then(|()| out.flush());
-    match r {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err(Fail(String::new(), 0)),
-        Err(e) => Err(Fail(format!("writing output: {e}"), 1)),
-    }
+    crate::input::write_stdout(|out| lines.into_iter().try_for_each(|l| writeln!(out, "{l}")))
 }

@@ -99,15 +99,24 @@ impl Fail {
         ExitCode::from(self.1)
     }
 
-    /// A failure to write standard output or a file: `what` and the error, exit 2; a closed
+    /// A failure to write standard output or a file: `what` and the error, exit 1; a closed
     /// pipe (`| head`) is how readers say they have seen enough: a silent exit 0.
     pub(crate) fn write(what: &str, e: &std::io::Error) -> Self {
         if e.kind() == std::io::ErrorKind::BrokenPipe {
             Fail(String::new(), 0)
         } else {
-            Fail(format!("{what}: {e}"), 2)
+            Fail(format!("{what}: {e}"), 1)
         }
     }
+}
+
+/// Writes to standard output through a buffer, flushed at the end (see [`Fail::write`]).
+pub(crate) fn write_stdout(
+    f: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), Fail> {
+    use std::io::Write as _;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    f(&mut out).and_then(|()| out.flush()).map_err(|e| Fail::write("writing output", &e))
 }
 
 /// Opens the source; for a live capture the filter (if any) is also attached in the kernel.

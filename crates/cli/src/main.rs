@@ -62,13 +62,9 @@ fn main() -> ExitCode {
     // broken pipe to that too (`Fail::write`); `println!` panics on one, and this catches it.
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
-        let text = info
-            .payload()
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| info.payload().downcast_ref::<&str>().copied())
-            .unwrap_or("");
-        if text.contains("Broken pipe") {
+        // Only the print macros' own panic on a closed standard output or error.
+        let text = info.payload_as_str().unwrap_or("");
+        if text.starts_with("failed printing to std") && text.contains("Broken pipe") {
             std::process::exit(0);
         }
         default(info);

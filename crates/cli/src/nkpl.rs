@@ -1,5 +1,6 @@
 //! `rampart verify nkpl`: runs KATch's NKPL files and reports each `check`.
 
+use std::collections::{HashMap, HashSet};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -26,14 +27,9 @@ fn expand(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, usize), Fail> {
                 return Err(Fail(format!("{}: no .nkpl file in it or below it", p.display()), 2));
             }
             found.sort();
-            let imported = imported_by(&found);
+            let imported = parts_of(&found);
             let before = found.len();
             found.retain(|f| !f.canonicalize().is_ok_and(|c| imported.contains(&c)));
-            if found.is_empty() {
-                // Everything imports everything: run them all.
-                walk(p, &mut found)?;
-                found.sort();
-            }
             parts += before - found.len();
             out.extend(found);
         } else {
@@ -43,23 +39,37 @@ fn expand(paths: &[PathBuf]) -> Result<(Vec<PathBuf>, usize), Fail> {
     Ok((out, parts))
 }
 
-/// The files `files` import (`import "PATH"`, relative to the importer), canonical.
-fn imported_by(files: &[PathBuf]) -> std::collections::HashSet<PathBuf> {
-    let mut out = std::collections::HashSet::new();
-    for f in files {
-        let Ok(text) = std::fs::read_to_string(f) else { continue };
-        let dir = f.parent().unwrap_or(Path::new("."));
-        for line in text.lines() {
-            let Some(rest) = line.trim_start().strip_prefix("import") else { continue };
-            let rest = rest.trim_start();
-            let Some(rest) = rest.strip_prefix('"') else { continue };
-            let Some((name, _)) = rest.split_once('"') else { continue };
-            if let Ok(c) = dir.join(name).canonicalize() {
-                out.insert(c);
-            }
+/// The files of `files` that run through an importer: those a file that is not itself
+/// imported (a top-level file) reaches by its imports, directly or through other imports
+/// (canonical paths). Files that only import each other, with no top-level file above them,
+/// are not parts: they run, and say what is wrong with them.
+fn parts_of(files: &[PathBuf]) -> HashSet<PathBuf> {
+    let imports: HashMap<PathBuf, Vec<PathBuf>> =
+        files.iter().filter_map(|f| Some((f.canonicalize().ok()?, imports_of(f)))).collect();
+    let imported: HashSet<&PathBuf> = imports.values().flatten().collect();
+    let mut parts = HashSet::new();
+    let mut todo: Vec<&PathBuf> =
+        imports.iter().filter(|(f, _)| !imported.contains(f)).flat_map(|(_, i)| i).collect();
+    while let Some(f) = todo.pop() {
+        if parts.insert(f.clone()) {
+            todo.extend(imports.get(f).into_iter().flatten());
         }
     }
-    out
+    parts
+}
+
+/// The files `f` imports (`import "PATH"` statements, relative to `f`), canonical. A statement
+/// starts a line; lines that start with a space or a tab continue the one before.
+fn imports_of(f: &Path) -> Vec<PathBuf> {
+    let Ok(text) = std::fs::read_to_string(f) else { return Vec::new() };
+    let dir = f.parent().unwrap_or(Path::new("."));
+    text.lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("import")?.trim_start().strip_prefix('"')?;
+            let (name, _) = rest.split_once('"')?;
+            dir.join(name).canonicalize().ok()
+        })
+        .collect()
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), Fail> {
@@ -249,4 +259,31 @@ fn run_on(paths: &[PathBuf], dot: Option<&Path>, limit: usize) -> Result<ExitCod
     } else {
         ExitCode::SUCCESS
     })
+}
+
+#[cfg(test)]
+mod parts_tests {
+    use super::*;
+
+    #[test]
+    fn parts_are_what_top_level_files_import_and_cycles_still_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let put = |name: &str, text: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        let main = put("main.nkpl", "import \"topo.nkpl\"\ncheck topo ≡ topo\n");
+        let topo = put("topo.nkpl", "import \"links.nkpl\"\ntopo = links\n");
+        let links =
+            put("links.nkpl", "links = @sw=1\n   -- import \"main.nkpl\" continues a statement\n");
+        let a = put("a.nkpl", "import \"b.nkpl\"\n");
+        let b = put("b.nkpl", "import \"a.nkpl\"\n");
+        let files = [main.clone(), topo.clone(), links.clone(), a.clone(), b.clone()];
+        let parts = parts_of(&files);
+        let c = |p: &PathBuf| p.canonicalize().unwrap();
+        assert!(parts.contains(&c(&topo)) && parts.contains(&c(&links)));
+        assert!(!parts.contains(&c(&main)), "a continuation line imports nothing");
+        assert!(!parts.contains(&c(&a)) && !parts.contains(&c(&b)), "a cycle with nothing above");
+    }
 }

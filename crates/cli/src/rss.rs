@@ -136,26 +136,16 @@ fn usage(msg: String) -> input::Fail {
     input::Fail(msg, 2)
 }
 
-/// Writes, treating a closed pipe as the reader having seen enough (status 0).
-fn write_out(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<(), input::Fail> {
-    let mut out = io::BufWriter::new(io::stdout().lock());
-    match f(&mut out).and_then(|()| out.flush()) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Err(input::Fail(String::new(), 0)),
-        Err(e) => Err(input::Fail(format!("writing output: {e}"), 1)),
-    }
-}
-
 fn cmd_result(cmd: Cmd) -> Result<ExitCode, input::Fail> {
     match cmd {
         Cmd::Hash { key, tuple } => {
             let h = Toeplitz::new(key.key).hash_tuple(&tuple.tuple().map_err(usage)?);
-            write_out(|o| writeln!(o, "0x{h:08x}"))?;
+            input::write_stdout(|o| writeln!(o, "0x{h:08x}"))?;
         }
         Cmd::Queue { key, reta, tuple } => {
             let reta = reta.reta().map_err(usage)?;
             let h = Toeplitz::new(key.key).hash_tuple(&tuple.tuple().map_err(usage)?);
-            write_out(|o| writeln!(o, "{}", reta.queue(h)))?;
+            input::write_stdout(|o| writeln!(o, "{}", reta.queue(h)))?;
         }
         Cmd::Ports { key, reta, queue, local, remote, range } => {
             let reta = reta.reta().map_err(usage)?;
@@ -188,7 +178,7 @@ fn cmd_result(cmd: Cmd) -> Result<ExitCode, input::Fail> {
                 ));
             }
             let ports = picker.ports(queue, remote, local);
-            write_out(|o| ports.iter().try_for_each(|p| writeln!(o, "{p}")))?;
+            input::write_stdout(|o| ports.iter().try_for_each(|p| writeln!(o, "{p}")))?;
             if ports.is_empty() {
                 return Err(input::Fail(
                     format!(
@@ -207,7 +197,7 @@ fn cmd_result(cmd: Cmd) -> Result<ExitCode, input::Fail> {
             let stop = input::stop_flag();
             let t = Toeplitz::new(key.key);
             let (b, error) = rampart_engine::balance(&mut capture, &t, &reta, &stop);
-            write_out(|o| print_balance(o, &b))?;
+            input::write_stdout(|o| print_balance(o, &b))?;
             input::report_end(&mut capture, input::Tell::Alone);
             if let Some(e) = error {
                 return Err(input::Fail(
