@@ -108,6 +108,22 @@ pub enum Refresh {
     Lower(u64),
 }
 
+impl Refresh {
+    /// The timeout (ns from the packet at `now`) the entry takes now, if it changes: given by
+    /// `Set`; for `Lower`, only when the deadline the entry has (`current`, asked only then;
+    /// `None`: no deadline yet) leaves at least 120 s and more than the new timeout.
+    pub fn timeout(self, now: u64, current: impl FnOnce() -> Option<u64>) -> Option<u64> {
+        match self {
+            Refresh::Keep => None,
+            Refresh::Set(t) => Some(t),
+            Refresh::Lower(t) => {
+                let left = current().map_or(u64::MAX, |d| d.saturating_sub(now));
+                (left >= 120_000_000_000 && left > t).then_some(t)
+            }
+        }
+    }
+}
+
 /// What [`Conntrack::inspect`] found, for the rule set and for [`Conntrack::commit`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Inspection {

@@ -10,9 +10,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::Path;
 
 use rampart_capture::Capture;
-use rampart_conntrack::{
-    Config, Conntrack, CtPacket, CtState, Inspection, Reason, Refresh, Summary,
-};
+use rampart_conntrack::{Config, Conntrack, CtPacket, CtState, Inspection, Reason, Summary};
 use rampart_flow::{EndReason, EndedFlow, FlowId, FlowKey, FlowTable, PacketInfo, TableConfig};
 use rampart_testkit::router::{
     R0_MAC, R1_MAC, invalid_reasons, micros, tag, timeline_ns, verdicts,
@@ -235,18 +233,8 @@ fn linux_router_oracle() {
             if insp.creates() {
                 opened.insert(eid, tuple(&m));
             }
-            match out.refresh {
-                Refresh::Set(t) => {
-                    deadline.insert(eid, p.ts + t);
-                }
-                Refresh::Lower(t) => {
-                    let d = deadline.entry(eid).or_insert(p.ts + t);
-                    let left = d.saturating_sub(p.ts);
-                    if left >= 120_000_000_000 && left > t {
-                        *d = p.ts + t;
-                    }
-                }
-                Refresh::Keep => {}
+            if let Some(t) = out.refresh.timeout(p.ts, || deadline.get(&eid).copied()) {
+                deadline.insert(eid, p.ts + t);
             }
         }
         if out.ended.is_some()

@@ -35,7 +35,7 @@ use rampart_rtt::{RttStage, RttSummary, Sample};
 use rampart_wire::PacketMeta;
 
 use crate::packet::{Packet, PayloadSource};
-use crate::stateful::{self, Decided, Stateful};
+use crate::stateful::{Decided, Stateful};
 use crate::{FlowsConfig, Parser, Summary};
 
 /// Pipeline depth: packet i+D's record and packet i+2D's index line are prefetched while packet i
@@ -451,7 +451,7 @@ impl Pipeline {
                 self.table.end(ended, EndReason::Rst);
             }
             if let Some(id) = out.id {
-                if let Some(t) = stateful::deadline(out.refresh, ts, || self.table.deadline(id)) {
+                if let Some(t) = out.refresh.timeout(ts, || self.table.deadline(id)) {
                     self.table.set_deadline(id, t, ts);
                 }
                 let keep = !st.conntrack().may_early_drop(id, false);

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use rampart_classify::firewall::{Firewall, FirewallError, Packet as FwPacket};
 use rampart_classify::iptables::{CtState as RuleCt, RejectWith as ReadReject, Target};
 use rampart_classify::nft::NftRuleset;
-use rampart_conntrack::{Conntrack, CtState, Inspection, Refresh, Summary as CtSummary};
+use rampart_conntrack::{Conntrack, CtState, Inspection, Summary as CtSummary};
 use rampart_flow::{FlowId, FlowKey, KeyKind, Side};
 
 use crate::pipeline::Verdict;
@@ -662,23 +662,6 @@ pub(crate) struct Retired {
     pub(crate) decided: Option<(Verdict, Option<Arc<str>>)>,
 }
 
-/// How a deadline the connection asks for lands on the flow: `Some((timeout, from))` for
-/// [`rampart_flow::FlowTable::set_deadline`].
-pub(crate) fn deadline(
-    refresh: Refresh,
-    now: u64,
-    current: impl FnOnce() -> Option<u64>,
-) -> Option<u64> {
-    match refresh {
-        Refresh::Keep => None,
-        Refresh::Set(t) => Some(t),
-        Refresh::Lower(t) => {
-            let left = current().map_or(u64::MAX, |d| d.saturating_sub(now));
-            (left >= 120_000_000_000 && left > t).then_some(t)
-        }
-    }
-}
-
 /// The rule model's name for a `ct state`.
 fn rule_ct(s: CtState) -> RuleCt {
     match s {
@@ -693,6 +676,7 @@ fn rule_ct(s: CtState) -> RuleCt {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rampart_conntrack::Refresh;
 
     #[test]
     fn routes_pick_the_longest_prefix_or_the_other_port() {
@@ -719,9 +703,9 @@ mod tests {
     #[test]
     fn a_lowered_deadline_moves_only_a_long_one() {
         let s = 1_000_000_000u64;
-        assert_eq!(deadline(Refresh::Set(30 * s), 0, || Some(5 * s)), Some(30 * s));
-        assert_eq!(deadline(Refresh::Keep, 0, || Some(5 * s)), None);
-        assert_eq!(deadline(Refresh::Lower(120 * s), 0, || Some(432_000 * s)), Some(120 * s));
-        assert_eq!(deadline(Refresh::Lower(120 * s), 0, || Some(60 * s)), None);
+        assert_eq!(Refresh::Set(30 * s).timeout(0, || Some(5 * s)), Some(30 * s));
+        assert_eq!(Refresh::Keep.timeout(0, || Some(5 * s)), None);
+        assert_eq!(Refresh::Lower(120 * s).timeout(0, || Some(432_000 * s)), Some(120 * s));
+        assert_eq!(Refresh::Lower(120 * s).timeout(0, || Some(60 * s)), None);
     }
 }
