@@ -19,7 +19,7 @@ pub struct IpSet {
 }
 
 /// `addr` with the bits below a `len`-bit prefix cleared.
-pub(crate) fn masked(addr: IpAddr, len: u8) -> IpAddr {
+pub fn masked(addr: IpAddr, len: u8) -> IpAddr {
     match addr {
         IpAddr::V4(v) => {
             let m = if len == 0 { 0 } else { u32::MAX << (32 - u32::from(len.min(32))) };
@@ -48,6 +48,12 @@ pub(crate) fn parse_prefix(s: &str) -> Result<(IpAddr, u8), PrefixError> {
         Some(Ok(v)) if v <= max => Ok((addr, v)),
         _ => Err(PrefixError::Len(a.len() + 1)),
     }
+}
+
+/// `ADDR` or `ADDR/LEN` (IPv4 or IPv6) as an address and a prefix length (a bare address is
+/// a full-length prefix), or `None`.
+pub fn read_prefix(s: &str) -> Option<(IpAddr, u8)> {
+    parse_prefix(s).ok()
 }
 
 /// The table a prefix goes in (v4 lengths as is, v6 as 64 + length) and its masked value.
@@ -165,6 +171,13 @@ pub fn parse_ipset_save(file: &str, text: &str) -> Result<HashMap<String, IpSet>
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn prefixes_read_with_a_full_length_for_a_bare_address() {
+        assert_eq!(read_prefix("10.0.0.0/8"), Some(("10.0.0.0".parse().unwrap(), 8)));
+        assert_eq!(read_prefix("fd66::1"), Some(("fd66::1".parse().unwrap(), 128)));
+        assert_eq!(read_prefix("10.0.0.0/33"), None);
+    }
 
     #[test]
     fn addresses_and_prefixes() {

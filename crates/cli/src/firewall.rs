@@ -117,16 +117,6 @@ fn parse_mac(s: &str) -> Option<[u8; 6]> {
     Some(m)
 }
 
-fn parse_prefix(s: &str) -> Option<(IpAddr, u8)> {
-    let (a, len) = match s.split_once('/') {
-        Some((a, l)) => (a.parse::<IpAddr>().ok()?, Some(l.parse::<u8>().ok()?)),
-        None => (s.parse::<IpAddr>().ok()?, None),
-    };
-    let max = if a.is_ipv4() { 32 } else { 128 };
-    let len = len.unwrap_or(max);
-    (len <= max).then_some((a, len))
-}
-
 /// Epoch seconds (a decimal number) as nanoseconds.
 fn parse_time(s: &str) -> Option<u64> {
     let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
@@ -246,7 +236,7 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
     let mut routes = Vec::new();
     for r in &args.route {
         let (prefix, iface) = pair(r, "PREFIX=IFACE", "--route")?;
-        let (net, len) = parse_prefix(prefix)
+        let (net, len) = rampart_classify::ipset::read_prefix(prefix)
             .ok_or_else(|| Fail(format!("--route {r:?}: {prefix:?} is not a prefix"), 2))?;
         routes.push((net, len, port("--route", r, iface)?));
     }
@@ -657,9 +647,6 @@ mod tests {
         assert_eq!(parse_mac("9a-c0-d6-7f-03-86"), Some([0x9a, 0xc0, 0xd6, 0x7f, 0x03, 0x86]));
         assert_eq!(parse_mac("9a:c0:d6:7f:03"), None);
         assert_eq!(parse_mac("9a:c0:d6:7f:03:866"), None);
-        assert_eq!(parse_prefix("10.0.0.0/8"), Some(("10.0.0.0".parse().unwrap(), 8)));
-        assert_eq!(parse_prefix("fd66::1"), Some(("fd66::1".parse().unwrap(), 128)));
-        assert_eq!(parse_prefix("10.0.0.0/33"), None);
         assert_eq!(parse_time("1795395502.899122192"), Some(1_795_395_502_899_122_192));
         assert_eq!(parse_time("12"), Some(12_000_000_000));
         assert_eq!(parse_time("12.5"), Some(12_500_000_000));

@@ -24,6 +24,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use rampart_classify::firewall::{Firewall, FirewallError, Packet as FwPacket};
+use rampart_classify::ipset::masked;
 use rampart_classify::iptables::{CtState as RuleCt, RejectWith as ReadReject, Target};
 use rampart_classify::nft::NftRuleset;
 use rampart_conntrack::{Conntrack, CtState, Inspection, Summary as CtSummary};
@@ -305,17 +306,7 @@ impl Routes {
 }
 
 fn prefix_contains(net: IpAddr, len: u8, a: IpAddr) -> bool {
-    match (net, a) {
-        (IpAddr::V4(n), IpAddr::V4(a)) => {
-            let m = if len == 0 { 0 } else { u32::MAX << (32 - u32::from(len.min(32))) };
-            u32::from(n) & m == u32::from(a) & m
-        }
-        (IpAddr::V6(n), IpAddr::V6(a)) => {
-            let m = if len == 0 { 0 } else { u128::MAX << (128 - u32::from(len.min(128))) };
-            u128::from(n) & m == u128::from(a) & m
-        }
-        _ => false,
-    }
+    net.is_ipv4() == a.is_ipv4() && masked(net, len) == masked(a, len)
 }
 
 /// Settings of the stateful data plane.
