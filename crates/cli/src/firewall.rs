@@ -485,7 +485,7 @@ impl FirewallSink for Out<'_> {
         string_or_null(l, d.rule.map(|r| rules.rule_name(r).as_ref()));
         if let Some(reason) = &d.reason {
             l.extend_from_slice(b",\"reason\":");
-            text::json_string(l, reason);
+            text::json_string(l, &reason.message());
         }
         l.extend_from_slice(b"}\n");
         log.out.write_all(l).map_err(|e| log.error(e))

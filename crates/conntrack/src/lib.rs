@@ -187,9 +187,15 @@ impl Inspection {
     /// (`SEQ is over upper bound 3560820216 (over the window of the receiver)`); `None` for
     /// a packet that is not invalid.
     pub fn message(&self) -> Option<String> {
-        let r = self.reason?;
-        let d = &self.detail;
-        Some(match r {
+        Some(self.reason?.message(&self.detail))
+    }
+}
+
+impl Reason {
+    /// Linux's log message for a packet invalid for this reason, with the values Linux prints
+    /// (`SEQ is over upper bound 3560820216 (over the window of the receiver)`) from `d`.
+    pub fn message(self, d: &Detail) -> String {
+        match self {
             Reason::SeqOver => {
                 format!("SEQ is over upper bound {} (over the window of the receiver)", d.value)
             }
@@ -202,8 +208,8 @@ impl Inspection {
                 d.dir,
                 TcpState::from_u8(d.state).name()
             ),
-            _ => r.name().to_string(),
-        })
+            _ => self.name().to_string(),
+        }
     }
 }
 
@@ -240,8 +246,12 @@ pub struct Conntrack {
     cfg: Config,
     entries: Vec<Entry>,
     stats: Stats,
-    /// The new entry the last inspection made, with its serial.
+    /// The new entry the last inspection made, with its serial; or a copy of the entry the
+    /// last inspection updated, taken when that entry is cleared before its commit.
     pending: (Entry, u32),
+    /// The entry the last inspection updated, with its serial (copied into `pending` only
+    /// if it is cleared before the commit, so an update costs no copy).
+    updated: (u32, u32),
     serial: u32,
 }
 
@@ -270,6 +280,7 @@ impl Conntrack {
             entries: Vec::new(),
             stats: Stats::default(),
             pending: (Entry::default(), 0),
+            updated: (u32::MAX, 0),
             serial: 0,
         }
     }
@@ -277,6 +288,14 @@ impl Conntrack {
     /// The configuration.
     pub fn config(&self) -> &Config {
         &self.cfg
+    }
+
+    /// Hints the CPU to load the entry of flow `id` (see [`rampart_flow::prefetch`]).
+    #[inline]
+    pub fn prefetch(&self, id: FlowId) {
+        if let Some(e) = self.entries.get(id.0 as usize) {
+            rampart_flow::prefetch(e);
+        }
     }
 
     /// The entry of flow `id`, if it has one.
@@ -462,20 +481,31 @@ impl Conntrack {
 
     fn clear(&mut self, id: FlowId) {
         if let Some(e) = self.entries.get_mut(id.0 as usize) {
+            if self.updated == (id.0, self.serial) {
+                // Updated by the inspection waiting for its commit: keep the update for it.
+                self.pending = (*e, self.serial);
+            }
             *e = Entry::default();
         }
     }
 
     /// Writes an existing entry's update (or ends it) now, as Linux does before any rule.
     fn update(&mut self, id: FlowId, e: Entry, refresh: Refresh, kill: bool) -> Action {
+        self.entries[id.0 as usize] = e;
+        self.updated_in_place(id, refresh, kill)
+    }
+
+    /// [`Conntrack::update`] for an entry already changed in place.
+    #[inline]
+    fn updated_in_place(&mut self, id: FlowId, refresh: Refresh, kill: bool) -> Action {
         self.serial = self.serial.wrapping_add(1);
         let serial = self.serial;
         if kill {
+            let ended = summary(&self.entries[id.0 as usize]);
             self.clear(id);
-            Action::Update { id, refresh: Refresh::Keep, ended: Some(summary(&e)), serial }
+            Action::Update { id, refresh: Refresh::Keep, ended: Some(ended), serial }
         } else {
-            self.entries[id.0 as usize] = e;
-            self.pending = (e, serial);
+            self.updated = (id.0, serial);
             Action::Update { id, refresh, ended: None, serial }
         }
     }
@@ -505,16 +535,17 @@ impl Conntrack {
             return self.tcp_new(side, p, now, None);
         };
         self.stats.found += 1;
-        let mut e = self.entries[id.0 as usize];
+        // Changed in place, as Linux changes its entry under the lock.
+        let e = &mut self.entries[id.0 as usize];
         let dir = e.dir(side);
         let seen_reply = e.seen_reply();
-        match tcp::packet(&mut e, dir as usize, p, &self.cfg) {
+        match tcp::packet(e, dir as usize, p, &self.cfg) {
             tcp::Verdict::Accept { refresh, kill } => {
                 // A killed entry reports its end before the reply could mark it.
                 if dir == Dir::Reply && !kill {
                     e.set_seen_reply();
                 }
-                let action = self.update(id, e, refresh, kill);
+                let action = self.updated_in_place(id, refresh, kill);
                 Inspection::of(ct_state(seen_reply, dir), dir, action)
             }
             tcp::Verdict::Ignore => {
@@ -522,11 +553,11 @@ impl Conntrack {
                 if dir == Dir::Reply {
                     e.set_seen_reply();
                 }
-                let action = self.update(id, e, Refresh::Keep, false);
+                let action = self.updated_in_place(id, Refresh::Keep, false);
                 Inspection::of(ct_state(seen_reply, dir), dir, action)
             }
             tcp::Verdict::Invalid { reason, detail, refresh } => {
-                let action = self.update(id, e, refresh, false);
+                let action = self.updated_in_place(id, refresh, false);
                 Inspection { detail, dir, ..self.invalid(reason, action) }
             }
             tcp::Verdict::Reopen => {

@@ -2,7 +2,9 @@
 //! ([`PacketMeta`]) and the frame it was parsed from.
 
 use rampart_wire::icmp::Quote;
-use rampart_wire::{Checksum, Family, Layer, Malformed, PacketMeta, Status, TcpMeta, proto};
+use rampart_wire::{
+    Checksum, Checksums, Family, Layer, Malformed, PacketMeta, Status, TcpMeta, proto,
+};
 
 use crate::Reason;
 
@@ -55,29 +57,22 @@ impl CtPacket {
     /// `verify` (the tracker's `checksum` knob), since that reads every byte; UDP-Lite's
     /// always are, as Linux checks that its checksum is present whatever the knob says.
     pub fn from_meta(meta: &PacketMeta, frame: &[u8], verify: bool) -> Self {
+        let mut p = Self::default();
+        p.fill(meta, frame, verify);
+        p
+    }
+
+    /// [`CtPacket::from_meta`] into this value, every field written: a caller that keeps one
+    /// `CtPacket` for all its packets builds none per packet.
+    #[inline]
+    pub fn fill(&mut self, meta: &PacketMeta, frame: &[u8], verify: bool) {
         let l4 = usize::from(meta.l4_offset);
         let l3 = usize::from(meta.l3_offset);
         let l4_len = if l4 == 0 { 0 } else { (meta.ip_wire_len as usize).saturating_sub(l4 - l3) };
         let captured = frame.len().min(l3 + meta.ip_wire_len as usize).saturating_sub(l4);
-        let mut p = Self {
-            family: meta.family,
-            proto: meta.proto,
-            src: meta.src,
-            dst: meta.dst,
-            hop_limit: meta.ttl,
-            l4_len: l4_len as u32,
-            payload_len: meta.payload_wire_len,
-            tcp: meta.tcp,
-            tcp_header: l4 != 0 && captured >= 20,
-            udp_len: meta.udp_len,
-            udp_header: l4 != 0 && captured >= 8,
-            icmp_type: meta.icmp_type,
-            icmp_code: meta.icmp_code,
-            icmp_id: icmp_id(frame, l4, captured),
-            icmp_header: l4 != 0 && captured >= 8,
-            ..Self::default()
-        };
-        p.problem = match meta.status {
+        let problem = match meta.status {
+            // Every header was there and consistent (the common case).
+            Status::Ok if !meta.is_later_fragment() => None,
             Status::Malformed(
                 Malformed::IpVersion
                 | Malformed::Ipv4HeaderLen
@@ -101,13 +96,36 @@ impl CtPacket {
             Status::Truncated(Layer::Udp | Layer::Icmp) if l4_len >= 8 => Some(Reason::Cut),
             _ => None,
         };
-        if verify || meta.proto == proto::UDPLITE {
-            let sums = meta.checksums(frame);
-            p.ip_checksum = sums.ip;
-            p.l4_checksum = sums.l4;
+        let sums = if verify || meta.proto == proto::UDPLITE {
+            meta.checksums(frame)
+        } else {
+            Checksums::default()
+        };
+        let icmp = meta.proto == proto::ICMP || meta.proto == proto::ICMPV6;
+        self.family = meta.family;
+        self.proto = meta.proto;
+        self.src = meta.src;
+        self.dst = meta.dst;
+        self.hop_limit = meta.ttl;
+        self.problem = problem;
+        self.ip_checksum = sums.ip;
+        self.l4_checksum = sums.l4;
+        self.l4_len = l4_len as u32;
+        self.payload_len = meta.payload_wire_len;
+        self.tcp = meta.tcp;
+        self.tcp_header = l4 != 0 && captured >= 20;
+        self.udp_len = meta.udp_len;
+        self.udp_header = l4 != 0 && captured >= 8;
+        self.icmp_type = meta.icmp_type;
+        self.icmp_code = meta.icmp_code;
+        self.icmp_id = if icmp { icmp_id(frame, l4, captured) } else { 0 };
+        self.icmp_header = l4 != 0 && captured >= 8;
+        if icmp {
+            self.quote = meta.icmp_quote(frame);
+        } else if self.quote.is_some() {
+            // (Written only when set: the quote is most of the value's bytes.)
+            self.quote = None;
         }
-        p.quote = meta.icmp_quote(frame);
-        p
     }
 
     /// Whether this is an ICMP packet of IPv4 or an ICMPv6 packet of IPv6.

@@ -246,6 +246,7 @@ fn store_invalid(e: &Entry, d: usize, cfg: &Config, w: Window) -> Window {
 }
 
 /// `tcp_in_window`: checks I-IV and the bookkeeping of both directions.
+#[inline(always)]
 fn in_window(e: &mut Entry, d: usize, idx: u8, p: &CtPacket, cfg: &Config) -> Window {
     let r = 1 - d;
     let t = &p.tcp;
@@ -421,6 +422,7 @@ pub(crate) fn closing(s: TcpState) -> bool {
 
 /// `nf_conntrack_tcp_packet` after `tcp_error` and `tcp_new`: one packet of direction `d`
 /// (0 ORIGINAL, 1 REPLY) against the entry.
+#[inline(always)]
 pub(crate) fn packet(e: &mut Entry, d: usize, p: &CtPacket, cfg: &Config) -> Verdict {
     let t = &p.tcp;
     let mut old = e.state();

@@ -807,3 +807,31 @@ fn an_entry_outlives_a_record_retired_before_its_commit() {
     c.ct.retire(FlowId(9));
     assert_eq!(c.ct.commit(&insp, false, None), Outcome::default());
 }
+
+#[test]
+fn a_packet_filled_in_place_is_the_one_built_anew() {
+    // Filling one value packet after packet (what the engine does) leaves nothing of the
+    // previous packet behind: an ICMP error's quote and identifier, then TCP, UDP and ICMP.
+    let error = ipv4(SERVER, CLIENT, 1, [&[3, 3, 0, 0][..], &quoted_udp()].concat(), Some(2));
+    let frames = [
+        error.clone(),
+        ipv4(CLIENT, SERVER, 6, tcp_bytes(&seg(SYN, 7, 0), 40000, 80), Some(16)),
+        error,
+        ipv4(CLIENT, SERVER, 1, vec![8, 0, 0, 0, 0x12, 0x34, 0, 1], Some(2)),
+        ipv4(CLIENT, SERVER, 17, vec![0x13, 0x88, 0, 53, 0, 8, 0, 0], None),
+        ipv4(CLIENT, SERVER, 6, tcp_bytes(&seg(ACK, 8, 9), 40000, 80), Some(16)),
+    ];
+    let mut kept = CtPacket::default();
+    for f in &frames {
+        let m = PacketMeta::parse(LinkType::Ethernet, f);
+        for verify in [true, false] {
+            kept.fill(&m, f, verify);
+            assert_eq!(kept, CtPacket::from_meta(&m, f, verify));
+        }
+    }
+    assert!(
+        CtPacket::from_meta(&PacketMeta::parse(LinkType::Ethernet, &frames[0]), &frames[0], true)
+            .quote
+            .is_some()
+    );
+}

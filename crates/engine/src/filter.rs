@@ -112,7 +112,7 @@ pub fn filter_capture(
         passed: f.passed,
         non_ip: s.non_ip,
         unsupported: f.unsupported,
-        hits: st.hits().to_vec(),
+        hits: st.hits(),
         conntrack: st.conntrack().stats(),
         decided: st.decided_counts(),
     };

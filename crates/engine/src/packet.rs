@@ -213,6 +213,21 @@ impl Parser {
         keep: impl FnOnce(&FlowKey) -> bool,
         unkeyed: bool,
     ) -> Option<Packet> {
+        let info = self.keyed(frame, meta, s, keep, unkeyed)?;
+        Some(self.complete(info, frame, meta, index, pos))
+    }
+
+    /// The first half of [`Parser::packet`]: the frame's flow key and what the flow table
+    /// needs, counted into `s` (`None`: no flow, or not kept).
+    #[inline]
+    pub fn keyed(
+        &mut self,
+        frame: &Frame<'_>,
+        meta: &PacketMeta,
+        s: &mut Summary,
+        keep: impl FnOnce(&FlowKey) -> bool,
+        unkeyed: bool,
+    ) -> Option<PacketInfo> {
         self.now = frame.ts.0;
         let Some((key, side)) = FlowKey::from_meta(meta) else {
             if unkeyed {
@@ -231,21 +246,35 @@ impl Parser {
             s.not_tcp += 1;
             return None;
         }
-        let info = PacketInfo {
+        s.tracked += 1;
+        Some(PacketInfo {
             key,
             side,
             hash: 0,
             ts: frame.ts.0,
             wire_len: frame.origlen,
             tcp_flags: meta.tcp.flags,
-        };
+        })
+    }
+
+    /// The second half of [`Parser::packet`]: what the side stages read of the packet (RTT's
+    /// input, where the payload lies) added to `info`.
+    #[inline]
+    pub fn complete(
+        &self,
+        info: PacketInfo,
+        frame: &Frame<'_>,
+        meta: &PacketMeta,
+        index: u32,
+        pos: u32,
+    ) -> Packet {
         let mut tcp = None;
         if self.rtt {
             tcp = RttInput::from_meta(meta, frame.origlen);
             if let Some(i) = &mut tcp
                 && !self.local.is_empty()
             {
-                let fam = key.family;
+                let fam = info.key.family;
                 i.to_local = self.local.iter().any(|(f, a)| *f == fam && *a == meta.dst);
             }
         }
@@ -258,8 +287,7 @@ impl Parser {
                 payload = Payload::in_frame(index, at as u32, len);
             }
         }
-        s.tracked += 1;
-        Some(Packet { info, tcp, pos, payload })
+        Packet { info, tcp, pos, payload }
     }
 
     /// Capture time: the timestamp of the last frame parsed (it follows the capture when its

@@ -29,13 +29,13 @@ use rampart_classify::firewall::{Firewall, Packet as FwPacket};
 use rampart_classify::iptables::Target;
 use rampart_dpi::{App, DpiTable};
 use rampart_flow::{
-    EndReason, Flow, FlowCtx, FlowId, FlowKey, FlowTable, KeyKind, SideStage, TableConfig,
+    EndReason, Flow, FlowCtx, FlowId, FlowKey, FlowTable, KeyKind, Looked, SideStage, TableConfig,
 };
 use rampart_rtt::{RttStage, RttSummary, Sample};
 use rampart_wire::PacketMeta;
 
 use crate::packet::{Packet, PayloadSource};
-use crate::stateful::{Decided, Stateful};
+use crate::stateful::{Decided, Stateful, Why};
 use crate::{FlowsConfig, Parser, Summary};
 
 /// Pipeline depth: packet i+D's record and packet i+2D's index line are prefetched while packet i
@@ -204,6 +204,9 @@ pub struct Pipeline {
     stateful: Option<Box<Stateful>>,
     /// What the stateful firewall decided for each frame of the last batch.
     decisions: Vec<Decided>,
+    /// The stateful firewall's batch, parsed before any packet of it is decided: each frame's
+    /// headers and, when it has a flow, what the table needs (kept for their allocation).
+    parsed: Vec<(PacketMeta, Option<rampart_flow::PacketInfo>)>,
     rtt: Option<RttStage>,
     dpi: Option<DpiTable>,
     /// Hand every RTT sample out (else only per-flow summaries are kept).
@@ -223,6 +226,7 @@ impl Pipeline {
             policy: None,
             stateful: None,
             decisions: Vec::new(),
+            parsed: Vec::new(),
             rtt: cfg.rtt.map(RttStage::new),
             dpi: cfg.dpi.map(DpiTable::new),
             samples: cfg.samples,
@@ -365,48 +369,64 @@ impl Pipeline {
         verdicts.clear();
         self.decisions.clear();
         let src = PayloadSource { frames, ..PayloadSource::default() };
-        for (i, frame) in frames.iter().enumerate() {
+        // First the whole batch is parsed and its keys hashed (a key's hash is not computed
+        // while the stores that built it are still in flight, and lookups can be prefetched).
+        let mut parsed = std::mem::take(&mut self.parsed);
+        parsed.resize_with(frames.len(), Default::default);
+        for (frame, (meta, info)) in frames.iter().zip(parsed.iter_mut()) {
             s.count(frame);
+            meta.parse_into(frame.link, frame.data);
+            *info = self.parser.keyed(frame, meta, s, |_| true, true);
+        }
+        for info in parsed.iter_mut().filter_map(|(_, info)| info.as_mut()) {
+            info.hash = self.table.hash(&info.key);
+        }
+        let parsed_batch = &parsed[..frames.len()];
+        for (i, frame) in frames.iter().enumerate() {
+            let (meta, info) = &parsed_batch[i];
+            // As in `account`: packet i+2D's index line, then packet i+D's record and the
+            // state kept beside it, ahead of packet i.
+            if let Some((_, Some(ahead))) = parsed_batch.get(i + 2 * LOOKAHEAD) {
+                self.table.prefetch_index(ahead.hash);
+            }
+            if let Some((_, Some(ahead))) = parsed_batch.get(i + LOOKAHEAD) {
+                self.table.prefetch_record(ahead.hash);
+                if let (Some(id), Some(st)) = (self.table.candidate(ahead.hash), &self.stateful) {
+                    st.prefetch(id);
+                }
+            }
             let ts = frame.ts.0;
             let iif = frame.interface;
-            let meta = PacketMeta::parse(frame.link, frame.data);
-            let Some(mut p) =
-                self.parser.packet(frame, &meta, i as u32, i as u32, s, |_| true, true)
-            else {
+            let Some(info) = info else {
                 verdicts.push(non_ip);
                 self.decisions.push(Decided { verdict: non_ip, iif, ..Decided::default() });
                 continue;
             };
-            let (key, side) = (p.info.key, p.info.side);
-            p.info.hash = self.table.hash(&key);
-            let mut found = self.table.lookup(&key, p.info.hash);
-            if let Some(id) = found
-                && self.table.deadline(id).is_some_and(|d| ts > d)
-            {
+            let (key, side) = (&info.key, info.side);
+            let looked = self.table.lookup_due(key, info.hash, side, ts);
+            let mut found = looked.map(|l| l.id);
+            let mut dir = looked.map(|l| (l.id, l.dir));
+            if let Some(Looked { id, due: true, .. }) = looked {
                 // Its connection timed out before this packet: it ends first, for the reason
                 // the table's own timer would give (a closed connection's, or idle).
                 let why = self.table.flow(id).closed().unwrap_or(EndReason::Idle);
                 self.table.end(id, why);
                 found = None;
+                dir = None;
             }
             if !self.table.ended().is_empty() {
                 self.retire_ended(i as u32, false, events);
             }
             let st = self.stateful.as_deref_mut().expect("the stateful path has its state");
-            let ctp = rampart_conntrack::CtPacket::from_meta(
-                &meta,
-                frame.data,
-                st.conntrack().config().checksum,
-            );
             let table = &self.table;
-            let insp = st.inspect(found, side, &ctp, ts, |k, _| table.lookup(k, table.hash(k)));
-            let oif = meta.dst_addr().and_then(|dst| st.routes().route(iif, dst));
-            let dir = found.map(|id| (id, self.table.flow(id).dir(side)));
+            let insp = st
+                .inspect(found, side, meta, frame.data, ts, |k, _| table.lookup(k, table.hash(k)));
+            let oif = st.route(dir, iif, || meta.dst_addr());
             let icmp = matches!(key.proto, 1 | 58).then_some((meta.icmp_type, meta.icmp_code));
             let app = found.and_then(|id| self.dpi.as_ref().and_then(|d| d.decided(id.0)));
-            let (mut verdict, rule) = st.verdict(
+            let decision = st.verdict(
                 dir,
-                &key,
+                key,
                 side,
                 insp.state,
                 meta.tcp.flags as u8,
@@ -416,15 +436,16 @@ impl Pipeline {
                 app,
                 ts,
             );
-            let mut reason = insp.message().map(std::borrow::Cow::Owned);
+            let (mut verdict, rule) = (decision.verdict(), decision.rule());
+            let mut reason = insp.reason.map(|r| Why::Invalid(r, insp.detail));
             let accepted = verdict == Verdict::Accept;
             let tracked = if accepted || found.is_some() {
-                let t = self.table.try_track_looked_up(&p.info, found);
+                let t = self.table.try_track_looked_up(info, found);
                 if t.is_none() {
                     // The table is full of connections that may not be pushed out.
                     st.conntrack_mut().table_full();
                     verdict = Verdict::Drop;
-                    reason = Some(std::borrow::Cow::Borrowed("table full, dropping packet"));
+                    reason = Some(Why::TableFull);
                 }
                 t
             } else {
@@ -451,23 +472,24 @@ impl Pipeline {
                 self.table.end(ended, EndReason::Rst);
             }
             if let Some(id) = out.id {
-                if let Some(t) = out.refresh.timeout(ts, || self.table.deadline(id)) {
-                    self.table.set_deadline(id, t, ts);
-                }
+                let timeout = out.refresh.timeout(ts, || self.table.deadline(id));
                 let keep = !st.conntrack().may_early_drop(id, false);
-                self.table.set_protected(id, keep);
+                self.table.refresh(id, timeout, ts, keep);
             }
             if !self.table.ended().is_empty() {
                 self.retire_ended(i as u32, false, events);
             }
             if let Some(t) = tracked
+                && (self.rtt.is_some() || self.dpi.is_some())
                 && self.table.get(t.id).is_some()
             {
+                let p = self.parser.complete(*info, frame, meta, i as u32, i as u32);
                 self.observe(t, &p, &src, events);
             }
             verdicts.push(verdict);
             self.decisions.push(Decided { verdict, rule, ct: Some(insp.state), reason, iif, oif });
         }
+        self.parsed = parsed;
         let now = self.parser.now();
         self.advance(now, u32::MAX, events);
     }

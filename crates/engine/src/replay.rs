@@ -70,19 +70,19 @@ pub trait FirewallSink {
     }
 }
 
-struct Run<'a> {
+struct Run<'a, S: FirewallSink + ?Sized> {
     main: Pipeline,
     other: Option<Pipeline>,
     reloads: std::vec::IntoIter<Reload>,
     next: Option<Reload>,
-    sink: &'a mut dyn FirewallSink,
+    sink: &'a mut S,
     events: Events,
     spare: Events,
     verdicts: Vec<Verdict>,
     diffs: HashMap<FlowKey, Difference>,
 }
 
-impl Run<'_> {
+impl<S: FirewallSink + ?Sized> Run<'_, S> {
     /// Applies the reloads due by capture time `ts`.
     fn reload_until(&mut self, ts: u64) -> io::Result<()> {
         while let Some(r) = self.next.take_if(|r| r.at <= ts) {
@@ -172,7 +172,7 @@ impl Run<'_> {
     }
 }
 
-impl Consumer for Run<'_> {
+impl<S: FirewallSink + ?Sized> Consumer for Run<'_, S> {
     fn batch(&mut self, frames: &[Frame<'_>], s: &mut Summary) -> io::Result<()> {
         // Cut the batch where a reload falls, so each packet meets the rules in force then.
         let mut start = 0;
@@ -201,14 +201,14 @@ impl Consumer for Run<'_> {
 /// connection state) judges the same packets, and the flows they treat differently go to
 /// [`FirewallSink::differs`] at the end. `reloads` (sorted by time) swap `main`'s rule set as
 /// capture time reaches them.
-pub fn replay(
+pub fn replay<S: FirewallSink + ?Sized>(
     inputs: &mut [Input],
     main: Pipeline,
     other: Option<Pipeline>,
     reloads: Vec<Reload>,
     limits: &Limits,
     stop: &AtomicBool,
-    sink: &mut dyn FirewallSink,
+    sink: &mut S,
 ) -> io::Result<(Outcome, Pipeline)> {
     let started = Instant::now();
     let mut reloads = reloads.into_iter();

@@ -263,6 +263,38 @@ impl RuleSet {
     }
 }
 
+/// A verdict and the rule that gave it, packed in one word (the verdict in the low byte, the
+/// rule's chain in the next two, its entry in the high four; [`NO_RULE`] there for none), so
+/// that it travels in a register rather than through memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Decision(u64);
+
+impl Decision {
+    fn new(verdict: Verdict, rule: Option<RuleRef>) -> Self {
+        let rule = rule.map_or(u64::from(NO_RULE) << 32, |r| {
+            u64::from(r.chain) << 8 | u64::from(r.entry) << 32
+        });
+        Self(verdict as u64 | rule)
+    }
+
+    /// The verdict.
+    #[inline]
+    pub(crate) fn verdict(self) -> Verdict {
+        match self.0 as u8 {
+            0 => Verdict::Accept,
+            1 => Verdict::Drop,
+            _ => Verdict::Reject,
+        }
+    }
+
+    /// The rule.
+    #[inline]
+    pub(crate) fn rule(self) -> Option<RuleRef> {
+        let entry = (self.0 >> 32) as u32;
+        (entry != NO_RULE).then_some(RuleRef { chain: (self.0 >> 8) as u16, entry })
+    }
+}
+
 /// Interfaces, routes and the router's own addresses: where a packet goes.
 #[derive(Clone, Debug, Default)]
 pub struct Routes {
@@ -334,8 +366,36 @@ impl Default for StatefulConfig {
     }
 }
 
+/// Why a packet was dropped whatever the rule set said, or why conntrack found it invalid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Why {
+    /// Connection tracking found it invalid: Linux's reason, with the values its log message
+    /// carries.
+    Invalid(rampart_conntrack::Reason, rampart_conntrack::Detail),
+    /// A new connection's packet, dropped because the table was full of connections that may
+    /// not be pushed out.
+    TableFull,
+}
+
+impl Why {
+    /// Linux's wording (`SEQ is over upper bound 3560820216 (over the window of the
+    /// receiver)`, `nf_conntrack: table full, dropping packet`).
+    pub fn message(&self) -> std::borrow::Cow<'static, str> {
+        match self {
+            Why::Invalid(r, d) => r.message(d).into(),
+            Why::TableFull => "table full, dropping packet".into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Why {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message())
+    }
+}
+
 /// What the data plane decided for one packet.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Decided {
     /// The verdict.
     pub verdict: Verdict,
@@ -344,7 +404,7 @@ pub struct Decided {
     /// Its `ct state` as the rules saw it (`None` for frames without a flow).
     pub ct: Option<CtState>,
     /// Linux's reason when conntrack found it invalid, with its values.
-    pub reason: Option<std::borrow::Cow<'static, str>>,
+    pub reason: Option<Why>,
     /// The interface it came in on, and the one it goes out of (`None`: to the router).
     pub iif: u32,
     /// The output interface.
@@ -354,22 +414,62 @@ pub struct Decided {
 /// A step of a packet's path: base chain, entry, and how many times it matched.
 type Hit = (u16, u32, u64);
 
-/// One direction's cached decision.
-#[derive(Clone, Copy, Debug, Default)]
+/// One direction's cached decision, and the packet's route (24 bytes, two per flow id).
+#[derive(Clone, Copy, Debug)]
 struct Cached {
+    /// The verdict and the deciding rule.
+    decision: Decision,
     /// The rule set generation it was made under (0: nothing cached).
     generation: u32,
+    /// The packet's path through the chains: an index into the path table.
+    path: u32,
     ct: u8,
     /// The TCP flags' class (see `RuleSet::flag_class`).
     flags: u8,
     /// ICMP type and code: rules see them in the port fields, and one address pair's flow
     /// carries every ICMP message that is not an echo.
-    icmp: Option<(u8, u8)>,
-    app: bool,
-    verdict: Verdict,
-    rule: Option<RuleRef>,
-    /// The packet's path through the chains: an index into the path table.
-    path: u32,
+    icmp: [u8; 2],
+    /// [`HAS_ICMP`] and [`APP_KNOWN`].
+    bits: u8,
+    /// The input interface the route below was found for ([`NO_ROUTE`]: none found yet).
+    route_iif: u8,
+    /// That route's output interface ([`FOR_ROUTER`]: the packet is for the router).
+    route_oif: u16,
+}
+
+const NO_RULE: u32 = u32::MAX;
+const HAS_ICMP: u8 = 1;
+const APP_KNOWN: u8 = 2;
+const NO_ROUTE: u8 = u8::MAX;
+const FOR_ROUTER: u16 = u16::MAX;
+
+impl Default for Cached {
+    fn default() -> Self {
+        Self {
+            decision: Decision::new(Verdict::Accept, None),
+            generation: 0,
+            path: 0,
+            ct: 0,
+            flags: 0,
+            icmp: [0; 2],
+            bits: 0,
+            route_iif: NO_ROUTE,
+            route_oif: FOR_ROUTER,
+        }
+    }
+}
+
+const _: () = assert!(std::mem::size_of::<Cached>() == 24);
+
+impl Cached {
+    /// What the cache key of a decision is, besides the generation and the ct state.
+    fn key_bits(icmp: Option<(u8, u8)>, app_known: bool) -> ([u8; 2], u8) {
+        let (icmp, has) = match icmp {
+            Some((t, c)) => ([t, c], HAS_ICMP),
+            None => ([0; 2], 0),
+        };
+        (icmp, has | if app_known { APP_KNOWN } else { 0 })
+    }
 }
 
 /// The state of the stateful data plane beside one flow table.
@@ -383,16 +483,22 @@ pub struct Stateful {
     /// Distinct paths through the chains; cached decisions name one.
     paths: Vec<Vec<Hit>>,
     path_index: std::collections::HashMap<Vec<Hit>, u32>,
-    /// Counters per base chain, per entry.
+    /// Counters per base chain, per entry, of the packets the rule set was walked for.
     hits: Vec<Vec<u64>>,
+    /// Per path: packets decided from a cached decision that took it (added to `hits` when
+    /// the counters are read, so a cached packet costs one increment).
+    path_packets: Vec<u64>,
     /// Per flow id: the last decision on the flow (for its record), with the generation of
     /// the rule set that made it.
-    last: Vec<(Verdict, Option<RuleRef>, u32)>,
+    last: Vec<(Decision, u32)>,
     /// Rule sets replaced by reloads, by generation, to name the rules of older decisions.
     history: Vec<(u32, Arc<RuleSet>)>,
     scratch: (Vec<Hit>, Vec<(u32, u64)>),
     /// Connections that ended while their flow was being ended, for the flow's record.
     closed: Vec<(FlowId, CtSummary)>,
+    /// The packet being inspected, as connection tracking sees it (kept, not built anew per
+    /// packet).
+    packet: rampart_conntrack::CtPacket,
     /// Packets decided from the cache, and by the rule set.
     pub(crate) cached: u64,
     pub(crate) evaluated: u64,
@@ -411,10 +517,12 @@ impl Stateful {
             paths: Vec::new(),
             path_index: Default::default(),
             hits,
+            path_packets: Vec::new(),
             last: Vec::new(),
             history: Vec::new(),
             scratch: (Vec::new(), Vec::new()),
             closed: Vec::new(),
+            packet: rampart_conntrack::CtPacket::default(),
             cached: 0,
             evaluated: 0,
         }
@@ -429,6 +537,7 @@ impl Stateful {
         self.generation = self.generation.wrapping_add(1).max(1);
         self.paths.clear();
         self.path_index.clear();
+        self.path_packets.clear();
     }
 
     /// The rule set in force.
@@ -437,8 +546,15 @@ impl Stateful {
     }
 
     /// Per base chain, per entry: packets that matched it (as netfilter counts).
-    pub fn hits(&self) -> &[Vec<u64>] {
-        &self.hits
+    pub fn hits(&self) -> Vec<Vec<u64>> {
+        let mut hits = self.hits.clone();
+        for (path, &n) in self.paths.iter().zip(&self.path_packets) {
+            for &(chain, e, times) in path {
+                let h = &mut hits[usize::from(chain)][e as usize];
+                *h = h.saturating_add(times.saturating_mul(n));
+            }
+        }
+        hits
     }
 
     /// Connection tracking.
@@ -449,6 +565,15 @@ impl Stateful {
     /// Connection tracking, to change.
     pub fn conntrack_mut(&mut self) -> &mut Conntrack {
         &mut self.ct
+    }
+
+    /// Hints the CPU to load flow `id`'s connection and cached decisions.
+    #[inline]
+    pub(crate) fn prefetch(&self, id: FlowId) {
+        self.ct.prefetch(id);
+        if let Some(c) = self.cache.get(id.0 as usize) {
+            rampart_flow::prefetch(c);
+        }
     }
 
     /// The verdict for frames without a flow.
@@ -466,10 +591,45 @@ impl Stateful {
         (self.cached, self.evaluated)
     }
 
+    /// The output interface of a packet of `flow` (its id and direction, `None` for a packet
+    /// without an existing flow) that came in on `iif`, for the destination `dst` gives: the
+    /// route is looked up once per flow direction and input interface, then remembered.
+    #[inline]
+    pub(crate) fn route(
+        &mut self,
+        flow: Option<(FlowId, rampart_flow::Dir)>,
+        iif: u32,
+        dst: impl FnOnce() -> Option<IpAddr>,
+    ) -> Option<u32> {
+        let slot = flow.map(|(id, dir)| {
+            let i = id.0 as usize;
+            if i >= self.cache.len() {
+                self.cache.resize(i + 1, [Cached::default(); 2]);
+            }
+            &mut self.cache[i][dir as usize]
+        });
+        if let Some(c) = &slot
+            && u32::from(c.route_iif) == iif
+        {
+            return (c.route_oif != FOR_ROUTER).then_some(u32::from(c.route_oif));
+        }
+        let oif = dst().and_then(|dst| self.cfg.routes.route(iif, dst));
+        if let Some(c) = slot
+            && let Ok(i) = u8::try_from(iif)
+            && i != NO_ROUTE
+            && oif.is_none_or(|o| o < u32::from(FOR_ROUTER))
+        {
+            c.route_iif = i;
+            c.route_oif = oif.map_or(FOR_ROUTER, |o| o as u16);
+        }
+        oif
+    }
+
     /// The verdict for a packet whose `ct state` is known: from the flow's cache when it is
     /// still good, else by the rule set (and cached). `flow` and `dir` name the cache slot
     /// (`None` for a packet without an existing flow).
     #[allow(clippy::too_many_arguments)]
+    #[inline]
     pub(crate) fn verdict(
         &mut self,
         flow: Option<(FlowId, rampart_flow::Dir)>,
@@ -482,31 +642,53 @@ impl Stateful {
         oif: Option<u32>,
         app: Option<rampart_dpi::Label>,
         now: u64,
-    ) -> (Verdict, Option<RuleRef>) {
-        let app_known = app.is_some();
-        // A `-m limit` rule's answer changes with time: such rule sets are walked every time.
-        let cacheable = self.cfg.cache && !self.rules.limits;
+    ) -> Decision {
         let flags = match &self.rules.flag_class {
             Some(class) if key.proto == 6 => class[usize::from(tcp_flags)],
             _ => 0,
         };
+        let (icmp_key, bits) = Cached::key_bits(icmp, app.is_some());
+        // A `-m limit` rule's answer changes with time: such rule sets are walked every time.
+        let cacheable = self.cfg.cache && !self.rules.limits;
         if let Some((id, dir)) = flow
             && cacheable
-            && let Some(c) = self.cache.get(id.0 as usize).map(|c| c[dir as usize])
+            && let Some(c) = self.cache.get(id.0 as usize).map(|c| &c[dir as usize])
             && c.generation == self.generation
             && c.ct == ct as u8
             && c.flags == flags
-            && c.icmp == icmp
-            && c.app == app_known
+            && c.icmp == icmp_key
+            && c.bits & (HAS_ICMP | APP_KNOWN) == bits
         {
-            for &(chain, e, n) in &self.paths[c.path as usize] {
-                let h = &mut self.hits[usize::from(chain)][e as usize];
-                *h = h.saturating_add(n);
-            }
+            self.path_packets[c.path as usize] += 1;
             self.cached += 1;
-            return (c.verdict, c.rule);
+            return c.decision;
         }
+        self.walk(flow.filter(|_| cacheable), key, side, ct, tcp_flags, icmp, iif, oif, app, now)
+    }
+
+    /// [`Stateful::verdict`] by the rule set, cached in `flow`'s slot when given.
+    #[allow(clippy::too_many_arguments)]
+    #[cold]
+    #[inline(never)]
+    fn walk(
+        &mut self,
+        flow: Option<(FlowId, rampart_flow::Dir)>,
+        key: &FlowKey,
+        side: Side,
+        ct: CtState,
+        tcp_flags: u8,
+        icmp: Option<(u8, u8)>,
+        iif: u32,
+        oif: Option<u32>,
+        app: Option<rampart_dpi::Label>,
+        now: u64,
+    ) -> Decision {
         self.evaluated += 1;
+        let flags = match &self.rules.flag_class {
+            Some(class) if key.proto == 6 => class[usize::from(tcp_flags)],
+            _ => 0,
+        };
+        let (icmp_key, bits) = Cached::key_bits(icmp, app.is_some());
         let k = key;
         let (src, dst, sport, dport) = match side {
             Side::A => (k.addr_a(), k.addr_b(), k.port_a, k.port_b),
@@ -558,14 +740,13 @@ impl Stateful {
             let h = &mut self.hits[usize::from(chain)][e as usize];
             *h = h.saturating_add(n);
         }
-        if let Some((id, dir)) = flow
-            && cacheable
-        {
+        if let Some((id, dir)) = flow {
             let path = match self.path_index.get(paths.as_slice()) {
                 Some(&i) => i,
                 None => {
                     let i = self.paths.len() as u32;
                     self.paths.push(paths.clone());
+                    self.path_packets.push(0);
                     self.path_index.insert(paths.clone(), i);
                     i
                 }
@@ -574,39 +755,44 @@ impl Stateful {
             if i >= self.cache.len() {
                 self.cache.resize(i + 1, [Cached::default(); 2]);
             }
-            self.cache[i][dir as usize] = Cached {
+            let c = &mut self.cache[i][dir as usize];
+            *c = Cached {
+                decision: Decision::new(verdict, rule),
                 generation: self.generation,
+                path,
                 ct: ct as u8,
                 flags,
-                icmp,
-                app: app_known,
-                verdict,
-                rule,
-                path,
+                icmp: icmp_key,
+                bits,
+                ..*c
             };
         }
-        (verdict, rule)
+        Decision::new(verdict, rule)
     }
 
-    /// Looks at a packet with connection tracking (see [`Conntrack::inspect`]).
+    /// Looks at a packet, parsed into `meta` from `frame`, with connection tracking (see
+    /// [`Conntrack::inspect`]).
+    #[inline]
     pub(crate) fn inspect(
         &mut self,
         found: Option<FlowId>,
         side: Side,
-        p: &rampart_conntrack::CtPacket,
+        meta: &rampart_wire::PacketMeta,
+        frame: &[u8],
         now: u64,
         quoted: impl FnOnce(&FlowKey, Side) -> Option<FlowId>,
     ) -> Inspection {
-        self.ct.inspect(found, side, p, now, quoted)
+        self.packet.fill(meta, frame, self.ct.config().checksum);
+        self.ct.inspect(found, side, &self.packet, now, quoted)
     }
 
     /// Notes the last decision on flow `id`, for its record.
     pub(crate) fn note(&mut self, id: FlowId, verdict: Verdict, rule: Option<RuleRef>) {
         let i = id.0 as usize;
         if i >= self.last.len() {
-            self.last.resize(i + 1, (Verdict::Accept, None, 0));
+            self.last.resize(i + 1, (Decision::new(Verdict::Accept, None), 0));
         }
-        self.last[i] = (verdict, rule, self.generation);
+        self.last[i] = (Decision::new(verdict, rule), self.generation);
     }
 
     /// The connection of flow `id` ended (its summary given) and the flow is being ended.
@@ -625,8 +811,12 @@ impl Stateful {
             let at = self.closed.iter().position(|c| c.0 == id)?;
             Some(self.closed.swap_remove(at).1)
         });
-        let last = self.last.get_mut(id.0 as usize).map(std::mem::take);
-        let decided = last.filter(|l| l.2 != 0).map(|(verdict, rule, generation)| {
+        let last = self
+            .last
+            .get_mut(id.0 as usize)
+            .map(|l| std::mem::replace(l, (Decision::new(Verdict::Accept, None), 0)));
+        let decided = last.filter(|l| l.1 != 0).map(|(decision, generation)| {
+            let (verdict, rule) = (decision.verdict(), decision.rule());
             let rules = if generation == self.generation {
                 Some(&self.rules)
             } else {

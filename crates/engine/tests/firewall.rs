@@ -64,7 +64,7 @@ impl FirewallSink for Collect {
         self.packets.push(Seen {
             id: (micros(frame.ts.0), frame.interface == 0, addr(&m, &m.src), addr(&m, &m.dst)),
             tag: tag(frame.data, usize::from(m.l3_offset)),
-            decided: decided.clone(),
+            decided: *decided,
             rule: decided.rule.map(|r| Arc::clone(rules.rule_name(r))),
             reply: reply.map(<[u8]>::to_vec),
         });
@@ -186,7 +186,8 @@ fn linux_router_oracle_through_the_nft_rule_sets() {
     assert_eq!(logged.len(), 9);
     for (t, msg) in &logged {
         let p = crafted.get(t).unwrap_or_else(|| panic!("crafted {t:#x} not decided"));
-        assert_eq!(p.decided.reason.as_deref(), Some(msg.as_str()), "crafted {t:#x}");
+        let reason = p.decided.reason.map(|r| r.message());
+        assert_eq!(reason.as_deref(), Some(msg.as_str()), "crafted {t:#x}");
         assert_eq!(p.decided.verdict, Verdict::Drop);
         assert_eq!(p.rule.as_deref(), Some("forward:1 invalid"));
     }
@@ -202,7 +203,8 @@ fn linux_router_oracle_through_the_nft_rule_sets() {
         .collect();
     let st = main.stateful().unwrap();
     let k = st.rules().chains().iter().position(|c| c.name == "forward").unwrap();
-    let hits = &st.hits()[k];
+    let all = st.hits();
+    let hits = &all[k];
     assert_eq!(listed.len(), 8);
     assert_eq!(&hits[..8], listed.as_slice(), "the forward chain's counters");
 

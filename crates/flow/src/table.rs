@@ -216,6 +216,17 @@ pub struct PacketInfo {
     pub tcp_flags: u16,
 }
 
+/// What [`FlowTable::lookup_due`] found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Looked {
+    /// The flow.
+    pub id: FlowId,
+    /// The packet's direction in it.
+    pub dir: Dir,
+    /// Its deadline has passed.
+    pub due: bool,
+}
+
 /// What [`FlowTable::track`] did with a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Tracked {
@@ -367,6 +378,15 @@ impl FlowTable {
         }
     }
 
+    /// The flow the first index slot for `hash` points to, if any: the likely flow of a packet
+    /// with that hash (not checked), so that state kept by flow id can be prefetched with
+    /// [`FlowTable::prefetch_record`].
+    #[inline]
+    pub fn candidate(&self, hash: u64) -> Option<FlowId> {
+        let e = self.index[hash as u32 as usize & self.mask];
+        (e != 0).then(|| FlowId(e as u32 - 1))
+    }
+
     /// How long a flow may stay quiet before it ends: the timeout its caller gave it, else
     /// the close linger once it is closed, else the idle timeout.
     #[inline]
@@ -382,14 +402,19 @@ impl FlowTable {
     /// with a caller's timeout, after the moment the caller last set it.
     #[inline]
     fn deadline_of(&self, f: &Flow) -> u64 {
-        let from = if f.bits & CLASS == 0 {
+        Self::from_of(f).saturating_add(self.timeout(f))
+    }
+
+    /// The moment a flow's timeout counts from: its last packet, or the caller's moment.
+    #[inline]
+    fn from_of(f: &Flow) -> u64 {
+        if f.bits & CLASS == 0 {
             f.last
         } else {
             // A caller's moment, kept in whole 2^20 ns units so that later packets, which move
             // `last` and `held` together, cannot move it.
             ((f.last >> HELD_SHIFT).saturating_sub(u64::from(f.held))) << HELD_SHIFT
-        };
-        from.saturating_add(self.timeout(f))
+        }
     }
 
     /// The capture time (ns) the live flow `id` ends at if no packet comes first.
@@ -403,6 +428,7 @@ impl FlowTable {
     /// refresh and others do not). The deadline moves at once, either way. Moments are kept
     /// to about a millisecond (2^20 ns). At most 63 distinct timeouts are kept; a 64th is
     /// rounded to the nearest kept one.
+    #[inline(never)]
     pub fn set_deadline(&mut self, id: FlowId, timeout_ns: u64, from: u64) {
         if self.get(id).is_none() {
             return;
@@ -480,6 +506,47 @@ impl FlowTable {
         self.find(key, hash as u32).1.map(FlowId)
     }
 
+    /// [`FlowTable::lookup`] for a packet sent by `side` at capture time `now`: the flow, the
+    /// packet's direction in it, and whether the flow's deadline ([`FlowTable::deadline`]) has
+    /// passed (the table ends such a flow when it meets a packet).
+    #[inline]
+    pub fn lookup_due(&self, key: &FlowKey, hash: u64, side: Side, now: u64) -> Option<Looked> {
+        let (_, found) = self.find(key, hash as u32);
+        let rec = found?;
+        let f = self.record(rec);
+        Some(Looked { id: FlowId(rec), dir: f.dir(side), due: now > self.deadline_of(f) })
+    }
+
+    /// After a packet: gives the live flow `id` its own timeout counted from `from` when
+    /// `timeout_ns` is given ([`FlowTable::set_deadline`]), and marks whether a full table
+    /// keeps it ([`FlowTable::set_protected`]), in one step.
+    #[inline]
+    pub fn refresh(&mut self, id: FlowId, timeout_ns: Option<u64>, from: u64, protected: bool) {
+        if id.0 as usize >= self.allocated {
+            return;
+        }
+        let r = id.0 as usize;
+        let f = &mut self.chunks[r / CHUNK][r % CHUNK];
+        if !f.live() {
+            return;
+        }
+        f.bits = if protected { f.bits | PROTECTED } else { f.bits & !PROTECTED };
+        let Some(timeout_ns) = timeout_ns else { return };
+        let class = f.bits & CLASS;
+        if class != 0 && f.prev != 0 && self.timeouts[usize::from(class) - 1] == timeout_ns {
+            // The same timeout as before, from a moment no earlier: the deadline moves later
+            // (or stays), so the record stays where it waits on the wheel (as in
+            // `set_deadline`).
+            let (last, held) = (f.last >> HELD_SHIFT, u64::from(f.held));
+            if from >> HELD_SHIFT >= last.saturating_sub(held) {
+                let held = last.saturating_sub(from >> HELD_SHIFT);
+                f.held = u32::try_from(held).unwrap_or(u32::MAX);
+                return;
+            }
+        }
+        self.set_deadline(id, timeout_ns, from);
+    }
+
     /// Why a flow that has been quiet past its timeout ends.
     #[inline]
     fn quiet_reason(f: &Flow) -> EndReason {
@@ -513,7 +580,8 @@ impl FlowTable {
         found: Option<FlowId>,
     ) -> Option<Tracked> {
         match found {
-            Some(id) if self.get(id).is_some_and(|f| f.key == p.key) => {
+            Some(id) if self.get(id).is_some() => {
+                debug_assert!(self.record(id.0).key == p.key, "the flow looked up is the packet's");
                 self.track_found(p, usize::MAX, Some(id.0))
             }
             _ => self.try_track(p),
@@ -527,8 +595,14 @@ impl FlowTable {
         let (idle, linger) = (self.cfg.idle_timeout_ns, self.cfg.close_linger_ns);
         let rec = match found {
             Some(rec) => {
-                let deadline = self.deadline_of(self.record(rec));
-                let f = self.record_mut(rec);
+                let r = rec as usize;
+                let f = &mut self.chunks[r / CHUNK][r % CHUNK];
+                let timeout = match f.bits & CLASS {
+                    0 if f.closed().is_some() => linger,
+                    0 => idle,
+                    c => self.timeouts[usize::from(c) - 1],
+                };
+                let deadline = Self::from_of(f).saturating_add(timeout);
                 let own = f.bits & CLASS == 0;
                 let closed = if own { f.closed() } else { None };
                 let quiet = p.ts > deadline;
@@ -771,9 +845,13 @@ impl FlowTable {
     }
 
     /// The live flow with this id, if any.
+    #[inline]
     pub fn get(&self, id: FlowId) -> Option<&Flow> {
-        let live = (id.0 as usize) < self.allocated && self.record(id.0).live();
-        live.then(|| self.record(id.0))
+        if id.0 as usize >= self.allocated {
+            return None;
+        }
+        let f = self.record(id.0);
+        f.live().then_some(f)
     }
 
     /// Number of live flows.
@@ -939,10 +1017,12 @@ impl FlowTable {
     }
 }
 
-/// Hints the CPU to bring the cache line holding `p` into L1.
+/// Hints the CPU to bring the cache line holding `p` into L1 (any address: a prefetch never
+/// faults), for the table's own lookups and for per-flow state kept beside the table that a
+/// batch will touch soon.
 #[inline(always)]
 #[allow(unsafe_code)]
-fn prefetch<T>(p: *const T) {
+pub fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: SSE is part of the x86_64 baseline, so the instruction exists on every CPU this
     // code runs on. A prefetch is only a hint: it never faults and never dereferences in the

@@ -52,26 +52,54 @@ pub struct Checksums {
 /// Adds `bytes` to a running one's-complement sum of big-endian 16-bit words (`bytes` is
 /// taken to start on an even offset; an odd last byte is padded with zero). Fold the result
 /// with [`fold`].
+///
+/// The sum is kept modulo 2^64 - 1 (eight bytes at a time, with end-around carries), which
+/// 0xffff divides, so folding it gives the 16-bit one's-complement sum (RFC 1071's "larger
+/// word" method); it is zero only when every byte and `acc` are.
 #[inline]
-pub fn sum(bytes: &[u8], mut acc: u64) -> u64 {
-    let mut words = bytes.chunks_exact(4);
+pub fn sum(bytes: &[u8], acc: u64) -> u64 {
+    let mut acc = acc;
+    let mut words = bytes.chunks_exact(8);
     for w in &mut words {
-        acc += u64::from(u32::from_be_bytes([w[0], w[1], w[2], w[3]]));
+        acc = add(acc, u64::from_be_bytes(w.try_into().expect("eight bytes")));
     }
-    let rest = words.remainder();
-    let mut tail = [0u8; 4];
-    tail[..rest.len()].copy_from_slice(rest);
-    acc + u64::from(u32::from_be_bytes(tail))
+    // The last 0-7 bytes as the high bytes of a big-endian word, read in pieces (a copy into
+    // a zeroed buffer would be reloaded before its stores complete).
+    let mut rest = words.remainder();
+    let mut tail = 0u64;
+    let mut shift = 64;
+    if let Some((w, r)) = rest.split_first_chunk::<4>() {
+        shift -= 32;
+        tail |= u64::from(u32::from_be_bytes(*w)) << shift;
+        rest = r;
+    }
+    if let Some((w, r)) = rest.split_first_chunk::<2>() {
+        shift -= 16;
+        tail |= u64::from(u16::from_be_bytes(*w)) << shift;
+        rest = r;
+    }
+    if let Some(&b) = rest.first() {
+        tail |= u64::from(b) << (shift - 8);
+    }
+    add(acc, tail)
+}
+
+/// `acc + w` with an end-around carry (one's-complement addition modulo 2^64 - 1).
+#[inline(always)]
+fn add(acc: u64, w: u64) -> u64 {
+    let (s, carry) = acc.overflowing_add(w);
+    s + u64::from(carry)
 }
 
 /// Folds a running sum from [`sum`] to 16 bits with end-around carries. A datagram whose
 /// checksum field is right folds to `0xffff` over all its bytes (the pseudo-header included).
 #[inline]
-pub fn fold(mut acc: u64) -> u16 {
-    while acc >> 16 != 0 {
-        acc = (acc & 0xffff) + (acc >> 16);
-    }
-    acc as u16
+pub fn fold(acc: u64) -> u16 {
+    let a = (acc >> 32) + (acc & 0xffff_ffff);
+    let a = (a >> 32) + (a & 0xffff_ffff);
+    let a = (a >> 16) + (a & 0xffff);
+    let a = (a >> 16) + (a & 0xffff);
+    a as u16
 }
 
 /// The checksum to store in a header whose checksum field is zero and whose bytes (with the
@@ -84,8 +112,16 @@ pub fn finish(acc: u64) -> u16 {
 /// The pseudo-header's sum: addresses, protocol and transport length.
 #[inline]
 pub fn pseudo_header(family: Family, src: &[u8; 16], dst: &[u8; 16], proto: u8, len: u32) -> u64 {
-    let n = if family == Family::V6 { 16 } else { 4 };
-    sum(&dst[..n], sum(&src[..n], 0)) + u64::from(proto) + u64::from(len)
+    let word = |a: &[u8; 16], i: usize| {
+        u64::from_be_bytes(a[i..i + 8].try_into().expect("eight bytes of an address"))
+    };
+    let addrs = if family == Family::V6 {
+        add(add(word(src, 0), word(src, 8)), add(word(dst, 0), word(dst, 8)))
+    } else {
+        let v4 = |a: &[u8; 16]| u64::from(u32::from_be_bytes([a[0], a[1], a[2], a[3]]));
+        v4(src) + v4(dst)
+    };
+    add(add(addrs, u64::from(proto)), u64::from(len))
 }
 
 fn verdict(acc: u64) -> Checksum {

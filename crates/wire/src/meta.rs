@@ -330,6 +330,14 @@ impl PacketMeta {
         m
     }
 
+    /// [`PacketMeta::parse`] into this value (all of it rewritten): a caller that keeps its
+    /// parsed packets, such as a batch's, parses each in place rather than copying it there.
+    #[inline]
+    pub fn parse_into(&mut self, link: LinkType, frame: &[u8]) {
+        *self = Self::default();
+        self.parse_link(link, frame);
+    }
+
     /// Whether the packet is an IP fragment (first or later).
     #[inline]
     pub fn is_fragment(&self) -> bool {
