@@ -1,0 +1,340 @@
+//! `--ipfix` checked by real collectors and decoders: nfdump's `nfcapd` stores what rampart
+//! sends, and `nfdump` must read back, for every flow, the packets and bytes each way, the
+//! first and last times (ms), the ports and the protocol of rampart's own JSON record;
+//! Wireshark's dissector (`tshark`) must decode every message without a malformed packet or an
+//! expert warning. Each is skipped (one line) when the tool is not installed, and fails
+//! instead under `RAMPART_REQUIRE_TOOLS`.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::net::UdpSocket;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+/// A UDP port nobody is bound to now on 127.0.0.1.
+fn free_udp_port() -> u16 {
+    UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A collector process, stopped by its PID when dropped (also when a test fails).
+struct Daemon(Child);
+
+impl Daemon {
+    /// SIGTERM, then waits for it to exit (at most 15 s).
+    fn stop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.0.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let until = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < until {
+            if self.0.try_wait().unwrap().is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+        panic!("the collector did not stop within 15 s of SIGTERM");
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// Waits (at most 10 s) until a socket is bound to 127.0.0.1:`port` (UDP), as
+/// `/proc/net/udp` lists them: binding the port to find out would race the collector's own
+/// bind.
+fn wait_bound(d: &mut Daemon, port: u16) {
+    let want = format!("0100007F:{port:04X} ");
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let table = std::fs::read_to_string("/proc/net/udp").unwrap_or_default();
+        if table
+            .lines()
+            .any(|l| l.trim_start().split_once(": ").is_some_and(|(_, r)| r.starts_with(&want)))
+        {
+            return;
+        }
+        assert!(d.0.try_wait().unwrap().is_none(), "the collector exited at start");
+        assert!(Instant::now() < until, "the collector did not bind 127.0.0.1:{port}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// One flow as both sides must tell it: protocol, source and port, destination and port,
+/// first and last (ms), packets and bytes forward, packets and bytes back.
+type Flow = (u8, String, u16, String, u16, u64, u64, u64, u64, u64, u64);
+
+/// Epoch milliseconds of a JSON time written as seconds with six decimals, read as text
+/// (a float would round).
+fn ms(line: &str, key: &str) -> u64 {
+    let at = line.find(&format!("\"{key}\":")).unwrap() + key.len() + 3;
+    let num: String = line[at..].chars().take_while(|c| c.is_ascii_digit() || *c == '.').collect();
+    let (s, frac) = num.split_once('.').unwrap();
+    s.parse::<u64>().unwrap() * 1000 + frac[..3].parse::<u64>().unwrap()
+}
+
+/// rampart's JSON records as flows.
+fn json_flows(text: &str) -> Vec<Flow> {
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let proto = match &v["proto"] {
+            serde_json::Value::String(p) => match p.as_str() {
+                "tcp" => 6,
+                "udp" => 17,
+                "icmp" => 1,
+                "icmp6" => 58,
+                other => panic!("proto {other}"),
+            },
+            n => n.as_u64().unwrap() as u8,
+        };
+        let n = |k: &str| v[k].as_u64().unwrap();
+        let a = |k: &str| v[k].as_str().unwrap().parse::<std::net::IpAddr>().unwrap().to_string();
+        out.push((
+            proto,
+            a("src"),
+            n("sport") as u16,
+            a("dst"),
+            n("dport") as u16,
+            ms(line, "first"),
+            ms(line, "last"),
+            n("packets_fwd"),
+            n("bytes_fwd"),
+            n("packets_rev"),
+            n("bytes_rev"),
+        ));
+    }
+    out.sort();
+    out
+}
+
+/// `nfdump -o raw` records as flows. Raw is the format that prints times as epoch
+/// milliseconds (`-o csv` has whole seconds, and nfdump 1.7.1's `%ter` prints the end
+/// time's milliseconds wrongly). An ICMP record shows `type.code` where ports would be:
+/// rampart sends ports 0, so both must read 0.
+fn nfdump_flows(raw: &str) -> Vec<Flow> {
+    let mut out = Vec::new();
+    for rec in raw.split("Flow Record:").skip(1) {
+        let mut f: BTreeMap<&str, &str> = BTreeMap::new();
+        for line in rec.lines() {
+            if let Some((k, v)) = line.split_once(" = ") {
+                f.insert(k.trim(), v.trim());
+            }
+        }
+        let num = |k: &str| -> u64 {
+            f.get(k).map_or(0, |v| v.split_whitespace().next().unwrap().parse().unwrap())
+        };
+        let (sport, dport) = match f.get("ICMP") {
+            Some(tc) => {
+                let (t, c) = tc.split_whitespace().next().unwrap().split_once('.').unwrap();
+                (0, t.parse::<u16>().unwrap() * 256 + c.parse::<u16>().unwrap())
+            }
+            None => (num("src port") as u16, num("dst port") as u16),
+        };
+        let addr = |k: &str| {
+            f[k].parse::<std::net::IpAddr>().unwrap_or_else(|_| panic!("{k} in {rec}")).to_string()
+        };
+        out.push((
+            num("proto") as u8,
+            addr("src addr"),
+            sport,
+            addr("dst addr"),
+            dport,
+            num("first"),
+            num("last"),
+            num("in packets"),
+            num("in bytes"),
+            num("out packets"),
+            num("out bytes"),
+        ));
+    }
+    out.sort();
+    out
+}
+
+/// Runs `rampart flows -r CAPTURE --ipfix 127.0.0.1:PORT -o records.json` into a fresh
+/// `nfcapd`, stops it, and compares what `nfdump` reads with the JSON records. Returns the
+/// number of flows.
+fn through_nfdump(test: &str, capture: &Path) -> usize {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("nf");
+    std::fs::create_dir(&store).unwrap();
+    let port = free_udp_port();
+    let mut nfcapd = Daemon(
+        Command::new("nfcapd")
+            .args(["-b", "127.0.0.1", "-p", &port.to_string(), "-t", "3600", "-w"])
+            .arg(&store)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_bound(&mut nfcapd, port);
+    let records = dir.path().join("records.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_rampart"))
+        .args(["flows", "-r"])
+        .arg(capture)
+        .args(["--ipfix", &format!("127.0.0.1:{port}"), "-o"])
+        .arg(&records)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{test}: {err}");
+    assert!(err.contains(&format!("to udp://127.0.0.1:{port}")) && !err.contains("lost"), "{err}");
+    // nfcapd writes its file out when it stops.
+    nfcapd.stop();
+    let raw = Command::new("nfdump").arg("-R").arg(&store).args(["-o", "raw"]).output().unwrap();
+    assert!(raw.status.success(), "{}", String::from_utf8_lossy(&raw.stderr));
+    let got = nfdump_flows(&String::from_utf8_lossy(&raw.stdout));
+    let want = json_flows(&std::fs::read_to_string(&records).unwrap());
+    assert!(!want.is_empty());
+    for (w, g) in want.iter().zip(&got) {
+        assert_eq!(w, g, "{test}: {}: rampart's record, then nfdump's", capture.display());
+    }
+    assert_eq!(want.len(), got.len(), "{test}: {}: flows", capture.display());
+    want.len()
+}
+
+/// The captures the comparison runs over: the bundled sample, and larger shared ones (RTT
+/// traffic, many TLS/UDP flows, ESP without ports) when the shared data is there.
+fn captures(test: &str) -> Vec<PathBuf> {
+    let mut v = vec![repo().join("samples/mixed.pcap")];
+    if let Some(data) = shared_data(test) {
+        for c in [
+            "pcaps/rtt/rtt-mixed.pcap",
+            "pcaps/dpi/ndpi/pcap/teams.pcap",
+            "pcaps/dpi/ndpi/pcap/ipsec_isakmp_esp.pcap",
+        ] {
+            v.push(data.join(c));
+        }
+    }
+    v
+}
+
+#[test]
+fn nfdump_reads_every_flow_as_rampart_wrote_it() {
+    let test = "nfdump_reads_every_flow_as_rampart_wrote_it";
+    if rampart_testkit::tool(test, "nfcapd").is_none()
+        || rampart_testkit::tool(test, "nfdump").is_none()
+    {
+        return;
+    }
+    let mut total = 0;
+    for c in captures(test) {
+        let n = through_nfdump(test, &c);
+        eprintln!("{test}: {}: nfdump equals rampart on all {n} flows", c.display());
+        total += n;
+    }
+    assert!(total >= 23);
+}
+
+/// Appends a pcap record: Ethernet, IPv4 and UDP headers from 127.0.0.1:`sport` to
+/// 127.0.0.1:`dport` around `payload` (the UDP checksum is left 0, "none", as IPv4 allows).
+fn pcap_udp(file: &mut Vec<u8>, sport: u16, dport: u16, payload: &[u8]) {
+    let ip_len = 20 + 8 + payload.len();
+    let mut f = vec![0u8; 12];
+    f.extend_from_slice(&[0x08, 0x00]);
+    let mut ip = vec![0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0, 127, 0, 0, 1, 127, 0, 0, 1];
+    ip[2..4].copy_from_slice(&(ip_len as u16).to_be_bytes());
+    let sum = ip.chunks(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum::<u32>();
+    let sum = !((sum & 0xffff) + (sum >> 16)) as u16;
+    ip[10..12].copy_from_slice(&sum.to_be_bytes());
+    f.extend_from_slice(&ip);
+    f.extend_from_slice(&sport.to_be_bytes());
+    f.extend_from_slice(&dport.to_be_bytes());
+    f.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
+    f.extend_from_slice(&[0, 0]);
+    f.extend_from_slice(payload);
+    for v in [1u32, 0, f.len() as u32, f.len() as u32] {
+        file.extend_from_slice(&v.to_le_bytes());
+    }
+    file.extend_from_slice(&f);
+}
+
+#[test]
+fn tshark_decodes_every_message_cleanly() {
+    let test = "tshark_decodes_every_message_cleanly";
+    if rampart_testkit::tool(test, "tshark").is_none() {
+        return;
+    }
+    // rampart's messages, as a collector socket receives them, into a capture file that
+    // tshark reads with the IPFIX ("cflow") dissector on that port.
+    let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+    rx.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let port = rx.local_addr().unwrap().port();
+    let mut all = Vec::new();
+    let mut records = 0;
+    // Each run is a transport session of its own: its own source port in the capture, and
+    // its own observation domain (sequence numbers start again at 0 in each).
+    for (run, c) in captures(test).iter().enumerate() {
+        let out = rampart(&[
+            "flows",
+            "-q",
+            "-r",
+            c.to_str().unwrap(),
+            "--ipfix",
+            &format!("127.0.0.1:{port}"),
+            "--ipfix-domain",
+            &(run + 1).to_string(),
+        ]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        records += out.stdout.split(|b| *b == b'\n').filter(|l| !l.is_empty()).count();
+        // Everything was sent before rampart exited; read what is queued.
+        rx.set_nonblocking(true).unwrap();
+        let mut buf = vec![0u8; 65536];
+        while let Ok(n) = rx.recv(&mut buf) {
+            all.push((40000 + run as u16, buf[..n].to_vec()));
+        }
+        rx.set_nonblocking(false).unwrap();
+    }
+    let mut pcap = Vec::new();
+    for v in [0xa1b2c3d4u32, 0x0004_0002, 0, 0, 65535, 1] {
+        if v == 0x0004_0002 {
+            pcap.extend_from_slice(&2u16.to_le_bytes());
+            pcap.extend_from_slice(&4u16.to_le_bytes());
+        } else {
+            pcap.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+    for (sport, m) in &all {
+        pcap_udp(&mut pcap, *sport, port, m);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ipfix.pcap");
+    std::fs::write(&file, &pcap).unwrap();
+    let decode = |extra: &[&str]| {
+        let o = Command::new("tshark")
+            .arg("-r")
+            .arg(&file)
+            .args(["-d", &format!("udp.port=={port},cflow")])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let verbose = decode(&["-V"]);
+    assert!(!verbose.contains("Malformed"), "tshark: malformed packet");
+    assert!(!verbose.contains("Expert Info"), "tshark: expert info in its decoding");
+    // One flow per data record, each with its reverse octet count.
+    let flows = verbose
+        .lines()
+        .filter(|l| l.strip_prefix("        Flow ").is_some_and(|n| n.parse::<u32>().is_ok()))
+        .count();
+    let rev = verbose.matches("Octets: ").count();
+    assert_eq!(flows, records, "decoded flows");
+    assert!(rev >= 2 * records, "forward and reverse octets: {rev}");
+    assert!(verbose.contains("PEN: IPFIX Reverse Information Element Private Enterprise (29305)"));
+    assert!(verbose.contains("Flow End Reason: "));
+    eprintln!("{test}: {} messages, {records} flows decoded cleanly", all.len());
+}
