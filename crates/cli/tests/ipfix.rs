@@ -162,10 +162,9 @@ fn nfdump_flows(raw: &str) -> Vec<Flow> {
     out
 }
 
-/// Runs `rampart flows -r CAPTURE --ipfix 127.0.0.1:PORT -o records.json` into a fresh
-/// `nfcapd`, stops it, and compares what `nfdump` reads with the JSON records. Returns the
-/// number of flows.
-fn through_nfdump(test: &str, capture: &Path) -> usize {
+/// Runs rampart with `args` and `--ipfix 127.0.0.1:PORT` into a fresh `nfcapd`, stops it,
+/// and returns what `nfdump` reads, with rampart's standard error.
+fn through_nfcapd(test: &str, args: &[&std::ffi::OsStr]) -> (Vec<Flow>, String) {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("nf");
     std::fs::create_dir(&store).unwrap();
@@ -180,22 +179,30 @@ fn through_nfdump(test: &str, capture: &Path) -> usize {
             .unwrap(),
     );
     wait_bound(&mut nfcapd, port);
-    let records = dir.path().join("records.json");
     let out = Command::new(env!("CARGO_BIN_EXE_rampart"))
-        .args(["flows", "-r"])
-        .arg(capture)
-        .args(["--ipfix", &format!("127.0.0.1:{port}"), "-o"])
-        .arg(&records)
+        .args(args)
+        .args(["--ipfix", &format!("127.0.0.1:{port}")])
         .output()
         .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{test}: {err}");
     assert!(err.contains(&format!("to udp://127.0.0.1:{port}")) && !err.contains("lost"), "{err}");
     // nfcapd writes its file out when it stops.
     nfcapd.stop();
     let raw = Command::new("nfdump").arg("-R").arg(&store).args(["-o", "raw"]).output().unwrap();
     assert!(raw.status.success(), "{}", String::from_utf8_lossy(&raw.stderr));
-    let got = nfdump_flows(&String::from_utf8_lossy(&raw.stdout));
+    (nfdump_flows(&String::from_utf8_lossy(&raw.stdout)), err)
+}
+
+/// Runs `rampart flows -r CAPTURE --ipfix 127.0.0.1:PORT -o records.json` into a fresh
+/// `nfcapd` and compares what `nfdump` reads with the JSON records. Returns the number of
+/// flows.
+fn through_nfdump(test: &str, capture: &Path) -> usize {
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records.json");
+    let args =
+        ["flows".as_ref(), "-r".as_ref(), capture.as_os_str(), "-o".as_ref(), records.as_os_str()];
+    let (got, _) = through_nfcapd(test, &args);
     let want = json_flows(&std::fs::read_to_string(&records).unwrap());
     assert!(!want.is_empty());
     for (w, g) in want.iter().zip(&got) {
@@ -337,4 +344,112 @@ fn tshark_decodes_every_message_cleanly() {
     assert!(verbose.contains("PEN: IPFIX Reverse Information Element Private Enterprise (29305)"));
     assert!(verbose.contains("Flow End Reason: "));
     eprintln!("{test}: {} messages, {records} flows decoded cleanly", all.len());
+}
+
+/// `rampart rtt --ipfix` sends its flow records (TCP only, with their RTT summaries) while it
+/// prints samples as usual: the same TCP flows as `rampart flows` finds.
+#[test]
+fn rtt_sends_its_tcp_flows() {
+    let test = "rtt_sends_its_tcp_flows";
+    if rampart_testkit::tool(test, "nfcapd").is_none()
+        || rampart_testkit::tool(test, "nfdump").is_none()
+    {
+        return;
+    }
+    let sample = repo().join("samples/mixed.pcap");
+    let args = ["rtt".as_ref(), "-r".as_ref(), sample.as_os_str()];
+    let (got, _) = through_nfcapd(test, &args);
+    let flows = rampart(&["flows", "-q", "-r", sample.to_str().unwrap()]);
+    let want: Vec<Flow> = json_flows(&String::from_utf8_lossy(&flows.stdout))
+        .into_iter()
+        .filter(|f| f.0 == 6)
+        .collect();
+    assert!(want.len() >= 10);
+    assert_eq!(got, want);
+}
+
+/// A UDP collector nobody listens on: one warning line, the records counted as lost in the
+/// summary, the run and its own output complete, status 0.
+#[test]
+fn an_unreachable_udp_collector_is_said_once() {
+    let port = free_udp_port();
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("records.json");
+    let sample = repo().join("samples/mixed.pcap");
+    let o = Command::new(env!("CARGO_BIN_EXE_rampart"))
+        .args(["flows", "-r"])
+        .arg(&sample)
+        .args(["--ipfix", &format!("127.0.0.1:{port}"), "--ipfix-mtu", "512", "-o"])
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let warning = format!("rampart: IPFIX collector udp://127.0.0.1:{port}: Connection refused");
+    assert_eq!(err.matches(&warning).count(), 1, "{err}");
+    assert!(err.contains("lost (the system refused to send them)"), "{err}");
+    assert_eq!(std::fs::read_to_string(&out_file).unwrap().lines().count(), 23);
+}
+
+/// A TCP collector that refuses the connection ends the run before anything is written, with
+/// status 2 and the collector's address; one that accepts gets a well-formed stream: one
+/// template message, then data messages whose lengths add up to the stream.
+#[test]
+fn tcp_collectors() {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("records.json");
+    let sample = repo().join("samples/mixed.pcap");
+    let o = Command::new(env!("CARGO_BIN_EXE_rampart"))
+        .args(["flows", "-r"])
+        .arg(&sample)
+        .args(["--ipfix", &format!("tcp://{free}"), "-o"])
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with(&format!("rampart: IPFIX collector tcp://{free}: cannot connect")),
+        "{err}"
+    );
+    assert!(!out_file.exists(), "nothing written");
+
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    let reader = std::thread::spawn(move || {
+        let (mut s, _) = l.accept().unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut all = Vec::new();
+        std::io::Read::read_to_end(&mut s, &mut all).unwrap();
+        all
+    });
+    let o =
+        rampart(&["flows", "-r", sample.to_str().unwrap(), "--ipfix", &format!("tcp://{addr}")]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "ipfix: 23 records in 3 messages (and 1 of templates) to tcp://{addr}"
+        )),
+        "{err}"
+    );
+    let all = reader.join().unwrap();
+    let (mut at, mut messages, mut sets) = (0, 0, Vec::new());
+    while at < all.len() {
+        assert_eq!(&all[at..at + 2], &[0, 10], "version at {at}");
+        let len = usize::from(u16::from_be_bytes([all[at + 2], all[at + 3]]));
+        let mut s = at + 16;
+        while s < at + len {
+            sets.push(u16::from_be_bytes([all[s], all[s + 1]]));
+            s += usize::from(u16::from_be_bytes([all[s + 2], all[s + 3]]));
+        }
+        assert_eq!(s, at + len, "sets fill the message");
+        at += len;
+        messages += 1;
+    }
+    assert_eq!(at, all.len());
+    assert_eq!(messages, 4);
+    assert_eq!(sets[0], 2, "the templates first");
+    assert_eq!(sets.iter().filter(|&&s| s == 2).count(), 1, "once over TCP");
 }
