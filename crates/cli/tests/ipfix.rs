@@ -453,3 +453,139 @@ fn tcp_collectors() {
     assert_eq!(sets[0], 2, "the templates first");
     assert_eq!(sets.iter().filter(|&&s| s == 2).count(), 1, "once over TCP");
 }
+
+/// Days since 1970-01-01 of a civil date (proleptic Gregorian).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// Epoch ms of pmacct's `YYYY-MM-DD HH:MM:SS.ffffff` (UTC, as the test runs it).
+fn pmacct_ms(s: &str) -> u64 {
+    let n: Vec<i64> = s.split(['-', ' ', ':', '.']).map(|p| p.parse().unwrap()).collect();
+    let secs = days_from_civil(n[0], n[1], n[2]) * 86_400 + n[3] * 3600 + n[4] * 60 + n[5];
+    secs as u64 * 1000 + n[6] as u64 / 1000
+}
+
+/// pmacct's `nfacctd` (the notes' recipe: the print plugin writing JSON, stopped by SIGINT)
+/// reads the forward side of every flow as rampart wrote it: addresses, ports, protocol,
+/// start and end (ms), the initiator's TCP flags, packets and bytes. pmacct ignores RFC 5103
+/// reverse counters, so the reverse side is not compared.
+#[test]
+fn pmacct_reads_the_forward_side_of_every_flow() {
+    let test = "pmacct_reads_the_forward_side_of_every_flow";
+    if rampart_testkit::tool(test, "nfacctd").is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_udp_port();
+    let conf = dir.path().join("nfacctd.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "daemonize: false\nnfacctd_ip: 127.0.0.1\nnfacctd_port: {port}\nplugins: print[flows]\n\
+             aggregate[flows]: src_host, dst_host, src_port, dst_port, proto, tcpflags, \
+             timestamp_start, timestamp_end\nprint_output[flows]: json\n\
+             print_output_file[flows]: {}/flows-%s.json\nprint_refresh_time[flows]: 1\n\
+             print_history[flows]: 1m\n",
+            dir.path().display()
+        ),
+    )
+    .unwrap();
+    let mut nfacctd = Daemon(
+        Command::new("nfacctd")
+            .arg("-f")
+            .arg(&conf)
+            .env("TZ", "UTC")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_bound(&mut nfacctd, port);
+    let sample = repo().join("samples/mixed.pcap");
+    let out = rampart(&[
+        "flows",
+        "-q",
+        "-r",
+        sample.to_str().unwrap(),
+        "--ipfix",
+        &format!("127.0.0.1:{port}"),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    // The print plugin writes what it holds every second, and on SIGINT (SIGTERM does not
+    // stop it).
+    std::thread::sleep(Duration::from_millis(2500));
+    let pid = nix::unistd::Pid::from_raw(nfacctd.0.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let until = Instant::now() + Duration::from_secs(15);
+    while nfacctd.0.try_wait().unwrap().is_none() {
+        assert!(Instant::now() < until, "nfacctd did not stop within 15 s of SIGINT");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let flags = |s: &str| {
+        s.bytes().fold(0u64, |acc, c| {
+            acc | match c {
+                b'C' => 0x80,
+                b'E' => 0x40,
+                b'U' => 0x20,
+                b'A' => 0x10,
+                b'P' => 0x08,
+                b'R' => 0x04,
+                b'S' => 0x02,
+                b'F' => 0x01,
+                _ => 0,
+            }
+        })
+    };
+    let mut want = Vec::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let n = |k: &str| v[k].as_u64().unwrap();
+        let a = |k: &str| v[k].as_str().unwrap().parse::<std::net::IpAddr>().unwrap();
+        let f = v.get("tcp_flags_fwd").and_then(|f| f.as_str()).map_or(0, flags);
+        want.push((
+            a("src"),
+            n("sport"),
+            a("dst"),
+            n("dport"),
+            ms(line, "first"),
+            ms(line, "last"),
+            f,
+            n("packets_fwd"),
+            n("bytes_fwd"),
+        ));
+    }
+    let mut got = Vec::new();
+    for e in std::fs::read_dir(dir.path()).unwrap() {
+        let p = e.unwrap().path();
+        if !p.file_name().unwrap().to_string_lossy().starts_with("flows-") {
+            continue;
+        }
+        for line in std::fs::read_to_string(&p).unwrap().lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let n = |k: &str| v[k].as_u64().unwrap();
+            let a = |k: &str| v[k].as_str().unwrap().parse::<std::net::IpAddr>().unwrap();
+            let s = |k: &str| v[k].as_str().unwrap();
+            got.push((
+                a("ip_src"),
+                n("port_src"),
+                a("ip_dst"),
+                n("port_dst"),
+                pmacct_ms(s("timestamp_start")),
+                pmacct_ms(s("timestamp_end")),
+                s("tcp_flags").parse::<u64>().unwrap(),
+                n("packets"),
+                n("bytes"),
+            ));
+        }
+    }
+    want.sort();
+    got.sort();
+    assert_eq!(want.len(), 23);
+    assert_eq!(got, want);
+}
