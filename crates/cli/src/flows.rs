@@ -7,10 +7,12 @@ use std::process::ExitCode;
 use clap::ValueEnum;
 use rampart_capture::Capture;
 use rampart_engine::{Event, FlowsConfig, Outcome, Sink, Summary};
-use rampart_export::{FlowFormat, FlowWriter};
+use rampart_export::ipfix::Exporter;
+use rampart_export::{FlowFormat, FlowWriter, Schema};
 use rampart_flow::TableConfig;
 
 use crate::input::{self, LiveArgs, Source};
+use crate::ipfix::{self, IpfixArgs};
 
 /// Output format.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -19,6 +21,15 @@ pub(crate) enum Format {
     Json,
     /// CSV with a header line.
     Csv,
+}
+
+/// Record schemas.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(crate) enum SchemaArg {
+    /// The fields records have always had (CSV's columns unchanged).
+    Rampart,
+    /// `rampart` plus `community_id` after `dport`.
+    V2,
 }
 
 /// Arguments of `rampart flows`.
@@ -32,6 +43,10 @@ pub(crate) struct Args {
     /// Record format.
     #[arg(long, value_enum, default_value = "json")]
     format: Format,
+    /// Record fields: `rampart` (as always) or `v2` (adds `community_id`). Default: `v2` for
+    /// JSON, `rampart` for CSV, whose readers take columns by position.
+    #[arg(long, value_enum, value_name = "SCHEMA")]
+    schema: Option<SchemaArg>,
     /// Stop after this many packets.
     #[arg(short = 'c', long, value_name = "COUNT")]
     count: Option<u64>,
@@ -86,6 +101,8 @@ pub(crate) struct Args {
     dpi_memory: u32,
     #[command(flatten)]
     live: LiveArgs,
+    #[command(flatten)]
+    ipfix: IpfixArgs,
 }
 
 /// A positive number of seconds (below 10^9).
@@ -112,6 +129,12 @@ pub(crate) fn run(args: Args) -> ExitCode {
     if let Err(e) = input::refuse_overwrite(&capture, args.output.as_deref()) {
         return e.exit();
     }
+    // The collector before the output: a TCP collector that cannot be reached stops the run
+    // before an output file is emptied.
+    let mut exporter = match ipfix::open(&args.ipfix) {
+        Ok(x) => x,
+        Err(e) => return e.exit(),
+    };
     let out: Box<dyn Write> = match &args.output {
         Some(p) => match std::fs::File::create(p) {
             Ok(f) => Box::new(f),
@@ -126,7 +149,13 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Format::Json => FlowFormat::Json,
         Format::Csv => FlowFormat::Csv,
     };
-    let mut writer = FlowWriter::new(io::BufWriter::with_capacity(1 << 16, out), format);
+    let schema = match args.schema {
+        None => Schema::default_for(format),
+        Some(SchemaArg::Rampart) => Schema::Rampart,
+        Some(SchemaArg::V2) => Schema::V2,
+    };
+    let mut writer =
+        FlowWriter::with_schema(io::BufWriter::with_capacity(1 << 16, out), format, schema);
     let cfg = FlowsConfig {
         table: TableConfig {
             max_flows: args.max_flows as usize,
@@ -153,7 +182,8 @@ pub(crate) fn run(args: Args) -> ExitCode {
     let by_batch = capture.is_live() || capture.size().is_none();
     let mut watch = input::Watch::new(&capture);
     let result = writer.header().and_then(|()| {
-        let mut sink = Records { writer: &mut writer, by_batch, dirty: false };
+        let mut sink =
+            Records { writer: &mut writer, ipfix: exporter.as_mut(), by_batch, dirty: false };
         rampart_engine::run(&mut capture, &cfg, filter, &stop, &mut sink, &mut |pos| {
             if let Some(b) = &bar {
                 b.set_position(pos);
@@ -165,17 +195,39 @@ pub(crate) fn run(args: Args) -> ExitCode {
         b.finish_and_clear();
     }
     let flushed = writer.flush();
+    // The collector gets what is waiting whatever ended the run (the end of the input,
+    // Ctrl-C, a bad record, a closed pipe), unless it was the collector that failed.
+    let export_failed = result.as_ref().err().and_then(ipfix::describe);
+    let exported = match (&mut exporter, &export_failed) {
+        (Some(x), None) => ipfix::flush(x),
+        _ => Ok(()),
+    };
     let outcome: Outcome = match result.and_then(|o| flushed.map(|()| o)) {
         Ok(o) => o,
         // A closed pipe (`| head`) is how readers say they have seen enough.
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("rampart: writing flow records: {e}");
+            match ipfix::describe(&e) {
+                Some(export) => {
+                    eprintln!("rampart: {export}");
+                    eprintln!("rampart: the flows seen before that point were written");
+                }
+                None => eprintln!("rampart: writing flow records: {e}"),
+            }
             return ExitCode::from(1);
         }
     };
     if !args.quiet {
         print_summary(capture.name(), &outcome.summary, capture.is_live());
+    }
+    if let Some(x) = &mut exporter {
+        let sent = exported.is_ok() && ipfix::finish(x, args.quiet);
+        if let Err(e) = &exported {
+            eprintln!("rampart: {}", ipfix::describe(e).unwrap_or_else(|| e.to_string()));
+        }
+        if !sent {
+            return ExitCode::from(1);
+        }
     }
     let tell = if args.quiet { input::Tell::Quiet } else { input::Tell::Summary };
     let dropped = input::report_end(&mut capture, tell);
@@ -188,9 +240,11 @@ pub(crate) fn run(args: Args) -> ExitCode {
     }
 }
 
-/// Flow records to the writer, flushed after each batch that wrote any when `by_batch`.
+/// Flow records to the writer (and the IPFIX collector), flushed after each batch that wrote
+/// any when `by_batch`.
 struct Records<'w, W: Write> {
     writer: &'w mut FlowWriter<W>,
+    ipfix: Option<&'w mut Exporter>,
     by_batch: bool,
     dirty: bool,
 }
@@ -200,7 +254,11 @@ impl<W: Write> Sink for Records<'_, W> {
         match e {
             Event::Flow(r) => {
                 self.dirty = true;
-                self.writer.write(r)
+                self.writer.write(r)?;
+                match &mut self.ipfix {
+                    Some(x) => ipfix::record(x, r),
+                    None => Ok(()),
+                }
             }
             Event::Sample(_) => Ok(()),
         }
@@ -209,6 +267,9 @@ impl<W: Write> Sink for Records<'_, W> {
     fn tick(&mut self) -> io::Result<()> {
         if self.by_batch && std::mem::take(&mut self.dirty) {
             self.writer.flush()?;
+            if let Some(x) = &mut self.ipfix {
+                ipfix::flush(x)?;
+            }
         }
         Ok(())
     }

@@ -6,6 +6,7 @@ mod dpi;
 mod firewall;
 mod flows;
 mod input;
+mod ipfix;
 mod nkpl;
 mod rss;
 mod rtt;

@@ -11,6 +11,8 @@ use rampart_rtt::compat::CompatCounters;
 use rampart_rtt::{CompatConfig, Mode, RttConfig};
 
 use crate::input::{self, Fail, LiveArgs, Source};
+use crate::ipfix::{self, IpfixArgs};
+use rampart_export::ipfix::Exporter;
 
 /// Compatibility targets.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -100,6 +102,8 @@ pub(crate) struct Args {
     workers: u16,
     #[command(flatten)]
     live: LiveArgs,
+    #[command(flatten)]
+    ipfix: IpfixArgs,
 }
 
 fn non_negative(s: &str) -> Result<f64, String> {
@@ -130,22 +134,35 @@ impl<W: Write> Out<W> {
 struct Samples<'a, W: Write> {
     out: &'a mut Out<W>,
     summary: bool,
+    /// Every flow record (with its RTT summary) also goes here.
+    ipfix: Option<&'a mut Exporter>,
 }
 
 impl<W: Write> Sink for Samples<'_, W> {
     fn event(&mut self, e: Event<'_>) -> io::Result<()> {
         match e {
             Event::Sample(s) => self.out.w.write_sample(s),
-            Event::Flow(r) => match &r.rtt {
-                Some(rtt) if self.summary && rtt.dirs.iter().any(|d| d.count > 0) => {
-                    self.out.w.write_summary(&r.flow, rtt)
+            Event::Flow(r) => {
+                match &r.rtt {
+                    Some(rtt) if self.summary && rtt.dirs.iter().any(|d| d.count > 0) => {
+                        self.out.w.write_summary(&r.flow, rtt)?
+                    }
+                    _ => {}
                 }
-                _ => Ok(()),
-            },
+                match &mut self.ipfix {
+                    Some(x) => ipfix::record(x, r),
+                    None => Ok(()),
+                }
+            }
         }
     }
 
     fn tick(&mut self) -> io::Result<()> {
+        if self.out.by_batch
+            && let Some(x) = &mut self.ipfix
+        {
+            ipfix::flush(x)?;
+        }
         self.out.tick()
     }
 }
@@ -161,6 +178,14 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
         return e.exit();
     }
     input::note_loopback(&args.source, args.show_local);
+    if args.ipfix.ipfix.is_some() && args.compat.is_some() {
+        return Fail("--ipfix sends flow records, which --compat pping does not make".into(), 2)
+            .exit();
+    }
+    let mut exporter = match ipfix::open(&args.ipfix) {
+        Ok(x) => x,
+        Err(e) => return e.exit(),
+    };
     let live = capture.is_live();
     let mut watch = input::Watch::new(&capture);
     let filter = filter.as_mut();
@@ -250,21 +275,43 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
                 tcp_only: true,
                 ..FlowsConfig::default()
             };
-            let mut sink = Samples { out: &mut out, summary: args.summary };
+            let mut sink =
+                Samples { out: &mut out, summary: args.summary, ipfix: exporter.as_mut() };
             run(&mut capture, &cfg, filter, &stop, &mut sink, &mut |_| watch.tick())
         }
     };
     let flushed = out.w.flush();
+    // The collector gets what is waiting whatever ended the run, unless it failed itself.
+    let export_failed = result.as_ref().err().and_then(ipfix::describe);
+    let exported = match (&mut exporter, &export_failed) {
+        (Some(x), None) => ipfix::flush(x),
+        _ => Ok(()),
+    };
     let outcome: Outcome = match result.and_then(|o| flushed.map(|()| o)) {
         Ok(o) => o,
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("rampart: writing RTT samples: {e}");
+            match ipfix::describe(&e) {
+                Some(export) => {
+                    eprintln!("rampart: {export}");
+                    eprintln!("rampart: the samples seen before that point were written");
+                }
+                None => eprintln!("rampart: writing RTT samples: {e}"),
+            }
             return ExitCode::from(1);
         }
     };
     if !args.quiet && args.compat.is_none() {
         print_summary(capture.name(), &outcome, live);
+    }
+    if let Some(x) = &mut exporter {
+        let sent = exported.is_ok() && ipfix::finish(x, args.quiet);
+        if let Err(e) = &exported {
+            eprintln!("rampart: {}", ipfix::describe(e).unwrap_or_else(|| e.to_string()));
+        }
+        if !sent {
+            return ExitCode::from(1);
+        }
     }
     // With --compat pping, the capture's line stands alone (pping's summary is not ours).
     let tell = match (args.quiet, args.compat) {

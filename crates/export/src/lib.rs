@@ -7,6 +7,7 @@
 //! | `proto` | `tcp`, `udp`, `icmp` (over IPv4), `icmp6` (over IPv6), or the protocol number |
 //! | `src`, `sport` | the initiator (sender of the first packet seen) and its port |
 //! | `dst`, `dport` | the responder; ports are 0 where the protocol has none |
+//! | `community_id` | the flow's Community ID v1 ([`community_id`]); JSON always, CSV with [`Schema::V2`] |
 //! | `first`, `last` | first and last packet, epoch seconds with microseconds |
 //! | `duration` | `last - first` in seconds |
 //! | `packets_fwd`, `bytes_fwd` | initiator to responder; bytes are frame lengths on the wire |
@@ -27,6 +28,11 @@
 //! | `assured` | whether the connection was ASSURED |
 //! | `verdict`, `rule` | the last verdict on the flow and the rule that gave it |
 //!
+//! CSV's columns are fixed by a [`Schema`]: [`Schema::Rampart`] is the column list CSV has
+//! always had (scripts read its columns by position), [`Schema::V2`] adds `community_id`.
+//! JSON, whose readers take fields by name, writes `community_id` unless asked for
+//! [`Schema::Rampart`] explicitly ([`FlowWriter::with_schema`]).
+//!
 //! A field that does not apply is left out of JSON and left empty in CSV: `tcp_flags_*` and
 //! `rtt_*` for flows that are not TCP and `rtt_*` when RTT matching is off,
 //! `rtt_*_min/median/max` when there are no samples, `icmp_id` for flows that are not echoes,
@@ -35,7 +41,7 @@
 //! comma, quote or line break.
 //!
 //! The [`rtt`] module writes RTT samples (pping's two formats and JSON) and per-flow RTT
-//! summaries; [`num`] holds the hand-written number and address formatting both use. Numbers
+//! summaries; [`ipfix`] sends flow records to an IPFIX collector; [`num`] holds the hand-written number and address formatting both use. Numbers
 //! are JSON numbers, addresses strings (IPv6 in RFC 5952 form).
 #![forbid(unsafe_code)]
 
@@ -47,6 +53,8 @@ use rampart_flow::{KeyKind, Side};
 use rampart_rtt::DirSummary;
 use rampart_wire::proto;
 
+pub mod community_id;
+pub mod ipfix;
 pub mod num;
 pub mod rtt;
 pub mod text;
@@ -60,6 +68,32 @@ pub enum FlowFormat {
     Json,
     /// Comma-separated values under a header line.
     Csv,
+}
+
+/// A record's field set. JSON and CSV write the same fields in the same order; what changes
+/// between schemas is which fields there are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Schema {
+    /// The fields flow records have had since the first release, unchanged: CSV's 37
+    /// columns (the default for CSV).
+    Rampart,
+    /// `rampart` plus `community_id` after `dport` (the default for JSON).
+    V2,
+}
+
+impl Schema {
+    /// The schema a format gets when none is asked for: `V2` for JSON (an added field breaks
+    /// no JSON reader), `Rampart` for CSV (an added column moves the ones after it).
+    pub fn default_for(format: FlowFormat) -> Self {
+        match format {
+            FlowFormat::Json => Self::V2,
+            FlowFormat::Csv => Self::Rampart,
+        }
+    }
+
+    fn has(self, field: &str) -> bool {
+        self == Self::V2 || field != "community_id"
+    }
 }
 
 /// What a record's fields are computed from, worked out once per record.
@@ -133,6 +167,8 @@ enum Value<'a> {
     Flags(u8),
     /// An application label.
     Label(Label),
+    /// A Community ID.
+    Cid(community_id::CommunityId),
     /// A yes or no.
     Bool(bool),
 }
@@ -140,9 +176,9 @@ enum Value<'a> {
 /// A field: its name and how its value is found.
 type Field = (&'static str, for<'a> fn(&View<'a>) -> Value<'a>);
 
-/// The names of a flow record's fields, in output order.
-pub fn field_names() -> impl Iterator<Item = &'static str> {
-    FIELDS.iter().map(|(name, _)| *name)
+/// The names of a flow record's fields in `schema`, in output order.
+pub fn field_names(schema: Schema) -> impl Iterator<Item = &'static str> {
+    FIELDS.iter().map(|(name, _)| *name).filter(move |n| schema.has(n))
 }
 
 /// Every field of a flow record, in output order: the one list JSON, CSV and the CSV header
@@ -153,6 +189,7 @@ const FIELDS: &[Field] = &[
     ("sport", |v| Value::Int(v.sport.into())),
     ("dst", |v| Value::Addr(v.r.flow.key.family, v.dst)),
     ("dport", |v| Value::Int(v.dport.into())),
+    ("community_id", |v| community_id::of_flow(&v.r.flow, 0).map_or(Value::Absent, Value::Cid)),
     ("first", |v| Value::Time(v.r.flow.first)),
     ("last", |v| Value::Time(v.r.flow.last)),
     ("duration", |v| Value::Time(v.r.flow.last.saturating_sub(v.r.flow.first))),
@@ -200,14 +237,20 @@ const FIELDS: &[Field] = &[
 pub struct FlowWriter<W: Write> {
     out: W,
     format: FlowFormat,
+    schema: Schema,
     line: Vec<u8>,
     header_done: bool,
 }
 
 impl<W: Write> FlowWriter<W> {
-    /// A writer of `format` records to `out`.
+    /// A writer of `format` records to `out`, with the format's default [`Schema`].
     pub fn new(out: W, format: FlowFormat) -> Self {
-        Self { out, format, line: Vec::with_capacity(512), header_done: false }
+        Self::with_schema(out, format, Schema::default_for(format))
+    }
+
+    /// A writer of `format` records in `schema` to `out`.
+    pub fn with_schema(out: W, format: FlowFormat, schema: Schema) -> Self {
+        Self { out, format, schema, line: Vec::with_capacity(512), header_done: false }
     }
 
     /// Writes the CSV header if it has not been written (JSON has none). Called by the first
@@ -215,7 +258,7 @@ impl<W: Write> FlowWriter<W> {
     pub fn header(&mut self) -> io::Result<()> {
         if self.format == FlowFormat::Csv && !self.header_done {
             self.line.clear();
-            for (i, (name, _)) in FIELDS.iter().enumerate() {
+            for (i, name) in field_names(self.schema).enumerate() {
                 if i > 0 {
                     self.line.push(b',');
                 }
@@ -238,7 +281,7 @@ impl<W: Write> FlowWriter<W> {
             FlowFormat::Json => {
                 l.push(b'{');
                 let mut first = true;
-                for (name, value) in FIELDS {
+                for (name, value) in FIELDS.iter().filter(|(n, _)| self.schema.has(n)) {
                     let v = value(&view);
                     if matches!(v, Value::Absent) {
                         continue;
@@ -255,7 +298,8 @@ impl<W: Write> FlowWriter<W> {
                 l.extend_from_slice(b"}\n");
             }
             FlowFormat::Csv => {
-                for (i, (_, value)) in FIELDS.iter().enumerate() {
+                for (i, (_, value)) in FIELDS.iter().filter(|(n, _)| self.schema.has(n)).enumerate()
+                {
                     if i > 0 {
                         l.push(b',');
                     }
@@ -297,6 +341,11 @@ fn json_value(l: &mut Vec<u8>, v: Value<'_>) {
             l.push(b'"');
         }
         Value::Text(s) => text::json_string(l, s),
+        Value::Cid(c) => {
+            l.push(b'"');
+            l.extend_from_slice(c.as_str().as_bytes());
+            l.push(b'"');
+        }
         Value::Addr(family, a) => {
             l.push(b'"');
             num::slot_addr(l, family, a);
@@ -339,6 +388,7 @@ fn csv_value(l: &mut Vec<u8>, v: Value<'_>) {
         Value::Rtt(ns) => rtt::secs(l, ns, 9),
         Value::Name(s) => l.extend_from_slice(s.as_bytes()),
         Value::Text(s) => text::csv_field(l, s),
+        Value::Cid(c) => l.extend_from_slice(c.as_str().as_bytes()),
         Value::Addr(family, a) => num::slot_addr(l, family, a),
         Value::Proto(p, family) => match proto_name(p, family) {
             Some(name) => l.extend_from_slice(name.as_bytes()),
@@ -461,7 +511,8 @@ mod tests {
         assert_eq!(
             s,
             "{\"proto\":\"tcp\",\"src\":\"10.0.0.2\",\"sport\":80,\"dst\":\"10.0.0.1\",\
-             \"dport\":40000,\"first\":1700000000.000001,\"last\":1700000001.500000,\
+             \"dport\":40000,\"community_id\":\"1:3k1SoWXs/FltHw2aBCgUTgbDQF4=\",\
+             \"first\":1700000000.000001,\"last\":1700000001.500000,\
              \"duration\":1.499999,\"packets_fwd\":3,\"bytes_fwd\":180,\"packets_rev\":2,\
              \"bytes_rev\":1500,\"tcp_flags_fwd\":\"APSF\",\"tcp_flags_rev\":\"AS\",\
              \"end_reason\":\"end\",\"rtt_src_count\":0,\"rtt_dst_count\":0}\n"
@@ -506,7 +557,7 @@ mod tests {
         let s = String::from_utf8(w.into_inner().unwrap()).unwrap();
         let lines: Vec<_> = s.lines().collect();
         assert_eq!(lines[0], COLUMNS);
-        assert_eq!(field_names().collect::<Vec<_>>().join(","), COLUMNS);
+        assert_eq!(field_names(Schema::Rampart).collect::<Vec<_>>().join(","), COLUMNS);
         let n = lines[0].split(',').count();
         assert!(lines.iter().all(|l| l.split(',').count() == n));
         assert_eq!(
@@ -517,6 +568,39 @@ mod tests {
         let mut w = FlowWriter::new(Vec::new(), FlowFormat::Csv);
         w.header().unwrap();
         assert_eq!(w.into_inner().unwrap(), format!("{COLUMNS}\n").into_bytes());
+    }
+
+    /// `--schema rampart` writes today's records, JSON included; `v2` CSV has the column
+    /// after `dport`. The ID checked was computed independently (Python's hashlib over the
+    /// spec's byte layout).
+    #[test]
+    fn schemas() {
+        let r = ended(6, KeyKind::Ports, 4);
+        let mut w = FlowWriter::with_schema(Vec::new(), FlowFormat::Json, Schema::Rampart);
+        w.write(&r).unwrap();
+        let s = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        assert!(!s.contains("community_id"), "{s}");
+        assert_eq!(Schema::default_for(FlowFormat::Csv), Schema::Rampart);
+        let mut w = FlowWriter::with_schema(Vec::new(), FlowFormat::Csv, Schema::V2);
+        w.write(&r).unwrap();
+        let s = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        let lines: Vec<&str> = s.lines().collect();
+        let v2 = COLUMNS.replace(",dport,", ",dport,community_id,");
+        assert_eq!(lines[0], v2);
+        assert_eq!(field_names(Schema::V2).collect::<Vec<_>>().join(","), v2);
+        assert!(
+            lines[1].starts_with("tcp,10.0.0.2,80,10.0.0.1,40000,1:3k1SoWXs/FltHw2aBCgUTgbDQF4=,"),
+            "{}",
+            lines[1]
+        );
+        assert_eq!(lines[1].split(',').count(), v2.split(',').count());
+        // No ID (ICMP other than echo): an empty cell, no JSON field.
+        let r = ended(1, KeyKind::Pair, 4);
+        let mut w = FlowWriter::with_schema(Vec::new(), FlowFormat::Csv, Schema::V2);
+        w.write(&r).unwrap();
+        let s = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        assert!(s.lines().nth(1).unwrap().starts_with("icmp,10.0.0.2,0,10.0.0.1,0,,"), "{s}");
+        assert!(!render(FlowFormat::Json, &r).contains("community_id"));
     }
 
     fn tls_app() -> App {
