@@ -174,6 +174,15 @@ impl Inspection {
         matches!(self.action, Action::Create { .. })
     }
 
+    /// The timeout (ns) the new entry asks for from this packet on, when accepting the packet
+    /// would store one (the flow's deadline can be set before the commit).
+    pub fn new_timeout(&self) -> Option<u64> {
+        match self.action {
+            Action::Create { refresh: Refresh::Set(t), .. } => Some(t),
+            _ => None,
+        }
+    }
+
     /// The flow whose existing entry this packet belongs to (and updates on commit).
     pub fn entry_of(&self) -> Option<FlowId> {
         match self.action {

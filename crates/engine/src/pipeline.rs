@@ -35,7 +35,7 @@ use rampart_rtt::{RttStage, RttSummary, Sample};
 use rampart_wire::PacketMeta;
 
 use crate::packet::{Packet, PayloadSource};
-use crate::stateful::{Decided, Stateful, Why};
+use crate::stateful::{Decided, Decision, Stateful, Why};
 use crate::{FlowsConfig, Parser, Summary};
 
 /// Pipeline depth: packet i+D's record and packet i+2D's index line are prefetched while packet i
@@ -440,7 +440,7 @@ impl Pipeline {
             let mut reason = insp.reason.map(|r| Why::Invalid(r, insp.detail));
             let accepted = verdict == Verdict::Accept;
             let tracked = if accepted || found.is_some() {
-                let t = self.table.try_track_looked_up(info, found);
+                let t = self.table.try_track_looked_up(info, found, insp.new_timeout());
                 if t.is_none() {
                     // The table is full of connections that may not be pushed out.
                     st.conntrack_mut().table_full();
@@ -460,7 +460,12 @@ impl Pipeline {
             let out =
                 st.conntrack_mut().commit(&insp, verdict == Verdict::Accept, tracked.map(|t| t.id));
             if let Some(t) = tracked {
-                st.note(t.id, verdict, rule);
+                let noted = if verdict == decision.verdict() {
+                    decision
+                } else {
+                    Decision::new(verdict, rule)
+                };
+                st.note(t.id, noted);
             }
             if let Some((ended, summary)) = out.ended
                 && out.id.is_none()
@@ -470,6 +475,15 @@ impl Pipeline {
                 // its record keeps the connection's last state.
                 st.closed(ended, summary);
                 self.table.end(ended, EndReason::Rst);
+            }
+            if let Some(t) = tracked
+                && t.new
+                && out.id.is_none()
+                && insp.new_timeout().is_some()
+            {
+                // Its connection was not stored after all: the flow keeps the table's own
+                // timeout.
+                self.table.set_timeout(t.id, None);
             }
             if let Some(id) = out.id {
                 let timeout = out.refresh.timeout(ts, || self.table.deadline(id));

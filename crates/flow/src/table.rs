@@ -127,6 +127,9 @@ const _: () = assert!(std::mem::size_of::<Flow>() == 104);
 /// Marks a timer link that names a wheel slot rather than a record.
 const HEAD: u32 = 1 << 31;
 
+/// A record's `prev` while it waits in the near heap (a slot number no wheel has).
+const NEAR: u32 = HEAD | (2 * WHEEL) as u32;
+
 impl Flow {
     /// A record for a flow whose first packet is `p`.
     pub fn start(p: &PacketInfo) -> Self {
@@ -311,6 +314,12 @@ pub struct FlowTable {
     /// Timeouts of the classes a caller gave flows ([`FlowTable::set_timeout`]); class `i`
     /// lasts `timeouts[i - 1]` ns.
     timeouts: Vec<u64>,
+    /// Records whose deadline falls in the tick the cursor is in, by deadline (earliest
+    /// first): each comes off when its deadline passes, so the tick's slot is not looked
+    /// through again at every call to [`FlowTable::advance`] within the tick. An entry is
+    /// current while its record's `prev` is [`NEAR`]; a record taken off its timer list
+    /// leaves its entry behind, which is skipped when it comes up.
+    near: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u32)>>,
 }
 
 #[inline]
@@ -341,6 +350,7 @@ impl FlowTable {
             ended: Vec::new(),
             stats: TableStats::default(),
             timeouts: Vec::new(),
+            near: std::collections::BinaryHeap::new(),
         }
     }
 
@@ -567,31 +577,45 @@ impl FlowTable {
     #[inline]
     pub fn try_track(&mut self, p: &PacketInfo) -> Option<Tracked> {
         let (slot, found) = self.find(&p.key, p.hash as u32);
-        self.track_found(p, slot, found)
+        self.track_found(p, slot, found, None)
     }
 
     /// [`FlowTable::try_track`] for a packet whose flow the caller has just looked up
     /// ([`FlowTable::lookup`], with nothing tracked or ended since): a live flow is not
     /// searched for again.
     #[inline]
+    ///
+    /// `new_timeout`: if the packet starts a flow, the flow's own timeout from this packet on
+    /// (as [`FlowTable::set_deadline`] would give it at once; a connection tracker knows it
+    /// before the flow exists), so the record is filed on the timer wheel once.
     pub fn try_track_looked_up(
         &mut self,
         p: &PacketInfo,
         found: Option<FlowId>,
+        new_timeout: Option<u64>,
     ) -> Option<Tracked> {
         match found {
             Some(id) if self.get(id).is_some() => {
                 debug_assert!(self.record(id.0).key == p.key, "the flow looked up is the packet's");
-                self.track_found(p, usize::MAX, Some(id.0))
+                self.track_found(p, usize::MAX, Some(id.0), new_timeout)
             }
-            _ => self.try_track(p),
+            _ => {
+                let (slot, found) = self.find(&p.key, p.hash as u32);
+                self.track_found(p, slot, found, new_timeout)
+            }
         }
     }
 
     /// Accounts a packet to the record `found` (or, with none, to a new one whose index slot is
     /// `slot`).
     #[inline]
-    fn track_found(&mut self, p: &PacketInfo, slot: usize, found: Option<u32>) -> Option<Tracked> {
+    fn track_found(
+        &mut self,
+        p: &PacketInfo,
+        slot: usize,
+        found: Option<u32>,
+        new_timeout: Option<u64>,
+    ) -> Option<Tracked> {
         let (idle, linger) = (self.cfg.idle_timeout_ns, self.cfg.close_linger_ns);
         let rec = match found {
             Some(rec) => {
@@ -648,9 +672,17 @@ impl FlowTable {
             }
             None => self.insert(slot, p)?,
         };
+        let class = new_timeout.map_or(0, |t| self.class_of(t));
         let f = self.record_mut(rec);
         *f = Flow::start(p);
-        let timeout = if f.closed().is_some() { linger } else { idle };
+        // A caller's timeout counts from this packet (`held` 0).
+        f.bits |= class;
+        let timeout = match new_timeout {
+            Some(t) => t,
+            None if f.closed().is_some() => linger,
+            None => idle,
+        };
+        let timeout = if class == 0 { timeout } else { self.timeouts[usize::from(class) - 1] };
         self.stats.created += 1;
         self.link(rec, Self::tick(p.ts.saturating_add(timeout)));
         Some(Tracked { id: FlowId(rec), new: true, dir: Dir::Original })
@@ -701,12 +733,14 @@ impl FlowTable {
         let due = Self::tick(now);
         if due < self.cursor {
             // A step back. Entries that were already due when linked wait on the cursor's
-            // slot; look at them now so that each is filed under its own deadline again.
+            // slot (or in the near heap); look at them now so that each is filed under its own
+            // deadline again.
             let back = self.cursor < self.high;
             if !back {
                 self.high = self.cursor;
             }
             let slot = Self::slot(self.cursor, back);
+            self.near_into(slot);
             self.cursor = due;
             self.expire_slot(slot, now, due);
             return;
@@ -723,8 +757,48 @@ impl FlowTable {
             let high = std::mem::replace(&mut self.high, 0);
             self.expire_range(from, from + WHEEL as u64 - 1, true, now);
             self.expire_range(high, due, false, now);
-        } else {
-            self.expire_range(from, due, false, now);
+        } else if due > from {
+            // The cursor's own slot was looked through when the cursor came to its tick;
+            // what was filed under that tick since waits in the near heap.
+            self.expire_range(from + 1, due, false, now);
+        }
+        self.expire_near(now);
+    }
+
+    /// Ends the flows of the near heap whose deadline has passed at `now` (a record whose
+    /// deadline moved since it was filed is filed again under the new one).
+    fn expire_near(&mut self, now: u64) {
+        while let Some(&std::cmp::Reverse((filed, rec))) = self.near.peek() {
+            if now <= filed {
+                break;
+            }
+            self.near.pop();
+            if self.record(rec).prev != NEAR {
+                continue;
+            }
+            self.stats.timer_checks += 1;
+            let f = self.record_mut(rec);
+            f.prev = 0;
+            f.next = 0;
+            let f = self.record(rec);
+            let deadline = self.deadline_of(f);
+            if now > deadline {
+                let reason = Self::quiet_reason(f);
+                self.remove(rec, reason);
+            } else {
+                self.link(rec, Self::tick(deadline));
+            }
+        }
+    }
+
+    /// Moves the records of the near heap onto the list of wheel slot `slot` (before time
+    /// steps back).
+    fn near_into(&mut self, slot: usize) {
+        for std::cmp::Reverse((_, rec)) in std::mem::take(&mut self.near) {
+            if self.record(rec).prev == NEAR {
+                self.record_mut(rec).prev = 0;
+                self.push_slot(rec, slot);
+            }
         }
     }
 
@@ -774,7 +848,20 @@ impl FlowTable {
     /// wheel.
     fn link(&mut self, rec: u32, t: u64) {
         let t = t.max(self.cursor);
-        let slot = Self::slot(t, t < self.high);
+        if t == self.cursor && self.cursor >= self.high {
+            // Due within the tick the cursor is in: the near heap, by deadline.
+            let deadline = self.deadline_of(self.record(rec));
+            let f = self.record_mut(rec);
+            f.prev = NEAR;
+            f.next = 0;
+            self.near.push(std::cmp::Reverse((deadline, rec)));
+            return;
+        }
+        self.push_slot(rec, Self::slot(t, t < self.high));
+    }
+
+    /// Puts a record (on no list) at the head of wheel slot `slot`'s list.
+    fn push_slot(&mut self, rec: u32, slot: usize) {
         let head = self.wheel[slot];
         if head != 0 {
             self.record_mut(head - 1).prev = rec + 1;
@@ -794,6 +881,10 @@ impl FlowTable {
         }
         f.prev = 0;
         f.next = 0;
+        if prev == NEAR {
+            // Its entry in the near heap is left behind and skipped when it comes up.
+            return;
+        }
         if prev & HEAD != 0 {
             self.wheel[(prev & !HEAD) as usize] = next;
         } else {
@@ -875,6 +966,7 @@ impl FlowTable {
             + self.chunks.len() * CHUNK * std::mem::size_of::<Flow>()
             + self.free.capacity() * 4
             + self.wheel.len() * 4
+            + self.near.capacity() * std::mem::size_of::<(u64, u32)>()
     }
 
     #[inline]

@@ -131,7 +131,7 @@ proptest! {
             } else {
                 // Looked up first, as the firewall does: the same accounting.
                 let found = t.lookup(&p.key, p.hash);
-                t.try_track_looked_up(&p, found).unwrap();
+                t.try_track_looked_up(&p, found, None).unwrap();
             }
             match model.get_mut(&p.key) {
                 Some(f) if ts - f.last <= timeout => {
@@ -489,4 +489,71 @@ fn many_flows_grow_the_index_and_stay_findable() {
     assert_eq!(t.len(), 50_000);
     let per_flow = t.memory_bytes() / t.len();
     assert!(per_flow <= 160, "{per_flow} bytes per flow");
+}
+
+#[test]
+fn a_flood_s_flows_are_looked_at_a_bounded_number_of_times() {
+    // New flows at a steady rate, each ending a short timeout later, with capture time
+    // advanced every batch of 64 packets (much more often than the wheel's 67 ms tick): a
+    // flow due within the tick being run is looked at once, not at every call.
+    let ms = 1_000_000u64;
+    let flows = 50_000u32;
+    let mut t = FlowTable::new(cfg(1 << 20, 500 * ms));
+    for i in 0..flows {
+        let mut a = [0; 16];
+        a[..4].copy_from_slice(&i.to_be_bytes());
+        let (k, side) = FlowKey::new(a, 1, [9; 16], 2, 17, 6, KeyKind::Ports);
+        let ts = (1 << 40) + u64::from(i) * 20_000; // 50 K new flows a second
+        t.track(&PacketInfo { key: k, side, hash: t.hash(&k), ts, wire_len: 60, tcp_flags: 0 });
+        if i % 64 == 63 {
+            t.advance(ts);
+        }
+    }
+    t.advance((1 << 40) + u64::from(flows) * 20_000 + 600 * ms);
+    assert_eq!(t.stats().idle, u64::from(flows), "every flow ended");
+    let checks = t.stats().timer_checks;
+    assert!(checks <= 2 * u64::from(flows), "{checks} records looked at for {flows} flows");
+}
+
+proptest! {
+    /// A new flow's timeout given with its first packet ends it exactly as the same timeout
+    /// set right after the packet does (the firewall's path against the plain one), over
+    /// time jumps, closes and advances; and a flow due within the tick being run ends at the
+    /// first advance past its deadline either way.
+    #[test]
+    fn a_timeout_given_with_the_first_packet_is_the_one_set_after_it(ops in jumpy_ops()) {
+        const UNIT: u64 = 1 << 22;
+        let new_table = || FlowTable::new(TableConfig {
+            max_flows: 1000, idle_timeout_ns: 500 * UNIT, close_linger_ns: 40 * UNIT, seed: 1,
+            evict_protected: true,
+        });
+        let (mut a, mut b) = (new_table(), new_table());
+        let mut ts: u64 = 1 << 50;
+        let (mut ended_a, mut ended_b) = (Vec::new(), Vec::new());
+        for &(flow, reverse, dt, sweep, fl, custom) in &ops {
+            ts = ts.saturating_add_signed(dt.saturating_mul(UNIT as i64));
+            let own = [Some(3 * UNIT), Some(20 * UNIT), Some(900 * UNIT), None][custom as usize % 4];
+            let mut p = packet(&a, flow, reverse, ts);
+            p.tcp_flags = fl;
+            let found = a.lookup(&p.key, p.hash);
+            let ta = a.try_track_looked_up(&p, found, own).unwrap();
+            let tb = b.try_track(&p).unwrap();
+            // (Record ids may differ: freed records are reused in the order flows ended.)
+            prop_assert_eq!((ta.new, ta.dir), (tb.new, tb.dir));
+            if tb.new && let Some(t) = own {
+                b.set_deadline(tb.id, t, ts);
+            }
+            prop_assert_eq!(a.deadline(ta.id), b.deadline(tb.id));
+            if sweep {
+                a.advance(ts);
+                b.advance(ts);
+            }
+            let key = |e: &EndedFlow| (e.flow.key, e.flow.first, e.reason.name());
+            ended_a.extend(a.take_ended().map(|e| key(&e)));
+            ended_b.extend(b.take_ended().map(|e| key(&e)));
+            ended_a.sort();
+            ended_b.sort();
+            prop_assert_eq!(&ended_a, &ended_b);
+        }
+    }
 }
