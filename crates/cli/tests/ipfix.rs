@@ -70,6 +70,33 @@ fn wait_bound(d: &mut Daemon, port: u16) {
     }
 }
 
+/// Waits (at most 10 s) until the UDP socket bound to 127.0.0.1:`port` has read everything
+/// sent to it (its receive queue in `/proc/net/udp` is empty), then a moment for the last
+/// message to be stored: a collector stopped while messages wait unread loses them, which on a
+/// busy machine is not rare.
+fn wait_drained(port: u16) {
+    let want = format!("0100007F:{port:04X} ");
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let table = std::fs::read_to_string("/proc/net/udp").unwrap_or_default();
+        let queued = table.lines().find_map(|l| {
+            let (_, rest) = l.trim_start().split_once(": ")?;
+            if !rest.starts_with(&want) {
+                return None;
+            }
+            // local remote state tx_queue:rx_queue ...
+            let queues = rest.split_whitespace().nth(3)?;
+            let rx = queues.split_once(':')?.1;
+            u64::from_str_radix(rx, 16).ok()
+        });
+        if queued.is_none_or(|q| q == 0) || Instant::now() >= until {
+            std::thread::sleep(Duration::from_millis(300));
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// One flow as both sides must tell it: protocol, source and port, destination and port,
 /// first and last (ms), packets and bytes forward, packets and bytes back.
 type Flow = (u8, String, u16, String, u16, u64, u64, u64, u64, u64, u64);
@@ -187,7 +214,8 @@ fn through_nfcapd(test: &str, args: &[&std::ffi::OsStr]) -> (Vec<Flow>, String) 
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{test}: {err}");
     assert!(err.contains(&format!("to udp://127.0.0.1:{port}")) && !err.contains("lost"), "{err}");
-    // nfcapd writes its file out when it stops.
+    // nfcapd writes its file out when it stops; first it reads what waits for it.
+    wait_drained(port);
     nfcapd.stop();
     let raw = Command::new("nfdump").arg("-R").arg(&store).args(["-o", "raw"]).output().unwrap();
     assert!(raw.status.success(), "{}", String::from_utf8_lossy(&raw.stderr));
@@ -519,6 +547,7 @@ fn pmacct_reads_the_forward_side_of_every_flow() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     // The print plugin writes what it holds every second, and on SIGINT (SIGTERM does not
     // stop it).
+    wait_drained(port);
     std::thread::sleep(Duration::from_millis(2500));
     let pid = nix::unistd::Pid::from_raw(nfacctd.0.id() as i32);
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();

@@ -270,7 +270,7 @@ impl RuleSet {
 pub(crate) struct Decision(u64);
 
 impl Decision {
-    fn new(verdict: Verdict, rule: Option<RuleRef>) -> Self {
+    pub(crate) fn new(verdict: Verdict, rule: Option<RuleRef>) -> Self {
         let rule = rule.map_or(u64::from(NO_RULE) << 32, |r| {
             u64::from(r.chain) << 8 | u64::from(r.entry) << 32
         });
@@ -482,7 +482,8 @@ pub struct Stateful {
     cache: Vec<[Cached; 2]>,
     /// Distinct paths through the chains; cached decisions name one.
     paths: Vec<Vec<Hit>>,
-    path_index: std::collections::HashMap<Vec<Hit>, u32>,
+    /// The path table's index (a fixed, fast hash: paths are few and not chosen by senders).
+    path_index: std::collections::HashMap<Vec<Hit>, u32, foldhash::fast::FixedState>,
     /// Counters per base chain, per entry, of the packets the rule set was walked for.
     hits: Vec<Vec<u64>>,
     /// Per path: packets decided from a cached decision that took it (added to `hits` when
@@ -787,12 +788,12 @@ impl Stateful {
     }
 
     /// Notes the last decision on flow `id`, for its record.
-    pub(crate) fn note(&mut self, id: FlowId, verdict: Verdict, rule: Option<RuleRef>) {
+    pub(crate) fn note(&mut self, id: FlowId, decision: Decision) {
         let i = id.0 as usize;
         if i >= self.last.len() {
             self.last.resize(i + 1, (Decision::new(Verdict::Accept, None), 0));
         }
-        self.last[i] = (Decision::new(verdict, rule), self.generation);
+        self.last[i] = (decision, self.generation);
     }
 
     /// The connection of flow `id` ended (its summary given) and the flow is being ended.
