@@ -13,6 +13,7 @@ use rampart_flow::TableConfig;
 
 use crate::input::{self, LiveArgs, Source};
 use crate::ipfix::{self, IpfixArgs};
+use crate::metrics::{Metered, Metrics, MetricsArgs};
 
 /// Output format.
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -103,6 +104,8 @@ pub(crate) struct Args {
     live: LiveArgs,
     #[command(flatten)]
     ipfix: IpfixArgs,
+    #[command(flatten)]
+    metrics: MetricsArgs,
 }
 
 /// A positive number of seconds (below 10^9).
@@ -133,6 +136,10 @@ pub(crate) fn run(args: Args) -> ExitCode {
     // before an output file is emptied.
     let mut exporter = match ipfix::open(&args.ipfix) {
         Ok(x) => x,
+        Err(e) => return e.exit(),
+    };
+    let metrics = match Metrics::start(&args.metrics, Some(&capture)) {
+        Ok(m) => m,
         Err(e) => return e.exit(),
     };
     let out: Box<dyn Write> = match &args.output {
@@ -173,6 +180,9 @@ pub(crate) fn run(args: Args) -> ExitCode {
             max_bytes: args.dpi_bytes as usize,
             max_total_bytes: (args.dpi_memory as usize) << 20,
         }),
+        // The RTT histograms are made of the samples; records do not carry them.
+        samples: metrics.is_some() && !args.no_rtt,
+        metrics: metrics.as_ref().map(Metrics::board),
         ..FlowsConfig::default()
     };
     let bar = progress_bar(&capture, args.quiet);
@@ -181,15 +191,19 @@ pub(crate) fn run(args: Args) -> ExitCode {
     // for packets. A file is written in big blocks.
     let by_batch = capture.is_live() || capture.size().is_none();
     let mut watch = input::Watch::new(&capture);
+    let mut meter = metrics.as_ref().map(Metrics::meter);
     let result = writer.header().and_then(|()| {
-        let mut sink =
+        let mut records =
             Records { writer: &mut writer, ipfix: exporter.as_mut(), by_batch, dirty: false };
-        rampart_engine::run(&mut capture, &cfg, filter, &stop, &mut sink, &mut |pos| {
+        let mut sink = Metered { inner: &mut records, meter: meter.take(), samples: false };
+        let r = rampart_engine::run(&mut capture, &cfg, filter, &stop, &mut sink, &mut |pos| {
             if let Some(b) = &bar {
                 b.set_position(pos);
             }
             watch.tick();
-        })
+        });
+        meter = sink.meter;
+        r
     });
     if let Some(b) = &bar {
         b.finish_and_clear();
@@ -231,6 +245,9 @@ pub(crate) fn run(args: Args) -> ExitCode {
     }
     let tell = if args.quiet { input::Tell::Quiet } else { input::Tell::Summary };
     let dropped = input::report_end(&mut capture, tell);
+    if let Some(m) = &metrics {
+        m.end(meter, &stop);
+    }
     match outcome.error {
         Some(e) => {
             input::print_run_error(&e, "flows");

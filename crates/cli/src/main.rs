@@ -7,6 +7,7 @@ mod firewall;
 mod flows;
 mod input;
 mod ipfix;
+mod metrics;
 mod nkpl;
 mod rss;
 mod rtt;

@@ -12,6 +12,7 @@ use rampart_rtt::{CompatConfig, Mode, RttConfig};
 
 use crate::input::{self, Fail, LiveArgs, Source};
 use crate::ipfix::{self, IpfixArgs};
+use crate::metrics::{Metered, Metrics, MetricsArgs};
 use rampart_export::ipfix::Exporter;
 
 /// Compatibility targets.
@@ -104,6 +105,8 @@ pub(crate) struct Args {
     live: LiveArgs,
     #[command(flatten)]
     ipfix: IpfixArgs,
+    #[command(flatten)]
+    metrics: MetricsArgs,
 }
 
 fn non_negative(s: &str) -> Result<f64, String> {
@@ -182,10 +185,22 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
         return Fail("--ipfix sends flow records, which --compat pping does not make".into(), 2)
             .exit();
     }
+    if args.metrics.metrics.is_some() && args.compat.is_some() {
+        return Fail(
+            "--metrics counts rampart's own pipeline, which --compat pping does not run".into(),
+            2,
+        )
+        .exit();
+    }
     let mut exporter = match ipfix::open(&args.ipfix) {
         Ok(x) => x,
         Err(e) => return e.exit(),
     };
+    let metrics = match Metrics::start(&args.metrics, Some(&capture)) {
+        Ok(m) => m,
+        Err(e) => return e.exit(),
+    };
+    let mut meter = metrics.as_ref().map(Metrics::meter);
     let live = capture.is_live();
     let mut watch = input::Watch::new(&capture);
     let filter = filter.as_mut();
@@ -267,17 +282,23 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
                     tsval_max_age_ns: (args.tsval_max_age * 1e9) as u64,
                     ..RttConfig::default()
                 }),
-                samples: !args.summary,
+                // The RTT histograms are made of the samples, also with --summary.
+                samples: !args.summary || metrics.is_some(),
                 local: locals,
                 workers: usize::from(args.workers),
                 // RTT output carries no application labels, and needs no flow but TCP's.
                 dpi: None,
                 tcp_only: true,
+                metrics: metrics.as_ref().map(Metrics::board),
                 ..FlowsConfig::default()
             };
-            let mut sink =
+            let mut samples =
                 Samples { out: &mut out, summary: args.summary, ipfix: exporter.as_mut() };
-            run(&mut capture, &cfg, filter, &stop, &mut sink, &mut |_| watch.tick())
+            let mut sink =
+                Metered { inner: &mut samples, meter: meter.take(), samples: !args.summary };
+            let r = run(&mut capture, &cfg, filter, &stop, &mut sink, &mut |_| watch.tick());
+            meter = sink.meter;
+            r
         }
     };
     let flushed = out.w.flush();
@@ -320,6 +341,9 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
         (false, None) => input::Tell::Summary,
     };
     let dropped = input::report_end(&mut capture, tell);
+    if let Some(m) = &metrics {
+        m.end(meter, &stop);
+    }
     match outcome.error {
         Some(e) => {
             input::print_run_error(&e, "samples");

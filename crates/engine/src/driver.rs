@@ -17,7 +17,7 @@ use rampart_capture::{Capture, Filter, FilterError, Frame};
 use rampart_flow::FlowId;
 
 use crate::pipeline::{Event, Events, FlowRecord, Pipeline, Verdict};
-use crate::{FlowsConfig, Outcome, RunError, Summary};
+use crate::{FlowsConfig, Outcome, RunError, Slot, Summary};
 
 /// Where a run's results go.
 pub trait Sink {
@@ -250,13 +250,17 @@ pub(crate) struct One<'a> {
     pub(crate) sink: &'a mut dyn Sink,
     pub(crate) events: Events,
     pub(crate) verdicts: Vec<Verdict>,
+    /// Where the counters are published, if anywhere.
+    pub(crate) slot: Option<Slot>,
 }
 
 impl Consumer for One<'_> {
     fn batch(&mut self, frames: &[Frame<'_>], s: &mut Summary) -> io::Result<()> {
         self.events.clear();
         self.pipeline.process(frames, Verdict::Accept, &mut self.verdicts, &mut self.events, s);
-        emit(s, &self.events, &[], self.sink)
+        let r = emit(s, &self.events, &[], self.sink);
+        self.publish(s);
+        r
     }
 
     /// Capture time follows the wall clock while the link is quiet, so idle flows end (and
@@ -264,7 +268,9 @@ impl Consumer for One<'_> {
     fn quiet(&mut self, now: u64, s: &mut Summary) -> io::Result<()> {
         self.events.clear();
         self.pipeline.advance(now, u32::MAX, &mut self.events);
-        emit(s, &self.events, &[], self.sink)
+        let r = emit(s, &self.events, &[], self.sink);
+        self.publish(s);
+        r
     }
 
     fn tick(&mut self) -> io::Result<()> {
@@ -273,6 +279,19 @@ impl Consumer for One<'_> {
 }
 
 impl One<'_> {
+    /// Publishes the run's counters and the pipeline's, when the slot is due.
+    fn publish(&mut self, s: &Summary) {
+        if let Some(slot) = &mut self.slot
+            && slot.due()
+        {
+            let pipeline = &self.pipeline;
+            slot.publish(|p| {
+                p.clone_from(s);
+                pipeline.stats_into(p);
+            });
+        }
+    }
+
     /// Ends every live flow, handing the records on a part at a time, and adds the pipeline's
     /// counters to `s`.
     pub(crate) fn finish(&mut self, s: &mut Summary) -> io::Result<()> {
@@ -305,12 +324,21 @@ pub fn run(
         return crate::workers::run(capture, cfg, filter, stop, sink, progress);
     }
     let started = Instant::now();
-    let mut one =
-        One { pipeline: Pipeline::new(cfg), sink, events: Events::default(), verdicts: Vec::new() };
+    let slot = cfg.metrics.as_ref().map(crate::Board::slot);
+    let mut one = One {
+        pipeline: Pipeline::new(cfg),
+        sink,
+        events: Events::default(),
+        verdicts: Vec::new(),
+        slot,
+    };
     let mut s = Summary::default();
     let error = read_batches(capture, &cfg.limits(), filter, stop, &mut s, &mut one, progress)?;
     one.finish(&mut s)?;
     s.elapsed = started.elapsed();
+    if let Some(b) = &cfg.metrics {
+        b.finish(&s);
+    }
     Ok(Outcome { summary: s, error })
 }
 

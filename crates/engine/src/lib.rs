@@ -21,6 +21,7 @@
 #![forbid(unsafe_code)]
 
 mod balance;
+pub mod board;
 pub mod driver;
 mod filter;
 pub mod inline;
@@ -33,6 +34,7 @@ pub mod stateful;
 mod workers;
 
 pub use balance::{Balance, QueueLoad, balance, nic_hash};
+pub use board::{Board, Slot};
 pub use driver::{
     Consumer, FlowFn, Input, Limits, Sink, read_batches, read_merged, run, run_flows,
 };
@@ -76,6 +78,9 @@ pub struct FlowsConfig {
     /// Track TCP only (RTT measurement needs nothing else): other IP packets are counted
     /// ([`Summary::not_tcp`]) and go no further.
     pub tcp_only: bool,
+    /// Where the run publishes its counters for another thread to read while it runs (the
+    /// `--metrics` endpoint); `None` publishes nothing.
+    pub metrics: Option<Board>,
 }
 
 impl Default for FlowsConfig {
@@ -91,6 +96,7 @@ impl Default for FlowsConfig {
             workers: 1,
             dpi: Some(rampart_dpi::Config::default()),
             tcp_only: false,
+            metrics: None,
         }
     }
 }
@@ -194,6 +200,31 @@ impl Summary {
         self.rtt_bytes += w.rtt_bytes;
         self.dpi += w.dpi;
         self.dpi_bytes += w.dpi_bytes;
+    }
+
+    /// Adds every counter of another summary (what different threads counted of one run):
+    /// counts and memory add up, the kernel's counts add, the wall time is the longer one.
+    pub fn add(&mut self, o: &Summary) {
+        self.packets += o.packets;
+        self.filtered += o.filtered;
+        self.wire_bytes += o.wire_bytes;
+        self.captured_bytes += o.captured_bytes;
+        self.flows += o.flows;
+        self.samples += o.samples;
+        self.add_worker(o);
+        if self.rule_hits.len() < o.rule_hits.len() {
+            self.rule_hits.resize(o.rule_hits.len(), 0);
+        }
+        for (a, b) in self.rule_hits.iter_mut().zip(&o.rule_hits) {
+            *a += b;
+        }
+        self.kernel = match (self.kernel, o.kernel) {
+            (Some((a, b)), Some((c, d))) => Some((a + c, b + d)),
+            (x, None) | (None, x) => x,
+        };
+        self.elapsed = self.elapsed.max(o.elapsed);
+        self.interrupted |= o.interrupted;
+        self.differing_flows += o.differing_flows;
     }
 
     /// Parse problems with a non-zero count, by name.

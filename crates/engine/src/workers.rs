@@ -40,7 +40,7 @@ use rampart_rss::{Key, Reta, Toeplitz};
 use crate::driver::{Consumer, FINISH_CHUNK, Sink, emit, read_batches};
 use crate::packet::{Packet, Payload, PayloadSource};
 use crate::pipeline::{Events, Ordered, Pipeline};
-use crate::{FlowsConfig, Outcome, Parser, Summary};
+use crate::{FlowsConfig, Outcome, Parser, Slot, Summary};
 
 /// Jobs a worker may be behind the reader.
 const IN_FLIGHT: usize = 4;
@@ -213,9 +213,25 @@ struct Worker {
     mine: VecDeque<Vec<Packet>>,
     /// At the end of input: the live flows still to finish, in order, and how far.
     finishing: Option<(Vec<FlowId>, usize)>,
+    /// Where this worker's counters are published, if anywhere.
+    slot: Option<Slot>,
 }
 
 impl Worker {
+    /// Publishes this worker's counters and its pipeline's, when its slot is due (between
+    /// jobs, never on the packet path).
+    fn publish(&mut self) {
+        if let Some(slot) = &mut self.slot
+            && slot.due()
+        {
+            let (s, pipeline) = (&self.s, &self.pipeline);
+            slot.publish(|p| {
+                p.clone_from(s);
+                pipeline.stats_into(p);
+            });
+        }
+    }
+
     /// Answers jobs in order. A frames job is parsed and handed out at once but accounted
     /// only after the next job is parsed (or when no job is waiting), so a worker does not
     /// stand idle waiting for the others' packets of the job it just parsed.
@@ -230,6 +246,7 @@ impl Worker {
                         if !answer(&mut done, &main, out) {
                             return;
                         }
+                        self.publish();
                         continue;
                     }
                     let Some(job) = wait(&mut jobs) else { return };
@@ -259,6 +276,9 @@ impl Worker {
             };
             if !answer(&mut done, &main, out) {
                 return;
+            }
+            if self.finishing.is_none() {
+                self.publish();
             }
         }
     }
@@ -466,6 +486,7 @@ pub(crate) fn run(
                     pool: Vec::new(),
                     mine: VecDeque::new(),
                     finishing: None,
+                    slot: cfg.metrics.as_ref().map(crate::Board::slot),
                 };
                 let main = thread::current();
                 let handle = thread::Builder::new()
@@ -493,6 +514,7 @@ pub(crate) fn run(
                 shard: &shard,
                 lanes: &mut lanes,
                 sink: &mut *sink,
+                slot: cfg.metrics.as_ref().map(crate::Board::slot),
             };
             let error =
                 read_batches(capture, &cfg.limits(), filter, stop, &mut s, &mut reader, progress)?;
@@ -509,6 +531,9 @@ pub(crate) fn run(
         threads.iter().for_each(Thread::unpark);
         let error = result?;
         s.elapsed = started.elapsed();
+        if let Some(b) = &cfg.metrics {
+            b.finish(&s);
+        }
         Ok(Outcome { summary: s, error })
     })
 }
@@ -535,6 +560,19 @@ struct Reader<'a> {
     shard: &'a Shard,
     lanes: &'a mut [Lane],
     sink: &'a mut dyn Sink,
+    /// Where the reading thread's counters are published, if anywhere.
+    slot: Option<Slot>,
+}
+
+impl Reader<'_> {
+    /// Publishes the reading thread's counters when its slot is due.
+    fn publish(&mut self, s: &Summary) {
+        if let Some(slot) = &mut self.slot
+            && slot.due()
+        {
+            slot.publish(|p| p.clone_from(s));
+        }
+    }
 }
 
 impl Consumer for Reader<'_> {
@@ -588,6 +626,7 @@ impl Consumer for Reader<'_> {
         if queued >= JOB_PACKETS * self.lanes.len() || m.pos > u32::MAX - (1 << 20) {
             m.send(self.lanes, s, self.sink)?;
         }
+        self.publish(s);
         Ok(())
     }
 
@@ -607,6 +646,7 @@ impl Consumer for Reader<'_> {
         while !self.m.in_flight.is_empty() {
             self.m.merge_one(self.lanes, s, self.sink)?;
         }
+        self.publish(s);
         Ok(())
     }
 

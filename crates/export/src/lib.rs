@@ -56,6 +56,7 @@ use rampart_wire::proto;
 pub mod community_id;
 pub mod ipfix;
 pub mod num;
+pub mod prometheus;
 pub mod rtt;
 pub mod text;
 

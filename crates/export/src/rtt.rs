@@ -354,6 +354,7 @@ mod tests {
             id: rampart_flow::FlowId(0),
             key,
             side,
+            dir: rampart_flow::Dir::Original,
             fbytes: 0,
             dbytes: 0,
             pbytes: 0,

@@ -135,6 +135,10 @@ pub struct Sample {
     pub key: FlowKey,
     /// The side that sent the packet carrying the echo or ACK.
     pub side: Side,
+    /// The direction of that packet relative to the flow's initiator: [`Dir::Original`] when
+    /// the initiator sent it (the sample measures the capture point to the initiator and
+    /// back), [`Dir::Reply`] when the responder did (towards the responder).
+    pub dir: Dir,
     /// Bytes the other side had sent when the timed segment passed (pping's fBytes).
     pub fbytes: u64,
     /// The other side's byte count at its previous sample (pping's dBytes).
@@ -393,6 +397,7 @@ impl RttStage {
             id,
             key: *key,
             side,
+            dir,
             fbytes,
             dbytes,
             pbytes,

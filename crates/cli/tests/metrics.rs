@@ -1,0 +1,309 @@
+//! `--metrics` checked by the tools users run: `promtool check metrics` on a scraped page, and
+//! a real Prometheus (Debian's `prometheus`, on loopback, its own port and a temporary TSDB)
+//! scraping rampart every second while a capture is streamed to it through `-r -`, whose
+//! query API must answer the packet count rampart's summary reports and a
+//! `histogram_quantile(0.5, ...)` within the bucket of the true median of the samples rampart
+//! wrote. Each is skipped (one line) when the tool is not installed, and fails instead under
+//! `RAMPART_REQUIRE_TOOLS`. A port already in use is exit status 2, naming the address.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A TCP port nobody listens on now on 127.0.0.1.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn sample() -> PathBuf {
+    rampart_testkit::repo().join("samples/mixed.pcap")
+}
+
+/// A process stopped by its PID when dropped (also when the test fails).
+struct Proc(Child);
+
+impl Proc {
+    /// SIGTERM, then waits for it to exit (at most 15 s, then SIGKILL).
+    fn stop(&mut self) {
+        let pid = nix::unistd::Pid::from_raw(self.0.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let until = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < until {
+            if self.0.try_wait().unwrap().is_some() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// An HTTP request to 127.0.0.1:`port` (a form body makes it a POST); the status and body.
+fn http(port: u16, path: &str, form: Option<&str>) -> Option<(u16, String)> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    let req = match form {
+        Some(body) => format!(
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Type: \
+             application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        ),
+        None => format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"),
+    };
+    s.write_all(req.as_bytes()).ok()?;
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).ok()?;
+    let out = String::from_utf8_lossy(&out).into_owned();
+    let status = out.split(' ').nth(1)?.parse().ok()?;
+    let (head, body) = out.split_once("\r\n\r\n")?;
+    // Prometheus answers in chunks; rampart with a length.
+    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
+    Some((status, body))
+}
+
+fn dechunk(mut b: &str) -> String {
+    let mut out = String::new();
+    while let Some((size, rest)) = b.split_once("\r\n") {
+        let Ok(n) = usize::from_str_radix(size.trim(), 16) else { break };
+        if n == 0 || rest.len() < n {
+            break;
+        }
+        out.push_str(&rest[..n]);
+        b = rest[n..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// Percent-encodes a form value.
+fn form_value(v: &str) -> String {
+    v.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            b => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// An instant query's values, one per series (empty when it has none).
+fn query(port: u16, q: &str) -> Vec<f64> {
+    let (status, body) = http(port, "/api/v1/query", Some(&format!("query={}", form_value(q))))
+        .unwrap_or_else(|| panic!("Prometheus did not answer {q}"));
+    assert_eq!(status, 200, "{q}: {body}");
+    let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+    v["data"]["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["value"][1].as_str().unwrap().parse::<f64>().unwrap())
+        .collect()
+}
+
+fn wait_for(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
+    let until = Instant::now() + Duration::from_secs(secs);
+    while !ok() {
+        assert!(Instant::now() < until, "timed out after {secs} s waiting for {what}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// A temporary directory removed when dropped.
+fn temp() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("rampart-metrics").tempdir().unwrap()
+}
+
+#[test]
+fn a_port_in_use_is_status_2_naming_it() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let s = sample();
+    let out = Command::new(env!("CARGO_BIN_EXE_rampart"))
+        .args(["flows", "-q", "-r", s.to_str().unwrap(), "-o", "/dev/null", "--metrics", &addr])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("--metrics {addr}")), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+#[test]
+fn promtool_accepts_a_scraped_page() {
+    let Some(promtool) = rampart_testkit::tool("promtool_accepts_a_scraped_page", "promtool")
+    else {
+        return;
+    };
+    let port = free_port();
+    let s = sample();
+    let addr = format!("127.0.0.1:{port}");
+    let mut r = Proc(
+        Command::new(env!("CARGO_BIN_EXE_rampart"))
+            .args(["flows", "-q", "-r", s.to_str().unwrap(), "-o", "/dev/null"])
+            .args(["--metrics", &addr, "--metrics-linger", "20"])
+            .spawn()
+            .unwrap(),
+    );
+    let mut page = String::new();
+    wait_for("the final page", 20, || match http(port, "/metrics", None) {
+        Some((200, body)) if body.contains("rampart_run_ended 1\n") => {
+            page = body;
+            true
+        }
+        _ => false,
+    });
+    assert_eq!(http(port, "/nothing", None).map(|(s, _)| s), Some(404));
+    r.stop();
+    let mut check =
+        Command::new(promtool).args(["check", "metrics"]).stdin(Stdio::piped()).spawn().unwrap();
+    check.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
+    let status = check.wait().unwrap();
+    assert!(status.success(), "promtool check metrics failed on:\n{page}");
+    assert!(page.contains("rampart_packets_total 3226\n"), "{page}");
+}
+
+/// The packet count of `rtt`'s summary line (`NAME: N packets (...`).
+fn summary_packets(stderr: &str) -> u64 {
+    let line = stderr.lines().find(|l| l.contains(" packets (")).expect(stderr);
+    let n = line.split(": ").nth(1).unwrap().split(' ').next().unwrap();
+    n.replace(',', "").parse().unwrap()
+}
+
+#[test]
+fn prometheus_scrapes_counts_and_rtt_quantiles_that_match_the_run() {
+    const TEST: &str = "prometheus_scrapes_counts_and_rtt_quantiles_that_match_the_run";
+    let Some(prometheus) = rampart_testkit::tool(TEST, "prometheus") else { return };
+    let dir = temp();
+    let (rport, pport) = (free_port(), free_port());
+    let capture = std::fs::read(sample()).unwrap();
+    // rampart reads the capture from a pipe, fed in parts a second apart, and keeps its
+    // endpoint up 60 s after the end (stopped by the test once it has what it needs).
+    let mut r = Proc(
+        Command::new(env!("CARGO_BIN_EXE_rampart"))
+            .args(["rtt", "-r", "-", "--format", "json"])
+            .args(["--metrics", &format!("127.0.0.1:{rport}"), "--metrics-linger", "60"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    // rampart's own results: its samples (stdout, read as they come, so the pipe never
+    // fills) and its summary (stderr, read once it has been stopped).
+    let mut out = r.0.stdout.take().unwrap();
+    let mut err = r.0.stderr.take().unwrap();
+    let out_t = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nscrape_configs:\n  - \
+             job_name: rampart\n    static_configs: [{{targets: [\"127.0.0.1:{rport}\"]}}]\n"
+        ),
+    )
+    .unwrap();
+    let mut p = Proc(
+        Command::new(prometheus)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--storage.tsdb.path={}", dir.path().join("tsdb").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(std::fs::File::create(dir.path().join("prom.log")).unwrap()))
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("Prometheus to be ready", 30, || {
+        http(pport, "/-/ready", None).is_some_and(|(s, _)| s == 200)
+    });
+    // The stream in four parts, a second and a half apart: scrapes see the counters grow.
+    // rampart reads the stream's header before it serves, so the first part goes first.
+    let mut stdin = r.0.stdin.take().unwrap();
+    let part = capture.len().div_ceil(4);
+    for (i, chunk) in capture.chunks(part).enumerate() {
+        stdin.write_all(chunk).unwrap();
+        stdin.flush().unwrap();
+        if i == 0 {
+            wait_for("a first scrape of rampart", 20, || !query(pport, "up == 1").is_empty());
+        }
+        std::thread::sleep(Duration::from_millis(1500));
+    }
+    drop(stdin);
+    wait_for("rampart's final values in Prometheus", 30, || {
+        query(pport, "rampart_run_ended").first() == Some(&1.0)
+    });
+    // A few more scrapes of the final values.
+    std::thread::sleep(Duration::from_secs(3));
+    let q = |s: &str| query(pport, s);
+    let packets = q("rampart_packets_total");
+    let increased = q("max_over_time(rate(rampart_packets_total[4s])[2m:1s])");
+    let intermediate = q("count_over_time((rampart_packets_total > 0 < 3226)[2m:1s])");
+    let quantile =
+        q("histogram_quantile(0.5, sum by (le) (rampart_rtt_seconds_bucket{job=\"rampart\"}))");
+    let counts = q("sum(rampart_rtt_seconds_count)");
+    let buckets = query(pport, "rampart_rtt_seconds_bucket");
+    assert!(!buckets.is_empty());
+    r.stop();
+    let mut stderr = String::new();
+    let _ = err.read_to_string(&mut stderr);
+    let stdout = out_t.join().unwrap();
+    p.stop();
+
+    let rtts: Vec<f64> = {
+        let mut v: Vec<f64> = stdout
+            .lines()
+            .map(|l| {
+                let j: serde_json::Value = serde_json::from_str(l).unwrap();
+                j["rtt"].as_f64().unwrap()
+            })
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    let total = summary_packets(&stderr);
+    assert_eq!(total, 3226, "{stderr}");
+    assert_eq!(packets, vec![total as f64], "rampart_packets_total");
+    assert!(increased.first().is_some_and(|r| *r > 0.0), "rate never above 0: {increased:?}");
+    assert!(
+        intermediate.first().is_some_and(|n| *n >= 1.0),
+        "no scrape saw the count part-way: {intermediate:?}"
+    );
+    assert_eq!(counts, vec![rtts.len() as f64], "RTT samples counted against written");
+    // The true median's bucket: from the bucket of the lower median to that of the upper.
+    let bounds = rampart_export::prometheus::RTT_BUCKETS;
+    let lower = |v: f64| bounds.iter().rev().find(|b| **b < v).copied().unwrap_or(0.0);
+    let upper = |v: f64| bounds.iter().find(|b| **b >= v).copied().unwrap_or(f64::INFINITY);
+    let n = rtts.len();
+    assert!(n > 100, "{n} samples");
+    let (lo, hi) = (lower(rtts[(n - 1) / 2]), upper(rtts[n / 2]));
+    let median = quantile[0];
+    eprintln!(
+        "prometheus: rampart_packets_total {packets:?} (summary {total}), peak rate {increased:?}/s, \
+         histogram_quantile(0.5) {median} against the samples' median {} ({n} samples)",
+        rtts[n / 2]
+    );
+    assert!(
+        (lo..=hi).contains(&median),
+        "histogram_quantile(0.5) = {median}, the samples' median {} lies in ({lo}, {hi}]",
+        rtts[n / 2]
+    );
+}
