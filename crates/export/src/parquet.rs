@@ -565,8 +565,7 @@ impl DatasetWriter {
         part.last_use = self.clock;
         let view = View::new(r);
         let mut cols = part.cols.iter_mut();
-        for (name, value) in FIELDS.iter().filter(|(n, _)| schema.has(n)) {
-            let _ = name;
+        for (_, value) in FIELDS.iter().filter(|(n, _)| schema.has(n)) {
             if let Some(c) = cols.next() {
                 c.push(value(&view));
             }
