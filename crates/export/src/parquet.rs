@@ -387,7 +387,9 @@ impl Col {
         let def = self.nullable.then_some(self.def.as_slice());
         match &mut self.data {
             Data::Bytes(b, ends) => {
-                let all = Bytes::from(std::mem::take(b));
+                // The bytes go to the encoder; the next group's buffer starts as large.
+                let cap = b.capacity();
+                let all = Bytes::from(std::mem::replace(b, Vec::with_capacity(cap)));
                 let mut start = 0;
                 let values: Vec<ByteArray> = ends
                     .iter()
