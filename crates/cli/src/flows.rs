@@ -1,17 +1,18 @@
 //! `rampart flows`: one record per flow.
 
 use std::io::{self, IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::Ordering;
 
 use clap::ValueEnum;
 use rampart_capture::Capture;
-use rampart_engine::{Event, FlowsConfig, Outcome, Sink, Summary};
+use rampart_engine::{Event, FlowsConfig, Sink, Summary};
 use rampart_export::ipfix::Exporter;
 use rampart_export::{FlowFormat, FlowWriter, Schema};
 use rampart_flow::TableConfig;
 
-use crate::input::{self, LiveArgs, Source};
+use crate::input::{self, Fail, LiveArgs, Source};
 use crate::ipfix::{self, IpfixArgs};
 use crate::metrics::{Metered, Metrics, MetricsArgs};
 
@@ -22,6 +23,9 @@ pub(crate) enum Format {
     Json,
     /// CSV with a header line.
     Csv,
+    /// A Parquet dataset: typed columns, files under `DIR/date=YYYY-MM-DD/hour=HH/` (needs
+    /// `-o DIR`).
+    Parquet,
 }
 
 /// Record schemas.
@@ -37,7 +41,7 @@ pub(crate) enum SchemaArg {
 #[derive(clap::Args, Debug)]
 pub(crate) struct Args {
     #[command(flatten)]
-    source: Source,
+    source: Inputs,
     /// A tcpdump filter expression (compiled by libpcap): only matching packets are counted.
     #[arg(short = 'f', long = "filter", value_name = "EXPR")]
     filter: Option<String>,
@@ -68,7 +72,8 @@ pub(crate) struct Args {
     /// seconds (late retransmissions and the last ACKs still count in it).
     #[arg(long, value_name = "SECONDS", default_value_t = 5.0, value_parser = parse_timeout)]
     tcp_linger: f64,
-    /// Write records to this file instead of standard output.
+    /// Write records to this file instead of standard output; with `--format parquet`, the
+    /// dataset directory (created if missing; new files go beside the ones there).
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// No summary on standard error.
@@ -108,6 +113,143 @@ pub(crate) struct Args {
     metrics: MetricsArgs,
 }
 
+/// Where `flows` reads packets: capture files, or one interface.
+#[derive(clap::Args, Debug, Clone)]
+#[group(required = true, multiple = false)]
+pub(crate) struct Inputs {
+    /// Capture file to read (pcap or pcapng); `-` reads standard input; a directory reads every
+    /// `*.pcap`, `*.pcapng` and `*.cap` file in it, by name. Repeat for more inputs: each is
+    /// read on its own (its flows end with it), in order, into one output; `-c` and `-s`
+    /// apply to each.
+    #[arg(short = 'r', long = "read", value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Capture live from this interface (AF_PACKET; needs CAP_NET_RAW).
+    #[arg(short = 'i', long = "interface", value_name = "IFACE")]
+    interface: Option<String>,
+}
+
+impl Inputs {
+    /// One [`Source`] per input: directories expanded into their capture files, by name.
+    fn sources(&self) -> Result<Vec<Source>, Fail> {
+        if let Some(i) = &self.interface {
+            return Ok(vec![Source { file: None, interface: Some(i.clone()) }]);
+        }
+        let mut out = Vec::new();
+        for f in &self.files {
+            if f.as_os_str() != "-" && f.is_dir() {
+                let found = capture_files_in(f)?;
+                if found.is_empty() {
+                    return Err(Fail(
+                        format!(
+                            "{}: no capture files (*.pcap, *.pcapng, *.cap) in this directory",
+                            f.display()
+                        ),
+                        2,
+                    ));
+                }
+                out.extend(found.into_iter().map(|p| Source { file: Some(p), interface: None }));
+            } else {
+                out.push(Source { file: Some(f.clone()), interface: None });
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// The capture files directly in `dir` (`*.pcap`, `*.pcapng`, `*.cap`, any case), sorted by
+/// name.
+fn capture_files_in(dir: &Path) -> Result<Vec<PathBuf>, Fail> {
+    let fail = |e: io::Error| Fail(format!("{}: {e}", dir.display()), 1);
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).map_err(fail)? {
+        let p = e.map_err(fail)?.path();
+        let ext = p.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase);
+        if matches!(ext.as_deref(), Some("pcap" | "pcapng" | "cap")) && p.is_file() {
+            out.push(p);
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Where records go: a text stream, or a Parquet dataset.
+enum Output {
+    Text(FlowWriter<io::BufWriter<Box<dyn Write>>>),
+    #[cfg(feature = "parquet")]
+    Parquet(rampart_export::parquet::DatasetWriter),
+}
+
+impl Output {
+    fn write(&mut self, r: &rampart_engine::FlowRecord) -> io::Result<()> {
+        match self {
+            Self::Text(w) => w.write(r),
+            #[cfg(feature = "parquet")]
+            Self::Parquet(w) => w.write(r),
+        }
+    }
+
+    /// Hands over what is buffered: text at once; Parquet files appear when they are closed
+    /// (full, out of date, or at the end), so nothing to do.
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Self::Text(w) => w.flush(),
+            #[cfg(feature = "parquet")]
+            Self::Parquet(_) => Ok(()),
+        }
+    }
+
+    /// Writes everything out: text flushed, every Parquet file closed under its final name.
+    fn finish(&mut self) -> io::Result<()> {
+        match self {
+            Self::Text(w) => w.flush(),
+            #[cfg(feature = "parquet")]
+            Self::Parquet(w) => w.finish().map(|_| ()),
+        }
+    }
+}
+
+/// Opens the output: the file or standard output, or the Parquet dataset directory.
+fn open_output(args: &Args, schema: Schema) -> Result<Output, Fail> {
+    let format = match args.format {
+        Format::Json => FlowFormat::Json,
+        Format::Csv => FlowFormat::Csv,
+        Format::Parquet => return open_dataset(args.output.as_deref(), schema),
+    };
+    let out: Box<dyn Write> = match &args.output {
+        Some(p) => match std::fs::File::create(p) {
+            Ok(f) => Box::new(f),
+            Err(e) => return Err(Fail(format!("{}: {e}", p.display()), 2)),
+        },
+        None => Box::new(io::stdout().lock()),
+    };
+    Ok(Output::Text(FlowWriter::with_schema(
+        io::BufWriter::with_capacity(1 << 16, out),
+        format,
+        schema,
+    )))
+}
+
+#[cfg(feature = "parquet")]
+fn open_dataset(dir: Option<&Path>, schema: Schema) -> Result<Output, Fail> {
+    let Some(dir) = dir else {
+        return Err(Fail(
+            "--format parquet writes a dataset directory: name it with -o DIR".into(),
+            2,
+        ));
+    };
+    rampart_export::parquet::DatasetWriter::create(dir, schema)
+        .map(Output::Parquet)
+        .map_err(|e| Fail(e.to_string(), 2))
+}
+
+#[cfg(not(feature = "parquet"))]
+fn open_dataset(_: Option<&Path>, _: Schema) -> Result<Output, Fail> {
+    Err(Fail(
+        "--format parquet: this rampart was built without the `parquet` cargo feature".into(),
+        2,
+    ))
+}
+
 /// A positive number of seconds (below 10^9).
 pub(crate) fn parse_timeout(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
@@ -118,8 +260,17 @@ pub(crate) fn parse_timeout(s: &str) -> Result<f64, String> {
 
 pub(crate) fn run(args: Args) -> ExitCode {
     let stop = input::stop_flag();
-    let (mut capture, mut filter) = match input::prepare(
-        &args.source,
+    let sources = match args.source.sources() {
+        Ok(s) => s,
+        Err(e) => return e.exit(),
+    };
+    // The first input is opened before the output, so that an input that is no capture stops
+    // the run before an output file is emptied; the later ones as their turn comes.
+    let Some(first_source) = sources.first() else {
+        return Fail("no input: give -r FILE or -i IFACE".into(), 2).exit();
+    };
+    let first = match input::prepare(
+        first_source,
         &args.live,
         262_144,
         args.workers,
@@ -128,9 +279,15 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Ok(c) => c,
         Err(e) => return e.exit(),
     };
-    let filter = filter.as_mut();
-    if let Err(e) = input::refuse_overwrite(&capture, args.output.as_deref()) {
-        return e.exit();
+    let text_out = !matches!(args.format, Format::Parquet);
+    if text_out {
+        if let Err(e) = input::refuse_overwrite(&first.0, args.output.as_deref()) {
+            return e.exit();
+        }
+        let files: Vec<&Path> = sources.iter().filter_map(|s| s.file.as_deref()).collect();
+        if let Err(e) = input::refuse_overwrite_paths(&files, args.output.as_deref()) {
+            return e.exit();
+        }
     }
     // The collector before the output: a TCP collector that cannot be reached stops the run
     // before an output file is emptied.
@@ -138,31 +295,25 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Ok(x) => x,
         Err(e) => return e.exit(),
     };
-    let metrics = match Metrics::start(&args.metrics, Some(&capture)) {
+    // One endpoint serves one run's counters: they only go up, which a second input's run,
+    // counting from zero, would break.
+    if args.metrics.metrics.is_some() && sources.len() > 1 {
+        return Fail("--metrics serves one input's counters: give one -r or -i".into(), 2).exit();
+    }
+    let metrics = match Metrics::start(&args.metrics, Some(&first.0)) {
         Ok(m) => m,
         Err(e) => return e.exit(),
     };
-    let out: Box<dyn Write> = match &args.output {
-        Some(p) => match std::fs::File::create(p) {
-            Ok(f) => Box::new(f),
-            Err(e) => {
-                eprintln!("rampart: {}: {e}", p.display());
-                return ExitCode::from(2);
-            }
-        },
-        None => Box::new(io::stdout().lock()),
+    let schema = match (args.schema, args.format) {
+        (Some(SchemaArg::Rampart), _) => Schema::Rampart,
+        (Some(SchemaArg::V2), _) => Schema::V2,
+        (None, Format::Csv) => Schema::default_for(FlowFormat::Csv),
+        (None, Format::Json | Format::Parquet) => Schema::default_for(FlowFormat::Json),
     };
-    let format = match args.format {
-        Format::Json => FlowFormat::Json,
-        Format::Csv => FlowFormat::Csv,
+    let mut writer = match open_output(&args, schema) {
+        Ok(w) => w,
+        Err(e) => return e.exit(),
     };
-    let schema = match args.schema {
-        None => Schema::default_for(format),
-        Some(SchemaArg::Rampart) => Schema::Rampart,
-        Some(SchemaArg::V2) => Schema::V2,
-    };
-    let mut writer =
-        FlowWriter::with_schema(io::BufWriter::with_capacity(1 << 16, out), format, schema);
     let cfg = FlowsConfig {
         table: TableConfig {
             max_flows: args.max_flows as usize,
@@ -185,39 +336,104 @@ pub(crate) fn run(args: Args) -> ExitCode {
         metrics: metrics.as_ref().map(Metrics::board),
         ..FlowsConfig::default()
     };
-    let bar = progress_bar(&capture, args.quiet);
-    // Live and streamed input (`-r -`) write each record as its flow ends (as `tcpdump -l`
-    // users expect): what a batch produced is flushed before the next read, which may wait
-    // for packets. A file is written in big blocks.
-    let by_batch = capture.is_live() || capture.size().is_none();
-    let mut watch = input::Watch::new(&capture);
     let mut meter = metrics.as_ref().map(Metrics::meter);
-    let result = writer.header().and_then(|()| {
-        let mut records =
-            Records { writer: &mut writer, ipfix: exporter.as_mut(), by_batch, dirty: false };
-        let mut sink = Metered { inner: &mut records, meter: meter.take(), samples: false };
-        let r = rampart_engine::run(&mut capture, &cfg, filter, &stop, &mut sink, &mut |pos| {
-            if let Some(b) = &bar {
-                b.set_position(pos);
-            }
-            watch.tick();
+    let mut header = match &mut writer {
+        Output::Text(w) => w.header(),
+        #[cfg(feature = "parquet")]
+        Output::Parquet(_) => Ok(()),
+    };
+    // The worst exit status of the inputs read so far (0 while all went well).
+    let mut status = 0u8;
+    let mut first = Some(first);
+    let mut write_error = None;
+    for source in &sources {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let (mut capture, mut filter) = match first.take() {
+            Some(c) => c,
+            None => match input::prepare(
+                source,
+                &args.live,
+                262_144,
+                args.workers,
+                args.filter.as_deref(),
+            ) {
+                Ok(c) => c,
+                // An input that cannot be read is named and skipped; the others are read.
+                Err(e) => {
+                    status = status.max(e.1);
+                    let _ = e.exit();
+                    continue;
+                }
+            },
+        };
+        if text_out && let Err(e) = input::refuse_overwrite(&capture, args.output.as_deref()) {
+            status = status.max(e.1);
+            let _ = e.exit();
+            continue;
+        }
+        let bar = progress_bar(&capture, args.quiet);
+        // Live and streamed input (`-r -`) write each record as its flow ends (as `tcpdump -l`
+        // users expect): what a batch produced is flushed before the next read, which may wait
+        // for packets. A file is written in big blocks.
+        let by_batch = capture.is_live() || capture.size().is_none();
+        let mut watch = input::Watch::new(&capture);
+        let result = std::mem::replace(&mut header, Ok(())).and_then(|()| {
+            let mut records =
+                Records { writer: &mut writer, ipfix: exporter.as_mut(), by_batch, dirty: false };
+            let mut sink = Metered { inner: &mut records, meter: meter.take(), samples: false };
+            let r = rampart_engine::run(
+                &mut capture,
+                &cfg,
+                filter.as_mut(),
+                &stop,
+                &mut sink,
+                &mut |pos| {
+                    if let Some(b) = &bar {
+                        b.set_position(pos);
+                    }
+                    watch.tick();
+                },
+            );
+            meter = sink.meter;
+            r
         });
-        meter = sink.meter;
-        r
-    });
-    if let Some(b) = &bar {
-        b.finish_and_clear();
+        if let Some(b) = &bar {
+            b.finish_and_clear();
+        }
+        let outcome = match result {
+            Ok(o) => o,
+            Err(e) => {
+                write_error = Some(e);
+                break;
+            }
+        };
+        if !args.quiet {
+            print_summary(capture.name(), &outcome.summary, capture.is_live());
+        }
+        let tell = if args.quiet { input::Tell::Quiet } else { input::Tell::Summary };
+        let dropped = input::report_end(&mut capture, tell);
+        match outcome.error {
+            Some(e) => {
+                input::print_run_error(&e, "flows");
+                status = status.max(if e.is_usage() { 2 } else { 1 });
+            }
+            None if dropped && args.live.fail_on_drop => status = status.max(3),
+            None => {}
+        }
     }
-    let flushed = writer.flush();
-    // The collector gets what is waiting whatever ended the run (the end of the input,
-    // Ctrl-C, a bad record, a closed pipe), unless it was the collector that failed.
-    let export_failed = result.as_ref().err().and_then(ipfix::describe);
+    // Whatever ended the run (the end of the inputs, Ctrl-C, a bad record, a closed pipe),
+    // what was produced is written out: text flushed, Parquet files closed.
+    let finished = writer.finish();
+    // The collector gets what is waiting, unless it was the collector that failed.
+    let export_failed = write_error.as_ref().and_then(ipfix::describe);
     let exported = match (&mut exporter, &export_failed) {
         (Some(x), None) => ipfix::flush(x),
         _ => Ok(()),
     };
-    let outcome: Outcome = match result.and_then(|o| flushed.map(|()| o)) {
-        Ok(o) => o,
+    match write_error.map_or(finished, Err) {
+        Ok(()) => {}
         // A closed pipe (`| head`) is how readers say they have seen enough.
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
         Err(e) => {
@@ -230,9 +446,17 @@ pub(crate) fn run(args: Args) -> ExitCode {
             }
             return ExitCode::from(1);
         }
-    };
-    if !args.quiet {
-        print_summary(capture.name(), &outcome.summary, capture.is_live());
+    }
+    #[cfg(feature = "parquet")]
+    if let (Output::Parquet(w), false) = (&writer, args.quiet) {
+        let done = w.written();
+        eprintln!(
+            "  parquet: {} written in {} under {} (run {})",
+            input::count(done.rows, "record"),
+            input::count(done.files.len() as u64, "file"),
+            args.output.as_deref().unwrap_or(Path::new(".")).display(),
+            w.run_id()
+        );
     }
     if let Some(x) = &mut exporter {
         let sent = exported.is_ok() && ipfix::finish(x, args.quiet);
@@ -243,30 +467,22 @@ pub(crate) fn run(args: Args) -> ExitCode {
             return ExitCode::from(1);
         }
     }
-    let tell = if args.quiet { input::Tell::Quiet } else { input::Tell::Summary };
-    let dropped = input::report_end(&mut capture, tell);
     if let Some(m) = &metrics {
         m.end(meter, &stop);
     }
-    match outcome.error {
-        Some(e) => {
-            input::print_run_error(&e, "flows");
-            ExitCode::from(if e.is_usage() { 2 } else { 1 })
-        }
-        None => input::drop_status(&args.live, dropped),
-    }
+    ExitCode::from(status)
 }
 
 /// Flow records to the writer (and the IPFIX collector), flushed after each batch that wrote
 /// any when `by_batch`.
-struct Records<'w, W: Write> {
-    writer: &'w mut FlowWriter<W>,
+struct Records<'w> {
+    writer: &'w mut Output,
     ipfix: Option<&'w mut Exporter>,
     by_batch: bool,
     dirty: bool,
 }
 
-impl<W: Write> Sink for Records<'_, W> {
+impl Sink for Records<'_> {
     fn event(&mut self, e: Event<'_>) -> io::Result<()> {
         match e {
             Event::Flow(r) => {

@@ -216,6 +216,30 @@ pub(crate) fn refuse_overwrite(capture: &Capture, out: Option<&Path>) -> Result<
     Ok(())
 }
 
+/// Refuses an output file that is one of the input files (by device and inode, so another
+/// name or a link is caught too), or standard output when `out` is `None` and it is one of
+/// them. For several inputs, checked before the output is opened.
+pub(crate) fn refuse_overwrite_paths(inputs: &[&Path], out: Option<&Path>) -> Result<(), Fail> {
+    let (target, name) = match out {
+        Some(p) => (FileId::of_path(p), p.display().to_string()),
+        None => {
+            let stdout = std::io::stdout();
+            (FileId::of_fd(std::os::fd::AsFd::as_fd(&stdout)), "standard output".to_string())
+        }
+    };
+    let Some(target) = target else { return Ok(()) };
+    match inputs.iter().find(|p| p.as_os_str() != "-" && FileId::of_path(p) == Some(target)) {
+        Some(p) => Err(Fail(
+            format!(
+                "{}: the output ({name}) is this input capture itself; refusing to write over it",
+                p.display()
+            ),
+            2,
+        )),
+        None => Ok(()),
+    }
+}
+
 /// The addresses of a live interface (for the local filter); empty for files.
 pub(crate) fn local_addresses(src: &Source) -> Vec<IpAddr> {
     src.interface.as_deref().map(rampart_capture::live::interface_addresses).unwrap_or_default()

@@ -41,7 +41,8 @@
 //! comma, quote or line break.
 //!
 //! The [`rtt`] module writes RTT samples (pping's two formats and JSON) and per-flow RTT
-//! summaries; [`ipfix`] sends flow records to an IPFIX collector; [`num`] holds the hand-written number and address formatting both use. Numbers
+//! summaries; [`ipfix`] sends flow records to an IPFIX collector; `parquet` (cargo feature
+//! `parquet`) writes them as a Parquet dataset of typed columns; [`num`] holds the hand-written number and address formatting both use. Numbers
 //! are JSON numbers, addresses strings (IPv6 in RFC 5952 form).
 #![forbid(unsafe_code)]
 
@@ -56,6 +57,8 @@ use rampart_wire::proto;
 pub mod community_id;
 pub mod ipfix;
 pub mod num;
+#[cfg(feature = "parquet")]
+pub mod parquet;
 pub mod prometheus;
 pub mod rtt;
 pub mod text;
@@ -460,7 +463,7 @@ mod tests {
     use rampart_flow::{EndReason, Flow, FlowKey, KeyKind, PacketInfo, Side};
     use rampart_rtt::RttSummary;
 
-    fn ended(proto: u8, kind: KeyKind, family: u8) -> FlowRecord {
+    pub(crate) fn ended(proto: u8, kind: KeyKind, family: u8) -> FlowRecord {
         let mut a = [0; 16];
         let mut b = [0; 16];
         if family == 4 {
@@ -495,7 +498,7 @@ mod tests {
         }
     }
 
-    fn with_app(mut r: FlowRecord, app: App) -> FlowRecord {
+    pub(crate) fn with_app(mut r: FlowRecord, app: App) -> FlowRecord {
         r.app = Some(app);
         r
     }
@@ -604,7 +607,7 @@ mod tests {
         assert!(!render(FlowFormat::Json, &r).contains("community_id"));
     }
 
-    fn tls_app() -> App {
+    pub(crate) fn tls_app() -> App {
         let meta = rampart_dpi::Meta {
             sni: Some("www.youtube.com".into()),
             alpn: Some("h2,http/1.1".into()),
