@@ -41,7 +41,7 @@
 //! comma, quote or line break.
 //!
 //! The [`rtt`] module writes RTT samples (pping's two formats and JSON) and per-flow RTT
-//! summaries; [`ipfix`] sends flow records to an IPFIX collector; [`num`] holds the hand-written number and address formatting both use. Numbers
+//! summaries; [`report`] draws the HTML page of `rampart report`; [`ipfix`] sends flow records to an IPFIX collector; [`num`] holds the hand-written number and address formatting both use. Numbers
 //! are JSON numbers, addresses strings (IPv6 in RFC 5952 form).
 #![forbid(unsafe_code)]
 
@@ -56,6 +56,7 @@ use rampart_wire::proto;
 pub mod community_id;
 pub mod ipfix;
 pub mod num;
+pub mod report;
 pub mod rtt;
 pub mod text;
 
