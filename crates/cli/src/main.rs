@@ -8,6 +8,7 @@ mod flows;
 mod input;
 mod ipfix;
 mod nkpl;
+mod report;
 mod rss;
 mod rtt;
 mod verify;
@@ -55,6 +56,10 @@ enum Command {
     /// Application identification: label each flow of a capture, list what is recognised.
     #[command(subcommand)]
     Dpi(dpi::Cmd),
+    /// One self-contained HTML page (SVG charts, no script, nothing fetched) about a capture
+    /// or flow records: RTT over time and per flow and host, top talkers, applications, TCP
+    /// flags, end reasons, verdicts and rule hits.
+    Report(report::Args),
 }
 
 fn main() -> ExitCode {
@@ -81,5 +86,6 @@ fn main() -> ExitCode {
         Command::Firewall(args) => firewall::run(args),
         Command::Verify(cmd) => verify::run(cmd),
         Command::Dpi(cmd) => dpi::run(cmd),
+        Command::Report(args) => report::run(args),
     }
 }

@@ -118,7 +118,8 @@ pub fn ticks(max: f64, n: usize) -> Vec<f64> {
     let max = if max > 0.0 && max.is_finite() { max } else { 1.0 };
     let raw = max / n.max(1) as f64;
     let mag = 10f64.powf(raw.log10().floor());
-    let step = [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * mag).find(|s| *s >= raw).unwrap_or(mag);
+    let step =
+        [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * mag).find(|s| *s >= raw).unwrap_or(mag);
     let k = (max / step).ceil() as usize;
     (0..=k).map(|i| i as f64 * step).collect()
 }
@@ -298,13 +299,8 @@ fn bars(
 
 /// RTT over capture time: points per direction, log y.
 fn rtt_scatter(m: &Model, width: f64) -> String {
-    let mut f = Frame::new(
-        "chart-rtt-time",
-        "RTT over time (each point one sample)",
-        width,
-        340.0,
-        70.0,
-    );
+    let mut f =
+        Frame::new("chart-rtt-time", "RTT over time (each point one sample)", width, 340.0, 70.0);
     let all = m.series.iter().flatten();
     let (lo, hi) = all.clone().fold((f64::INFINITY, 0.0f64), |(a, b), p| (a.min(p.1), b.max(p.1)));
     let tmax = all.fold(0.0f64, |a, p| a.max(p.0));
@@ -330,7 +326,8 @@ fn rtt_scatter(m: &Model, width: f64) -> String {
     for (i, pts) in m.series.iter().enumerate() {
         let _ = write!(f.svg, "<g fill=\"{}\" fill-opacity=\"0.75\">", PALETTE[i]);
         for (t, v) in pts {
-            let _ = write!(f.svg, "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"1.8\"/>", x_of(*t), y_of(*v));
+            let _ =
+                write!(f.svg, "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"1.8\"/>", x_of(*t), y_of(*v));
         }
         f.svg.push_str("</g>");
     }
@@ -520,7 +517,9 @@ pub fn page(m: &Model, run: &RunInfo, opts: &Options) -> String {
     }
     o.push_str("</dl>\n");
     if run.interrupted {
-        o.push_str("<p class=\"note\">The run was interrupted: this covers the input read up to then.</p>");
+        o.push_str(
+            "<p class=\"note\">The run was interrupted: this covers the input read up to then.</p>",
+        );
     }
 
     // RTT.
@@ -568,11 +567,16 @@ pub fn page(m: &Model, run: &RunInfo, opts: &Options) -> String {
             600.0,
         ));
         o.push_str("</div>");
-        let head = ["flow (RTT measured to the first end)", "samples", "min", "median", "p95", "max"];
+        let head =
+            ["flow (RTT measured to the first end)", "samples", "min", "median", "p95", "max"];
         o.push_str("<div class=\"row\"><div>");
         table(&mut o, &head, &spread_rows(&m.rtt_flows));
         o.push_str("</div><div>");
-        table(&mut o, &["host", "samples", "min", "median", "p95", "max"], &spread_rows(&m.rtt_hosts));
+        table(
+            &mut o,
+            &["host", "samples", "min", "median", "p95", "max"],
+            &spread_rows(&m.rtt_hosts),
+        );
         o.push_str("</div></div>\n");
     }
 
@@ -610,7 +614,8 @@ pub fn page(m: &Model, run: &RunInfo, opts: &Options) -> String {
         v.iter()
             .map(|f| {
                 let vals = if by_bytes { f.bytes } else { f.packets };
-                let label = format!("{} → {}", endpoint(&f.src, f.sport), endpoint(&f.dst, f.dport));
+                let label =
+                    format!("{} → {}", endpoint(&f.src, f.sport), endpoint(&f.dst, f.dport));
                 (label, vec![vals[0] as f64, vals[1] as f64])
             })
             .collect()
@@ -641,7 +646,17 @@ pub fn page(m: &Model, run: &RunInfo, opts: &Options) -> String {
     );
     table(
         &mut o,
-        &["flow", "app", "server name", "pkts →", "pkts ←", "bytes →", "bytes ←", "duration", "end"],
+        &[
+            "flow",
+            "app",
+            "server name",
+            "pkts →",
+            "pkts ←",
+            "bytes →",
+            "bytes ←",
+            "duration",
+            "end",
+        ],
         &flow_rows(&m.flows_by_bytes),
     );
 
@@ -655,7 +670,15 @@ pub fn page(m: &Model, run: &RunInfo, opts: &Options) -> String {
         by_flows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
         let items: Vec<(String, Vec<f64>)> =
             by_flows.iter().map(|(a, n, _)| (a.clone(), vec![*n as f64])).collect();
-        o.push_str(&bars("chart-apps-flows", "Applications by flows", "flows", &items, &["flows"], count, 600.0));
+        o.push_str(&bars(
+            "chart-apps-flows",
+            "Applications by flows",
+            "flows",
+            &items,
+            &["flows"],
+            count,
+            600.0,
+        ));
         let items: Vec<(String, Vec<f64>)> =
             m.apps.iter().map(|(a, _, b)| (a.clone(), vec![*b as f64])).collect();
         o.push_str(&bars(
@@ -688,20 +711,46 @@ pub fn page(m: &Model, run: &RunInfo, opts: &Options) -> String {
     ));
     let items: Vec<(String, Vec<f64>)> =
         m.end_reasons.iter().map(|(e, n)| (e.clone(), vec![*n as f64])).collect();
-    o.push_str(&bars("chart-end-reasons", "Why flows ended", "flows", &items, &["flows"], count, 600.0));
-    o.push_str("</div>\n<p class=\"note\">End reasons: <b>idle</b> no packet for the flow \
+    o.push_str(&bars(
+        "chart-end-reasons",
+        "Why flows ended",
+        "flows",
+        &items,
+        &["flows"],
+        count,
+        600.0,
+    ));
+    o.push_str(
+        "</div>\n<p class=\"note\">End reasons: <b>idle</b> no packet for the flow \
         timeout, <b>fin</b> closed by FINs, <b>rst</b> reset, <b>evicted</b> pushed out of a full \
-        table, <b>end</b> still open at the end of the input.</p>\n");
+        table, <b>end</b> still open at the end of the input.</p>\n",
+    );
 
     // Firewall.
     if !m.verdicts.is_empty() {
         o.push_str("<h2>Verdicts and rule hits</h2>\n<div class=\"row\">");
         let items: Vec<(String, Vec<f64>)> =
             m.verdicts.iter().map(|(v, n, _)| (v.clone(), vec![*n as f64])).collect();
-        o.push_str(&bars("chart-verdicts", "Flows by last verdict", "flows", &items, &["flows"], count, 600.0));
+        o.push_str(&bars(
+            "chart-verdicts",
+            "Flows by last verdict",
+            "flows",
+            &items,
+            &["flows"],
+            count,
+            600.0,
+        ));
         let items: Vec<(String, Vec<f64>)> =
             m.rules.iter().map(|(r, v, n, _)| (format!("{r} ({v})"), vec![*n as f64])).collect();
-        o.push_str(&bars("chart-rules", "Rule hits (flows decided)", "flows", &items, &["flows"], count, 600.0));
+        o.push_str(&bars(
+            "chart-rules",
+            "Rule hits (flows decided)",
+            "flows",
+            &items,
+            &["flows"],
+            count,
+            600.0,
+        ));
         o.push_str("</div>\n");
         let rows: Vec<Vec<String>> = m
             .rules
@@ -715,8 +764,10 @@ pub fn page(m: &Model, run: &RunInfo, opts: &Options) -> String {
             table(&mut o, &["ct state", "flows"], &rows);
         }
     }
-    o.push_str("<p class=\"note\">Made by rampart report. Bytes are frame lengths on the wire; \
-        KiB = 1024 B. Times are UTC.</p>\n</body></html>\n");
+    o.push_str(
+        "<p class=\"note\">Made by rampart report. Bytes are frame lengths on the wire; \
+        KiB = 1024 B. Times are UTC.</p>\n</body></html>\n",
+    );
     o
 }
 

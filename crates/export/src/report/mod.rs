@@ -491,10 +491,7 @@ impl Model {
             for (k, v) in r.keys.iter().zip(&per_key) {
                 per_host.entry(&k.0).or_default().extend_from_slice(v);
             }
-            let flows = top_n(
-                (0..r.keys.len()).map(|i| (i, per_key[i].len() as f64)),
-                top,
-            );
+            let flows = top_n((0..r.keys.len()).map(|i| (i, per_key[i].len() as f64)), top);
             m.rtt_flows = flows
                 .into_iter()
                 .map(|(i, _)| {
@@ -527,9 +524,10 @@ impl Model {
                 }
             }
             let order = top_n(
-                per_flow.iter().enumerate().map(|(i, (_, v))| {
-                    (i, v.iter().map(|s| s.count).sum::<u64>() as f64)
-                }),
+                per_flow
+                    .iter()
+                    .enumerate()
+                    .map(|(i, (_, v))| (i, v.iter().map(|s| s.count).sum::<u64>() as f64)),
                 top,
             );
             m.rtt_flows = order
