@@ -165,7 +165,7 @@ impl Frame {
         let mut svg = String::new();
         let _ = write!(
             svg,
-            "<svg class=\"chart\" id=\"{id}\" xmlns=\"http://www.w3.org/2000/svg\" \
+            "<svg class=\"chart\" id=\"{id}\" \
              width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" \
              role=\"img\" aria-label=\"{t}\"><title>{t}</title>\
              <text class=\"ct\" x=\"{left}\" y=\"20\">{t}</text>",
