@@ -9,6 +9,7 @@ mod input;
 mod ipfix;
 mod metrics;
 mod nkpl;
+mod report;
 mod rss;
 mod rtt;
 mod verify;
@@ -56,6 +57,10 @@ enum Command {
     /// Application identification: label each flow of a capture, list what is recognised.
     #[command(subcommand)]
     Dpi(dpi::Cmd),
+    /// One self-contained HTML page (SVG charts, no script, nothing fetched) about a capture
+    /// or flow records: RTT over time and per flow and host, top talkers, applications, TCP
+    /// flags, end reasons, verdicts and rule hits.
+    Report(report::Args),
 }
 
 fn main() -> ExitCode {
@@ -82,5 +87,6 @@ fn main() -> ExitCode {
         Command::Firewall(args) => firewall::run(args),
         Command::Verify(cmd) => verify::run(cmd),
         Command::Dpi(cmd) => dpi::run(cmd),
+        Command::Report(args) => report::run(args),
     }
 }

@@ -41,8 +41,10 @@
 //! comma, quote or line break.
 //!
 //! The [`rtt`] module writes RTT samples (pping's two formats and JSON) and per-flow RTT
-//! summaries; [`ipfix`] sends flow records to an IPFIX collector; `parquet` (cargo feature
-//! `parquet`) writes them as a Parquet dataset of typed columns; [`num`] holds the hand-written number and address formatting both use. Numbers
+//! summaries; [`report`] draws the HTML page of `rampart report`; [`ipfix`] sends flow
+//! records to an IPFIX collector; `parquet` (cargo feature `parquet`) writes them as a Parquet
+//! dataset of typed columns; [`num`] holds the hand-written number and address formatting
+//! they use. Numbers
 //! are JSON numbers, addresses strings (IPv6 in RFC 5952 form).
 #![forbid(unsafe_code)]
 
@@ -60,6 +62,7 @@ pub mod num;
 #[cfg(feature = "parquet")]
 pub mod parquet;
 pub mod prometheus;
+pub mod report;
 pub mod rtt;
 pub mod text;
 

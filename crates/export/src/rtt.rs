@@ -123,6 +123,11 @@ impl<W: Write> RttWriter<W> {
         &self.clock
     }
 
+    /// The underlying writer.
+    pub fn get_mut(&mut self) -> &mut W {
+        &mut self.out
+    }
+
     /// One sample from `--compat pping`, printed with pping's own arithmetic.
     pub fn write_compat(&mut self, s: &CompatSample) -> io::Result<()> {
         let l = &mut self.line;
