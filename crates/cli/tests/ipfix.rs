@@ -10,7 +10,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::net::UdpSocket;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
@@ -18,36 +18,6 @@ use common::*;
 /// A UDP port nobody is bound to now on 127.0.0.1.
 fn free_udp_port() -> u16 {
     UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// A collector process, stopped by its PID when dropped (also when a test fails).
-struct Daemon(Child);
-
-impl Daemon {
-    /// SIGTERM, then waits for it to exit (at most 15 s).
-    fn stop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.0.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let until = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < until {
-            if self.0.try_wait().unwrap().is_some() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-        panic!("the collector did not stop within 15 s of SIGTERM");
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        if self.0.try_wait().ok().flatten().is_none() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
 }
 
 /// Waits (at most 10 s) until a socket is bound to 127.0.0.1:`port` (UDP), as
@@ -216,7 +186,7 @@ fn through_nfcapd(test: &str, args: &[&std::ffi::OsStr]) -> (Vec<Flow>, String) 
     assert!(err.contains(&format!("to udp://127.0.0.1:{port}")) && !err.contains("lost"), "{err}");
     // nfcapd writes its file out when it stops; first it reads what waits for it.
     wait_drained(port);
-    nfcapd.stop();
+    assert!(nfcapd.stop(), "nfcapd did not stop within 15 s of SIGTERM");
     let raw = Command::new("nfdump").arg("-R").arg(&store).args(["-o", "raw"]).output().unwrap();
     assert!(raw.status.success(), "{}", String::from_utf8_lossy(&raw.stderr));
     (nfdump_flows(&String::from_utf8_lossy(&raw.stdout)), err)

@@ -6,10 +6,13 @@
 //! wrote. Each is skipped (one line) when the tool is not installed, and fails instead under
 //! `RAMPART_REQUIRE_TOOLS`. A port already in use is exit status 2, naming the address.
 
+mod common;
+use common::Daemon;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A TCP port nobody listens on now on 127.0.0.1.
@@ -19,35 +22,6 @@ fn free_port() -> u16 {
 
 fn sample() -> PathBuf {
     rampart_testkit::repo().join("samples/mixed.pcap")
-}
-
-/// A process stopped by its PID when dropped (also when the test fails).
-struct Proc(Child);
-
-impl Proc {
-    /// SIGTERM, then waits for it to exit (at most 15 s, then SIGKILL).
-    fn stop(&mut self) {
-        let pid = nix::unistd::Pid::from_raw(self.0.id() as i32);
-        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
-        let until = Instant::now() + Duration::from_secs(15);
-        while Instant::now() < until {
-            if self.0.try_wait().unwrap().is_some() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        if self.0.try_wait().ok().flatten().is_none() {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
 }
 
 /// An HTTP request to 127.0.0.1:`port` (a form body makes it a POST); the status and body.
@@ -153,7 +127,7 @@ fn promtool_accepts_a_scraped_page() {
     let port = free_port();
     let s = sample();
     let addr = format!("127.0.0.1:{port}");
-    let mut r = Proc(
+    let mut r = Daemon(
         Command::new(env!("CARGO_BIN_EXE_rampart"))
             .args(["flows", "-q", "-r", s.to_str().unwrap(), "-o", "/dev/null"])
             .args(["--metrics", &addr, "--metrics-linger", "20"])
@@ -169,7 +143,7 @@ fn promtool_accepts_a_scraped_page() {
         _ => false,
     });
     assert_eq!(http(port, "/nothing", None).map(|(s, _)| s), Some(404));
-    r.stop();
+    let _ = r.stop();
     let mut check =
         Command::new(promtool).args(["check", "metrics"]).stdin(Stdio::piped()).spawn().unwrap();
     check.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
@@ -194,7 +168,7 @@ fn prometheus_scrapes_counts_and_rtt_quantiles_that_match_the_run() {
     let capture = std::fs::read(sample()).unwrap();
     // rampart reads the capture from a pipe, fed in parts a second apart, and keeps its
     // endpoint up 60 s after the end (stopped by the test once it has what it needs).
-    let mut r = Proc(
+    let mut r = Daemon(
         Command::new(env!("CARGO_BIN_EXE_rampart"))
             .args(["rtt", "-r", "-", "--format", "json"])
             .args(["--metrics", &format!("127.0.0.1:{rport}"), "--metrics-linger", "60"])
@@ -222,7 +196,7 @@ fn prometheus_scrapes_counts_and_rtt_quantiles_that_match_the_run() {
         ),
     )
     .unwrap();
-    let mut p = Proc(
+    let mut p = Daemon(
         Command::new(prometheus)
             .arg(format!("--config.file={}", config.display()))
             .arg(format!("--storage.tsdb.path={}", dir.path().join("tsdb").display()))
@@ -262,11 +236,11 @@ fn prometheus_scrapes_counts_and_rtt_quantiles_that_match_the_run() {
     let counts = q("sum(rampart_rtt_seconds_count)");
     let buckets = query(pport, "rampart_rtt_seconds_bucket");
     assert!(!buckets.is_empty());
-    r.stop();
+    let _ = r.stop();
     let mut stderr = String::new();
     let _ = err.read_to_string(&mut stderr);
     let stdout = out_t.join().unwrap();
-    p.stop();
+    let _ = p.stop();
 
     let rtts: Vec<f64> = {
         let mut v: Vec<f64> = stdout

@@ -35,7 +35,7 @@ use rampart_rtt::{RttStage, RttSummary, Sample};
 use rampart_wire::PacketMeta;
 
 use crate::packet::{Packet, PayloadSource};
-use crate::stateful::{Decided, Decision, Stateful, Why};
+use crate::stateful::{Decided, Decision, Query, Stateful, Why};
 use crate::{FlowsConfig, Parser, Summary};
 
 /// Pipeline depth: packet i+D's record and packet i+2D's index line are prefetched while packet i
@@ -424,18 +424,18 @@ impl Pipeline {
             let oif = st.route(dir, iif, || meta.dst_addr());
             let icmp = matches!(key.proto, 1 | 58).then_some((meta.icmp_type, meta.icmp_code));
             let app = found.and_then(|id| self.dpi.as_ref().and_then(|d| d.decided(id.0)));
-            let decision = st.verdict(
-                dir,
+            let q = Query {
                 key,
                 side,
-                insp.state,
-                meta.tcp.flags as u8,
+                ct: insp.state,
+                tcp_flags: meta.tcp.flags as u8,
                 icmp,
                 iif,
                 oif,
                 app,
-                ts,
-            );
+                now: ts,
+            };
+            let decision = st.verdict(dir, &q);
             let (mut verdict, rule) = (decision.verdict(), decision.rule());
             let mut reason = insp.reason.map(|r| Why::Invalid(r, insp.detail));
             let accepted = verdict == Verdict::Accept;

@@ -411,6 +411,29 @@ pub struct Decided {
     pub oif: Option<u32>,
 }
 
+/// What the rule set is asked about one packet.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Query<'a> {
+    /// The packet's flow key.
+    pub(crate) key: &'a FlowKey,
+    /// Which endpoint of the key sent it.
+    pub(crate) side: Side,
+    /// Its `ct state`.
+    pub(crate) ct: CtState,
+    /// Its TCP flags (0 for other protocols).
+    pub(crate) tcp_flags: u8,
+    /// ICMP type and code, for ICMP.
+    pub(crate) icmp: Option<(u8, u8)>,
+    /// The interface it came in on.
+    pub(crate) iif: u32,
+    /// The interface it goes out of (`None`: to the router).
+    pub(crate) oif: Option<u32>,
+    /// The flow's application, once decided.
+    pub(crate) app: Option<rampart_dpi::Label>,
+    /// Capture time (ns), for rate limits.
+    pub(crate) now: u64,
+}
+
 /// A step of a packet's path: base chain, entry, and how many times it matched.
 type Hit = (u16, u32, u64);
 
@@ -626,71 +649,53 @@ impl Stateful {
         oif
     }
 
+    /// A query's cache key besides the generation and the `ct state`: the TCP flags' class,
+    /// the ICMP type and code, and the [`HAS_ICMP`] and [`APP_KNOWN`] bits.
+    #[inline]
+    fn cache_key(&self, q: &Query<'_>) -> (u8, [u8; 2], u8) {
+        let flags = match &self.rules.flag_class {
+            Some(class) if q.key.proto == 6 => class[usize::from(q.tcp_flags)],
+            _ => 0,
+        };
+        let (icmp, bits) = Cached::key_bits(q.icmp, q.app.is_some());
+        (flags, icmp, bits)
+    }
+
     /// The verdict for a packet whose `ct state` is known: from the flow's cache when it is
-    /// still good, else by the rule set (and cached). `flow` and `dir` name the cache slot
-    /// (`None` for a packet without an existing flow).
-    #[allow(clippy::too_many_arguments)]
+    /// still good, else by the rule set (and cached). `flow` names the cache slot (the flow
+    /// and the packet's direction in it; `None` for a packet without an existing flow).
     #[inline]
     pub(crate) fn verdict(
         &mut self,
         flow: Option<(FlowId, rampart_flow::Dir)>,
-        key: &FlowKey,
-        side: Side,
-        ct: CtState,
-        tcp_flags: u8,
-        icmp: Option<(u8, u8)>,
-        iif: u32,
-        oif: Option<u32>,
-        app: Option<rampart_dpi::Label>,
-        now: u64,
+        q: &Query<'_>,
     ) -> Decision {
-        let flags = match &self.rules.flag_class {
-            Some(class) if key.proto == 6 => class[usize::from(tcp_flags)],
-            _ => 0,
-        };
-        let (icmp_key, bits) = Cached::key_bits(icmp, app.is_some());
+        let (flags, icmp, bits) = self.cache_key(q);
         // A `-m limit` rule's answer changes with time: such rule sets are walked every time.
         let cacheable = self.cfg.cache && !self.rules.limits;
         if let Some((id, dir)) = flow
             && cacheable
             && let Some(c) = self.cache.get(id.0 as usize).map(|c| &c[dir as usize])
             && c.generation == self.generation
-            && c.ct == ct as u8
+            && c.ct == q.ct as u8
             && c.flags == flags
-            && c.icmp == icmp_key
+            && c.icmp == icmp
             && c.bits & (HAS_ICMP | APP_KNOWN) == bits
         {
             self.path_packets[c.path as usize] += 1;
             self.cached += 1;
             return c.decision;
         }
-        self.walk(flow.filter(|_| cacheable), key, side, ct, tcp_flags, icmp, iif, oif, app, now)
+        self.walk(flow.filter(|_| cacheable), q)
     }
 
     /// [`Stateful::verdict`] by the rule set, cached in `flow`'s slot when given.
-    #[allow(clippy::too_many_arguments)]
     #[cold]
     #[inline(never)]
-    fn walk(
-        &mut self,
-        flow: Option<(FlowId, rampart_flow::Dir)>,
-        key: &FlowKey,
-        side: Side,
-        ct: CtState,
-        tcp_flags: u8,
-        icmp: Option<(u8, u8)>,
-        iif: u32,
-        oif: Option<u32>,
-        app: Option<rampart_dpi::Label>,
-        now: u64,
-    ) -> Decision {
+    fn walk(&mut self, flow: Option<(FlowId, rampart_flow::Dir)>, q: &Query<'_>) -> Decision {
         self.evaluated += 1;
-        let flags = match &self.rules.flag_class {
-            Some(class) if key.proto == 6 => class[usize::from(tcp_flags)],
-            _ => 0,
-        };
-        let (icmp_key, bits) = Cached::key_bits(icmp, app.is_some());
-        let k = key;
+        let (flags, icmp_key, bits) = self.cache_key(q);
+        let Query { key: k, side, ct, tcp_flags, icmp, iif, oif, app, now } = *q;
         let (src, dst, sport, dport) = match side {
             Side::A => (k.addr_a(), k.addr_b(), k.port_a, k.port_b),
             Side::B => (k.addr_b(), k.addr_a(), k.port_b, k.port_a),

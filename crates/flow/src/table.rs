@@ -776,18 +776,25 @@ impl FlowTable {
             if self.record(rec).prev != NEAR {
                 continue;
             }
-            self.stats.timer_checks += 1;
             let f = self.record_mut(rec);
             f.prev = 0;
             f.next = 0;
-            let f = self.record(rec);
-            let deadline = self.deadline_of(f);
-            if now > deadline {
-                let reason = Self::quiet_reason(f);
-                self.remove(rec, reason);
-            } else {
-                self.link(rec, Self::tick(deadline));
-            }
+            self.expire_or_refile(rec, now, 0);
+        }
+    }
+
+    /// A record taken off its timer list: ends it if quiet past its deadline at `now`, else
+    /// files it again under its deadline (not before tick `due`).
+    #[inline]
+    fn expire_or_refile(&mut self, rec: u32, now: u64, due: u64) {
+        self.stats.timer_checks += 1;
+        let f = self.record(rec);
+        let deadline = self.deadline_of(f);
+        if now > deadline {
+            let reason = Self::quiet_reason(f);
+            self.remove(rec, reason);
+        } else {
+            self.link(rec, Self::tick(deadline).max(due));
         }
     }
 
@@ -822,15 +829,7 @@ impl FlowTable {
             cur = f.next;
             f.next = 0;
             f.prev = 0;
-            self.stats.timer_checks += 1;
-            let f = self.record(rec);
-            let deadline = self.deadline_of(f);
-            if now > deadline {
-                let reason = Self::quiet_reason(f);
-                self.remove(rec, reason);
-            } else {
-                self.link(rec, Self::tick(deadline).max(due));
-            }
+            self.expire_or_refile(rec, now, due);
         }
     }
 

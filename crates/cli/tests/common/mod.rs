@@ -118,3 +118,35 @@ pub fn diff_against_fixture(capture: &Path, fixture: &Path) -> Vec<String> {
     }
     diffs
 }
+
+/// A process a test started (a collector, a server, rampart itself), stopped by its PID when
+/// dropped, also when the test fails.
+pub struct Daemon(pub std::process::Child);
+
+impl Daemon {
+    /// SIGTERM, then waits for it to exit: whether it did within 15 s (else it is killed).
+    pub fn stop(&mut self) -> bool {
+        use std::time::{Duration, Instant};
+        let pid = nix::unistd::Pid::from_raw(self.0.id() as i32);
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+        let until = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < until {
+            if self.0.try_wait().ok().flatten().is_some() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+        false
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
