@@ -27,9 +27,10 @@ pub(crate) enum Format {
 /// Record schemas.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub(crate) enum SchemaArg {
-    /// The fields records have always had (CSV's columns unchanged).
+    /// rampart's names: CSV's 37 columns unchanged; JSON adds `community_id`, `uid`,
+    /// `conn_state`, `history` and the TCP health counters.
     Rampart,
-    /// `rampart` plus `community_id` after `dport`.
+    /// Zeek-style orig/resp names with units in names, the same fields in JSON and CSV.
     V2,
 }
 
@@ -44,10 +45,16 @@ pub(crate) struct Args {
     /// Record format.
     #[arg(long, value_enum, default_value = "json")]
     format: Format,
-    /// Record fields: `rampart` (as always) or `v2` (adds `community_id`). Default: `v2` for
-    /// JSON, `rampart` for CSV, whose readers take columns by position.
+    /// Record fields: `rampart` (rampart's names; the default) or `v2` (Zeek-style `orig_h`,
+    /// `resp_p`, `orig_pkts`, `rtt_orig_min_us`, ...).
     #[arg(long, value_enum, value_name = "SCHEMA")]
     schema: Option<SchemaArg>,
+    /// Seed of the records' `uid`s: the same capture and seed give the same uids.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    uid_seed: u64,
+    /// Leave out Zeek's `conn_state` and `history` and the TCP health counters.
+    #[arg(long)]
+    no_tcp_stats: bool,
     /// Stop after this many packets.
     #[arg(short = 'c', long, value_name = "COUNT")]
     count: Option<u64>,
@@ -162,7 +169,8 @@ pub(crate) fn run(args: Args) -> ExitCode {
         Some(SchemaArg::V2) => Schema::V2,
     };
     let mut writer =
-        FlowWriter::with_schema(io::BufWriter::with_capacity(1 << 16, out), format, schema);
+        FlowWriter::with_schema(io::BufWriter::with_capacity(1 << 16, out), format, schema)
+            .with_uid_seed(args.uid_seed);
     let cfg = FlowsConfig {
         table: TableConfig {
             max_flows: args.max_flows as usize,
@@ -182,6 +190,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         }),
         // The RTT histograms are made of the samples; records do not carry them.
         samples: metrics.is_some() && !args.no_rtt,
+        tcp_stats: !args.no_tcp_stats,
         metrics: metrics.as_ref().map(Metrics::board),
         ..FlowsConfig::default()
     };

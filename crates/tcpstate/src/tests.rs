@@ -47,7 +47,11 @@ const RA: u16 = RST | ACK;
 
 /// The three-way handshake: client ISN 100, server ISN 500, 10 ms apart.
 fn handshake() -> Vec<Seg> {
-    vec![(O, SYN, 100, 0, 0, 1000, 0), (R, SA, 500, 101, 0, 1000, 10), (O, ACK, 101, 501, 0, 1000, 20)]
+    vec![
+        (O, SYN, 100, 0, 0, 1000, 0),
+        (R, SA, 500, 101, 0, 1000, 10),
+        (O, ACK, 101, 501, 0, 1000, 20),
+    ]
 }
 
 /// Handshake, a request and a reply, both FINs and the last ACK.
@@ -180,8 +184,8 @@ fn fast_retransmission_after_duplicate_acks() {
         (O, PA, 101, 501, 100, 1000, 30),
         (O, PA, 301, 501, 100, 1000, 31), // 201..301 lost
         (R, ACK, 501, 201, 0, 1000, 40),
-        (R, ACK, 501, 201, 0, 1000, 41), // duplicate
-        (R, ACK, 501, 201, 0, 1000, 42), // duplicate
+        (R, ACK, 501, 201, 0, 1000, 41),  // duplicate
+        (R, ACK, 501, 201, 0, 1000, 42),  // duplicate
         (O, PA, 201, 501, 100, 1000, 43), // within the 20 ms rule and the handshake RTT
     ]);
     let r = run(&s);
@@ -193,7 +197,7 @@ fn zero_window_is_w_and_a_probe_is_not_a_retransmission() {
     let mut s = handshake();
     s.extend([
         (O, PA, 101, 501, 100, 1000, 30),
-        (R, ACK, 501, 201, 0, 0, 40), // zero window
+        (R, ACK, 501, 201, 0, 0, 40),     // zero window
         (O, ACK, 201, 501, 1, 1000, 300), // probe
         (O, ACK, 201, 501, 1, 1000, 600), // probe again
         (R, ACK, 501, 201, 0, 0, 601),
