@@ -11,7 +11,8 @@ port pair (endpoint A being the lower (address, port)), for A->B then B->A:
   ooo       tcp.analysis.out_of_order
   lost      tcp.analysis.lost_segment
   zero_win  tcp.analysis.zero_window
-Conversations without any flag are not listed. IP reassembly is off, as for the flow fixtures.
+Conversations without any flag are not listed. IP reassembly is off, as for the flow fixtures; frames with
+more than one IP header (tunnels) are left out, since rampart keys them by the outer header.
 Columns: a_addr a_port b_addr b_port, then retrans ooo lost zero_win A->B, then the same B->A.
 """
 import ipaddress
@@ -26,7 +27,7 @@ FLAGS = [
     ("lost", "tcp.analysis.lost_segment"),
     ("zero_win", "tcp.analysis.zero_window"),
 ]
-FIELDS = ["ip.src", "ipv6.src", "tcp.srcport", "ip.dst", "ipv6.dst", "tcp.dstport"]
+FIELDS = ["frame.protocols", "ip.src", "ipv6.src", "tcp.srcport", "ip.dst", "ipv6.dst", "tcp.dstport"]
 
 
 def main(path):
@@ -42,7 +43,10 @@ def main(path):
             v = dict(zip(FIELDS, line.split("\t")))
             src = v["ip.src"] or v["ipv6.src"]
             dst = v["ip.dst"] or v["ipv6.dst"]
-            if not src or not v["tcp.srcport"]:
+            layers = v["frame.protocols"].split(":")
+            # Only TCP right over the outer IP header: rampart does not look inside tunnels.
+            outer = [i for i, p in enumerate(layers) if p in ("ip", "ipv6")]
+            if not src or not v["tcp.srcport"] or len(outer) != 1 or "tcp" not in layers[outer[0]:]:
                 continue
             s = (ipaddress.ip_address(src), int(v["tcp.srcport"]))
             d = (ipaddress.ip_address(dst), int(v["tcp.dstport"]))
