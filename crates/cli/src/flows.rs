@@ -31,9 +31,10 @@ pub(crate) enum Format {
 /// Record schemas.
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub(crate) enum SchemaArg {
-    /// The fields records have always had (CSV's columns unchanged).
+    /// rampart's names: CSV's 37 columns unchanged; JSON (and Parquet) add `community_id`,
+    /// `uid`, `conn_state`, `history` and the TCP health counters.
     Rampart,
-    /// `rampart` plus `community_id` after `dport`.
+    /// Zeek-style orig/resp names with units in names, the same fields in JSON and CSV.
     V2,
 }
 
@@ -48,10 +49,16 @@ pub(crate) struct Args {
     /// Record format.
     #[arg(long, value_enum, default_value = "json")]
     format: Format,
-    /// Record fields: `rampart` (as always) or `v2` (adds `community_id`). Default: `v2` for
-    /// JSON, `rampart` for CSV, whose readers take columns by position.
+    /// Record fields: `rampart` (rampart's names; the default) or `v2` (Zeek-style `orig_h`,
+    /// `resp_p`, `orig_pkts`, `rtt_orig_min_us`, ...).
     #[arg(long, value_enum, value_name = "SCHEMA")]
     schema: Option<SchemaArg>,
+    /// Seed of the records' `uid`s: the same capture and seed give the same uids.
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    uid_seed: u64,
+    /// Leave out Zeek's `conn_state` and `history` and the TCP health counters.
+    #[arg(long)]
+    no_tcp_stats: bool,
     /// Stop after this many packets.
     #[arg(short = 'c', long, value_name = "COUNT")]
     count: Option<u64>,
@@ -213,7 +220,7 @@ fn open_output(args: &Args, schema: Schema) -> Result<Output, Fail> {
     let format = match args.format {
         Format::Json => FlowFormat::Json,
         Format::Csv => FlowFormat::Csv,
-        Format::Parquet => return open_dataset(args.output.as_deref(), schema),
+        Format::Parquet => return open_dataset(args.output.as_deref(), schema, args.uid_seed),
     };
     let out: Box<dyn Write> = match &args.output {
         Some(p) => match std::fs::File::create(p) {
@@ -222,15 +229,14 @@ fn open_output(args: &Args, schema: Schema) -> Result<Output, Fail> {
         },
         None => Box::new(io::stdout().lock()),
     };
-    Ok(Output::Text(FlowWriter::with_schema(
-        io::BufWriter::with_capacity(1 << 16, out),
-        format,
-        schema,
-    )))
+    Ok(Output::Text(
+        FlowWriter::with_schema(io::BufWriter::with_capacity(1 << 16, out), format, schema)
+            .with_uid_seed(args.uid_seed),
+    ))
 }
 
 #[cfg(feature = "parquet")]
-fn open_dataset(dir: Option<&Path>, schema: Schema) -> Result<Output, Fail> {
+fn open_dataset(dir: Option<&Path>, schema: Schema, uid_seed: u64) -> Result<Output, Fail> {
     let Some(dir) = dir else {
         return Err(Fail(
             "--format parquet writes a dataset directory: name it with -o DIR".into(),
@@ -238,12 +244,12 @@ fn open_dataset(dir: Option<&Path>, schema: Schema) -> Result<Output, Fail> {
         ));
     };
     rampart_export::parquet::DatasetWriter::create(dir, schema)
-        .map(Output::Parquet)
+        .map(|w| Output::Parquet(w.with_uid_seed(uid_seed)))
         .map_err(|e| Fail(e.to_string(), 2))
 }
 
 #[cfg(not(feature = "parquet"))]
-fn open_dataset(_: Option<&Path>, _: Schema) -> Result<Output, Fail> {
+fn open_dataset(_: Option<&Path>, _: Schema, _: u64) -> Result<Output, Fail> {
     Err(Fail(
         "--format parquet: this rampart was built without the `parquet` cargo feature".into(),
         2,
@@ -333,6 +339,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         }),
         // The RTT histograms are made of the samples; records do not carry them.
         samples: metrics.is_some() && !args.no_rtt,
+        tcp_stats: !args.no_tcp_stats,
         metrics: metrics.as_ref().map(Metrics::board),
         ..FlowsConfig::default()
     };

@@ -88,6 +88,8 @@ fn report(args: &Args) -> Result<(), Fail> {
             count: args.count,
             seconds: args.seconds,
             samples: true,
+            // The page uses no connection state, history or TCP health counter.
+            tcp_stats: false,
             ..FlowsConfig::default()
         };
         let stop = input::stop_flag();

@@ -289,6 +289,8 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
                 // RTT output carries no application labels, and needs no flow but TCP's.
                 dpi: None,
                 tcp_only: true,
+                // Its reports use no flow record fields.
+                tcp_stats: false,
                 metrics: metrics.as_ref().map(Metrics::board),
                 ..FlowsConfig::default()
             };

@@ -78,6 +78,9 @@ pub struct FlowsConfig {
     /// Track TCP only (RTT measurement needs nothing else): other IP packets are counted
     /// ([`Summary::not_tcp`]) and go no further.
     pub tcp_only: bool,
+    /// Zeek's `conn_state` and `history` and the TCP health counters per flow
+    /// ([`rampart_tcpstate::TcpStateStage`]).
+    pub tcp_stats: bool,
     /// Where the run publishes its counters for another thread to read while it runs (the
     /// `--metrics` endpoint); `None` publishes nothing.
     pub metrics: Option<Board>,
@@ -96,6 +99,7 @@ impl Default for FlowsConfig {
             workers: 1,
             dpi: Some(rampart_dpi::Config::default()),
             tcp_only: false,
+            tcp_stats: true,
             metrics: None,
         }
     }

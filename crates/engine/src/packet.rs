@@ -117,7 +117,8 @@ fn span(b: &[u8], at: u64, len: u32) -> &[u8] {
 pub struct Packet {
     /// Key, direction, time, length and flags (the table hash is filled in by the pipeline).
     pub info: PacketInfo,
-    /// What RTT matching needs, for a TCP packet when RTT is on.
+    /// What RTT matching and the TCP health counters need, for a TCP packet when either is
+    /// on.
     pub tcp: Option<RttInput>,
     /// Position in the run's output order (its batch's frame index on one thread, its place
     /// in the job with workers).
@@ -137,7 +138,7 @@ pub struct Parser {
 }
 
 impl Parser {
-    /// A parser; `rtt` keeps what RTT matching needs, and packets to `local` addresses are
+    /// A parser; `rtt` keeps the TCP facts RTT matching and the TCP health counters need, and packets to `local` addresses are
     /// marked so they are not timestamped.
     pub fn new(rtt: bool, local: &[IpAddr]) -> Self {
         let local = local

@@ -10,7 +10,8 @@
 //! 3. flow lookup and update in the [`FlowTable`] (creating the flow on its first packet;
 //!    flows the packet ends, such as an idle flow whose key it reuses, are retired first);
 //! 4. the side stages, each keeping per-flow state beside the table by flow id: RTT matching
-//!    ([`RttStage`]) and application identification ([`DpiTable`]);
+//!    ([`RttStage`]), application identification ([`DpiTable`]) and Zeek's connection state,
+//!    history and TCP health counters ([`TcpStateStage`]);
 //! 5. events: RTT samples as they are made, flow records as flows end (by a packet, by
 //!    capture time in [`Pipeline::advance`], or at the end in [`Pipeline::finish_flows`]).
 //!
@@ -32,6 +33,7 @@ use rampart_flow::{
     EndReason, Flow, FlowCtx, FlowId, FlowKey, FlowTable, KeyKind, Looked, SideStage, TableConfig,
 };
 use rampart_rtt::{RttStage, RttSummary, Sample};
+use rampart_tcpstate::{ConnSummary, TcpSeg, TcpStateStage};
 use rampart_wire::PacketMeta;
 
 use crate::packet::{Packet, PayloadSource};
@@ -82,6 +84,9 @@ pub struct FlowRecord {
     pub ct: Option<rampart_conntrack::Summary>,
     /// The last verdict on the flow and the rule that gave it (stateful firewall only).
     pub verdict: Option<(Verdict, Option<Arc<str>>)>,
+    /// Zeek's `conn_state` and `history`, and the TCP health counters per direction (`None`
+    /// when the stage is off).
+    pub conn: Option<ConnSummary>,
 }
 
 /// What a run hands to its [`crate::Sink`], in order.
@@ -209,6 +214,7 @@ pub struct Pipeline {
     parsed: Vec<(PacketMeta, Option<rampart_flow::PacketInfo>)>,
     rtt: Option<RttStage>,
     dpi: Option<DpiTable>,
+    tcp: Option<TcpStateStage>,
     /// Hand every RTT sample out (else only per-flow summaries are kept).
     samples: bool,
     /// The packets of the batch being processed (kept for its allocation).
@@ -219,7 +225,7 @@ impl Pipeline {
     /// A pipeline with the table, RTT matching and identification `cfg` asks for.
     pub fn new(cfg: &FlowsConfig) -> Self {
         Self {
-            parser: Parser::new(cfg.rtt.is_some(), &cfg.local)
+            parser: Parser::new(cfg.rtt.is_some() || cfg.tcp_stats, &cfg.local)
                 .with_payloads(cfg.dpi.is_some())
                 .tcp_only(cfg.tcp_only),
             table: FlowTable::new(cfg.table),
@@ -229,6 +235,7 @@ impl Pipeline {
             parsed: Vec::new(),
             rtt: cfg.rtt.map(RttStage::new),
             dpi: cfg.dpi.map(DpiTable::new),
+            tcp: cfg.tcp_stats.then(TcpStateStage::new),
             samples: cfg.samples,
             packets: Vec::with_capacity(256),
         }
@@ -236,7 +243,13 @@ impl Pipeline {
 
     /// A pipeline with only the flow table.
     pub fn table_only(cfg: TableConfig) -> Self {
-        Self::new(&FlowsConfig { table: cfg, rtt: None, dpi: None, ..FlowsConfig::default() })
+        Self::new(&FlowsConfig {
+            table: cfg,
+            rtt: None,
+            dpi: None,
+            tcp_stats: false,
+            ..FlowsConfig::default()
+        })
     }
 
     /// Decides every packet by `policy`.
@@ -494,7 +507,7 @@ impl Pipeline {
                 self.retire_ended(i as u32, false, events);
             }
             if let Some(t) = tracked
-                && (self.rtt.is_some() || self.dpi.is_some())
+                && (self.rtt.is_some() || self.dpi.is_some() || self.tcp.is_some())
                 && self.table.get(t.id).is_some()
             {
                 let p = self.parser.complete(*info, frame, meta, i as u32, i as u32);
@@ -517,7 +530,7 @@ impl Pipeline {
         payloads: &PayloadSource<'_>,
         events: &mut Events,
     ) {
-        if self.rtt.is_none() && self.dpi.is_none() {
+        if self.rtt.is_none() && self.dpi.is_none() && self.tcp.is_none() {
             return;
         }
         let flow = self.table.flow(t.id);
@@ -529,6 +542,18 @@ impl Pipeline {
             && self.samples
         {
             events.samples.push((p.pos, sample));
+        }
+        if let Some(tcp) = &mut self.tcp
+            && let Some(i) = &p.tcp
+        {
+            let seg = TcpSeg {
+                seq: i.seq,
+                ack: i.ack,
+                flags: i.flags,
+                window: i.window,
+                payload: i.payload,
+            };
+            tcp.observe(&ctx, &seg);
         }
         if let Some(dpi) = &mut self.dpi
             && !p.payload.is_empty()
@@ -595,6 +620,7 @@ impl Pipeline {
         for e in self.table.take_ended() {
             let rtt = self.rtt.as_mut().map(|r| SideStage::retire(r, e.id, &e.flow));
             let app = self.dpi.as_mut().map(|d| SideStage::retire(d, e.id, &e.flow));
+            let conn = self.tcp.as_mut().map(|t| SideStage::retire(t, e.id, &e.flow));
             let (ct, verdict) = match &mut self.stateful {
                 Some(st) => {
                     let r = st.retire(e.id, e.reason == EndReason::Evicted);
@@ -602,7 +628,7 @@ impl Pipeline {
                 }
                 None => (None, None),
             };
-            let record = FlowRecord { flow: e.flow, end: e.reason, rtt, app, ct, verdict };
+            let record = FlowRecord { flow: e.flow, end: e.reason, rtt, app, ct, verdict, conn };
             events.records.push(Ordered { pos, tick, record });
         }
     }

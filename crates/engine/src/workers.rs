@@ -439,7 +439,7 @@ pub(crate) fn run(
     // Each worker's pipeline: its share of the global limits; the local-address marks are
     // made by whoever parses.
     let worker_cfg = FlowsConfig { table, rtt, local: Vec::new(), ..cfg.clone() };
-    let mut parser = Parser::new(cfg.rtt.is_some(), &cfg.local)
+    let mut parser = Parser::new(cfg.rtt.is_some() || cfg.tcp_stats, &cfg.local)
         .with_payloads(cfg.dpi.is_some())
         .tcp_only(cfg.tcp_only);
     let bytes = capture.shared();
@@ -473,7 +473,7 @@ pub(crate) fn run(
                     pipeline: Pipeline::new(&worker_cfg),
                     me,
                     shard: shard.clone(),
-                    parser: Parser::new(cfg.rtt.is_some(), &cfg.local)
+                    parser: Parser::new(cfg.rtt.is_some() || cfg.tcp_stats, &cfg.local)
                         .with_payloads(cfg.dpi.is_some())
                         .tcp_only(cfg.tcp_only),
                     bytes: bytes.clone(),

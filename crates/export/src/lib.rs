@@ -1,6 +1,7 @@
 //! Flow records out: JSON lines and CSV, formatted by hand into a reused buffer.
 //!
-//! Both formats write the same fields, in the same order, from one list ([`field_names`]):
+//! Both formats write their fields from one list per [`Schema`] ([`field_names`],
+//! [`json_field_names`]). The rampart schema's fields:
 //!
 //! | field | meaning |
 //! |---|---|
@@ -27,11 +28,15 @@
 //! | `tcp_state` | the TCP connection's state as conntrack names it (`ESTABLISHED`, `TIME_WAIT`, ...) |
 //! | `assured` | whether the connection was ASSURED |
 //! | `verdict`, `rule` | the last verdict on the flow and the rule that gave it |
+//! | `uid` | JSON: the flow's id ([`uid`]), `C` and 11 base-62 digits |
+//! | `conn_state`, `history` | JSON: Zeek's connection state and history ([`rampart_tcpstate`]) |
+//! | `retrans_fwd`, `out_of_order_fwd`, `lost_fwd`, `zero_window_fwd`, and `_rev` | JSON, TCP: the health counters of each direction's segments |
 //!
-//! CSV's columns are fixed by a [`Schema`]: [`Schema::Rampart`] is the column list CSV has
-//! always had (scripts read its columns by position), [`Schema::V2`] adds `community_id`.
-//! JSON, whose readers take fields by name, writes `community_id` unless asked for
-//! [`Schema::Rampart`] explicitly ([`FlowWriter::with_schema`]).
+//! [`Schema::Rampart`] in CSV is the column list CSV has always had (scripts read its columns
+//! by position); JSON, whose readers take fields by name, adds the [`JSON_ONLY`] fields.
+//! [`Schema::V2`] is the telemetry notes' schema (§5): the same values under Zeek's orig/resp
+//! names with units in the names (`orig_wire_bytes`, `rtt_orig_min_us` in whole
+//! microseconds), the same fields in JSON and CSV. Both formats default to `Rampart`.
 //!
 //! A field that does not apply is left out of JSON and left empty in CSV: `tcp_flags_*` and
 //! `rtt_*` for flows that are not TCP and `rtt_*` when RTT matching is off,
@@ -54,6 +59,7 @@ use rampart_dpi::Label;
 use rampart_engine::FlowRecord;
 use rampart_flow::{KeyKind, Side};
 use rampart_rtt::DirSummary;
+use rampart_tcpstate::DirCounters;
 use rampart_wire::proto;
 
 pub mod community_id;
@@ -77,31 +83,56 @@ pub enum FlowFormat {
     Csv,
 }
 
-/// A record's field set. JSON and CSV write the same fields in the same order; what changes
-/// between schemas is which fields there are.
+/// A record's field set and names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Schema {
-    /// The fields flow records have had since the first release, unchanged: CSV's 37
-    /// columns (the default for CSV).
+    /// rampart's own names (`src`, `packets_fwd`, `rtt_src_min` in seconds, ...), the default
+    /// for both formats. CSV writes exactly the 37 columns it always had (scripts read them
+    /// by position); JSON, whose readers take fields by name, writes those plus
+    /// `community_id` after `dport` and the connection fields at the end (`uid`,
+    /// `conn_state`, `history`, `retrans_fwd`, ...: [`JSON_ONLY`]).
     Rampart,
-    /// `rampart` plus `community_id` after `dport` (the default for JSON).
+    /// The one record schema of the telemetry notes (§5), the same fields in JSON and CSV:
+    /// Zeek's orig/resp names, units in names (`rtt_orig_min_us`, `orig_wire_bytes`).
     V2,
 }
 
 impl Schema {
-    /// The schema a format gets when none is asked for: `V2` for JSON (an added field breaks
-    /// no JSON reader), `Rampart` for CSV (an added column moves the ones after it).
+    /// The schema a format gets when none is asked for: `Rampart` for both, so that nothing
+    /// that reads today's records breaks; `V2` is asked for with `--schema v2`.
     pub fn default_for(format: FlowFormat) -> Self {
         match format {
-            FlowFormat::Json => Self::V2,
-            FlowFormat::Csv => Self::Rampart,
+            FlowFormat::Json | FlowFormat::Csv => Self::Rampart,
         }
     }
 
-    fn has(self, field: &str) -> bool {
-        self == Self::V2 || field != "community_id"
+    /// Its fields, in output order, as `format` writes them.
+    fn fields(self, format: FlowFormat) -> impl Iterator<Item = &'static Field> {
+        let list = match self {
+            Self::Rampart => RAMPART,
+            Self::V2 => V2,
+        };
+        let columns = self == Self::Rampart && format == FlowFormat::Csv;
+        list.iter().filter(move |(n, _)| !columns || !JSON_ONLY.contains(n))
     }
 }
+
+/// Fields of [`Schema::Rampart`] that JSON writes and CSV does not (CSV's columns stay as
+/// they always were).
+pub const JSON_ONLY: &[&str] = &[
+    "community_id",
+    "uid",
+    "conn_state",
+    "history",
+    "retrans_fwd",
+    "retrans_rev",
+    "out_of_order_fwd",
+    "out_of_order_rev",
+    "lost_fwd",
+    "lost_rev",
+    "zero_window_fwd",
+    "zero_window_rev",
+];
 
 /// What a record's fields are computed from, worked out once per record.
 struct View<'a> {
@@ -113,10 +144,12 @@ struct View<'a> {
     tcp: bool,
     /// RTT towards the initiator and the responder, for a TCP flow with RTT matching on.
     rtt: Option<(DirSummary, DirSummary)>,
+    /// The run's seed for `uid`.
+    seed: u64,
 }
 
 impl<'a> View<'a> {
-    fn new(r: &'a FlowRecord) -> Self {
+    fn new(r: &'a FlowRecord, seed: u64) -> Self {
         let f = &r.flow;
         let k = &f.key;
         let (src, sport, dst, dport) = match f.initiator {
@@ -129,7 +162,38 @@ impl<'a> View<'a> {
         };
         let tcp = f.key.proto == proto::TCP;
         let rtt = r.rtt.filter(|_| tcp).map(|s| s.toward_src_dst());
-        Self { r, src, sport, dst, dport, tcp, rtt }
+        Self { r, src, sport, dst, dport, tcp, rtt, seed }
+    }
+
+    /// An RTT statistic in whole microseconds, present only when there are samples.
+    fn rtt_us(&self, to_dst: bool, pick: fn(&DirSummary) -> u64) -> Value<'a> {
+        match self.rtt(to_dst) {
+            Some(d) if d.count > 0 => Value::Int(pick(&d) / 1000),
+            _ => Value::Absent,
+        }
+    }
+
+    /// A TCP health counter of direction `d` (0: the initiator's segments).
+    fn counter(&self, d: usize, pick: fn(&DirCounters) -> u32) -> Value<'a> {
+        match &self.r.conn {
+            Some(c) if self.tcp => Value::Int(pick(&c.dirs[d]).into()),
+            _ => Value::Absent,
+        }
+    }
+
+    fn conn_state(&self) -> Value<'a> {
+        self.r.conn.as_ref().map_or(Value::Absent, |c| Value::Name(c.state.name()))
+    }
+
+    fn history(&self) -> Value<'a> {
+        match &self.r.conn {
+            Some(c) if !c.history.is_empty() => Value::Text(c.history.as_str()),
+            _ => Value::Absent,
+        }
+    }
+
+    fn uid(&self) -> Value<'a> {
+        Value::Uid(uid(&self.r.flow, self.seed))
     }
 
     fn rtt(&self, to_dst: bool) -> Option<DirSummary> {
@@ -178,19 +242,27 @@ enum Value<'a> {
     Cid(community_id::CommunityId),
     /// A yes or no.
     Bool(bool),
+    /// A flow's `uid`.
+    Uid(u64),
 }
 
 /// A field: its name and how its value is found.
 type Field = (&'static str, for<'a> fn(&View<'a>) -> Value<'a>);
 
-/// The names of a flow record's fields in `schema`, in output order.
+/// The names of a flow record's columns in `schema`, in output order: CSV's header. JSON
+/// (and the Parquet writer, whose columns are JSON's fields) writes [`json_field_names`].
 pub fn field_names(schema: Schema) -> impl Iterator<Item = &'static str> {
-    FIELDS.iter().map(|(name, _)| *name).filter(move |n| schema.has(n))
+    schema.fields(FlowFormat::Csv).map(|(name, _)| *name)
 }
 
-/// Every field of a flow record, in output order: the one list JSON, CSV and the CSV header
-/// are written from.
-const FIELDS: &[Field] = &[
+/// The names of the fields a JSON record in `schema` can have, in output order.
+pub fn json_field_names(schema: Schema) -> impl Iterator<Item = &'static str> {
+    schema.fields(FlowFormat::Json).map(|(name, _)| *name)
+}
+
+/// Every field of a rampart-schema record, in output order: the list JSON, CSV and the CSV
+/// header are written from (CSV leaves out [`JSON_ONLY`]).
+const RAMPART: &[Field] = &[
     ("proto", |v| Value::Proto(v.r.flow.key.proto, v.r.flow.key.family)),
     ("src", |v| Value::Addr(v.r.flow.key.family, v.src)),
     ("sport", |v| Value::Int(v.sport.into())),
@@ -206,10 +278,7 @@ const FIELDS: &[Field] = &[
     ("bytes_rev", |v| Value::Int(v.r.flow.bytes[1])),
     ("tcp_flags_fwd", |v| if v.tcp { Value::Flags(v.r.flow.tcp_flags[0]) } else { Value::Absent }),
     ("tcp_flags_rev", |v| if v.tcp { Value::Flags(v.r.flow.tcp_flags[1]) } else { Value::Absent }),
-    ("icmp_id", |v| match v.r.flow.key.kind() {
-        KeyKind::Echo => Value::Int(v.r.flow.key.port_a.into()),
-        _ => Value::Absent,
-    }),
+    ("icmp_id", icmp_id),
     ("end_reason", |v| Value::Name(v.r.end.name())),
     ("rtt_src_count", |v| v.rtt(false).map_or(Value::Absent, |d| Value::Int(d.count))),
     ("rtt_src_min", |v| v.rtt_stat(false, |d| d.min)),
@@ -219,26 +288,172 @@ const FIELDS: &[Field] = &[
     ("rtt_dst_min", |v| v.rtt_stat(true, |d| d.min)),
     ("rtt_dst_median", |v| v.rtt_stat(true, |d| d.median)),
     ("rtt_dst_max", |v| v.rtt_stat(true, |d| d.max)),
-    ("app", |v| v.r.app.as_ref().map_or(Value::Absent, |a| Value::Label(a.label))),
-    ("app_by", |v| v.r.app.as_ref().map_or(Value::Absent, |a| Value::Name(a.by.name()))),
+    ("app", app),
+    ("app_by", app_by),
     ("sni", |v| v.meta(|m| m.sni.as_deref())),
     ("alpn", |v| v.meta(|m| m.alpn.as_deref())),
     ("http_host", |v| v.meta(|m| m.http_host.as_deref())),
     ("user_agent", |v| v.meta(|m| m.user_agent.as_deref())),
     ("dns_query", |v| v.meta(|m| m.dns_query.as_deref())),
     ("ssh_banner", |v| v.meta(|m| m.ssh_banner.as_deref())),
-    ("ct_state", |v| v.r.ct.map_or(Value::Absent, |c| Value::Name(c.ct_state.name()))),
-    ("tcp_state", |v| match v.r.ct.and_then(|c| c.tcp_state) {
+    ("ct_state", ct_state),
+    ("tcp_state", tcp_state),
+    ("assured", assured),
+    ("verdict", verdict),
+    ("rule", rule),
+    ("uid", |v| v.uid()),
+    ("conn_state", |v| v.conn_state()),
+    ("history", |v| v.history()),
+    ("retrans_fwd", |v| v.counter(0, |c| c.retrans)),
+    ("retrans_rev", |v| v.counter(1, |c| c.retrans)),
+    ("out_of_order_fwd", |v| v.counter(0, |c| c.out_of_order)),
+    ("out_of_order_rev", |v| v.counter(1, |c| c.out_of_order)),
+    ("lost_fwd", |v| v.counter(0, |c| c.lost)),
+    ("lost_rev", |v| v.counter(1, |c| c.lost)),
+    ("zero_window_fwd", |v| v.counter(0, |c| c.zero_window)),
+    ("zero_window_rev", |v| v.counter(1, |c| c.zero_window)),
+];
+
+/// Every field of a v2 record, in output order (JSON and CSV alike).
+const V2: &[Field] = &[
+    ("ts", |v| Value::Time(v.r.flow.first)),
+    ("ts_end", |v| Value::Time(v.r.flow.last)),
+    ("duration", |v| Value::Time(v.r.flow.last.saturating_sub(v.r.flow.first))),
+    ("uid", |v| v.uid()),
+    ("community_id", |v| community_id::of_flow(&v.r.flow, 0).map_or(Value::Absent, Value::Cid)),
+    ("orig_h", |v| Value::Addr(v.r.flow.key.family, v.src)),
+    ("orig_p", |v| Value::Int(v.sport.into())),
+    ("resp_h", |v| Value::Addr(v.r.flow.key.family, v.dst)),
+    ("resp_p", |v| Value::Int(v.dport.into())),
+    ("proto", |v| Value::Proto(v.r.flow.key.proto, v.r.flow.key.family)),
+    ("icmp_id", icmp_id),
+    ("orig_pkts", |v| Value::Int(v.r.flow.packets[0])),
+    ("orig_wire_bytes", |v| Value::Int(v.r.flow.bytes[0])),
+    ("resp_pkts", |v| Value::Int(v.r.flow.packets[1])),
+    ("resp_wire_bytes", |v| Value::Int(v.r.flow.bytes[1])),
+    ("tcp_flags_orig", |v| if v.tcp { Value::Flags(v.r.flow.tcp_flags[0]) } else { Value::Absent }),
+    ("tcp_flags_resp", |v| if v.tcp { Value::Flags(v.r.flow.tcp_flags[1]) } else { Value::Absent }),
+    ("conn_state", |v| v.conn_state()),
+    ("history", |v| v.history()),
+    ("orig_retrans", |v| v.counter(0, |c| c.retrans)),
+    ("orig_out_of_order", |v| v.counter(0, |c| c.out_of_order)),
+    ("orig_lost", |v| v.counter(0, |c| c.lost)),
+    ("orig_zero_window", |v| v.counter(0, |c| c.zero_window)),
+    ("resp_retrans", |v| v.counter(1, |c| c.retrans)),
+    ("resp_out_of_order", |v| v.counter(1, |c| c.out_of_order)),
+    ("resp_lost", |v| v.counter(1, |c| c.lost)),
+    ("resp_zero_window", |v| v.counter(1, |c| c.zero_window)),
+    ("end_reason", |v| Value::Name(v.r.end.name())),
+    ("rtt_orig_samples", |v| v.rtt(false).map_or(Value::Absent, |d| Value::Int(d.count))),
+    ("rtt_orig_min_us", |v| v.rtt_us(false, |d| d.min)),
+    ("rtt_orig_median_us", |v| v.rtt_us(false, |d| d.median)),
+    ("rtt_orig_max_us", |v| v.rtt_us(false, |d| d.max)),
+    ("rtt_resp_samples", |v| v.rtt(true).map_or(Value::Absent, |d| Value::Int(d.count))),
+    ("rtt_resp_min_us", |v| v.rtt_us(true, |d| d.min)),
+    ("rtt_resp_median_us", |v| v.rtt_us(true, |d| d.median)),
+    ("rtt_resp_max_us", |v| v.rtt_us(true, |d| d.max)),
+    ("app", app),
+    ("app_by", app_by),
+    ("sni", |v| v.meta(|m| m.sni.as_deref())),
+    ("alpn", |v| v.meta(|m| m.alpn.as_deref())),
+    ("http_host", |v| v.meta(|m| m.http_host.as_deref())),
+    ("user_agent", |v| v.meta(|m| m.user_agent.as_deref())),
+    ("dns_query", |v| v.meta(|m| m.dns_query.as_deref())),
+    ("ssh_banner", |v| v.meta(|m| m.ssh_banner.as_deref())),
+    ("ct_state", ct_state),
+    ("tcp_state", tcp_state),
+    ("assured", assured),
+    ("verdict", verdict),
+    ("rule", rule),
+];
+
+fn icmp_id<'a>(v: &View<'a>) -> Value<'a> {
+    match v.r.flow.key.kind() {
+        KeyKind::Echo => Value::Int(v.r.flow.key.port_a.into()),
+        _ => Value::Absent,
+    }
+}
+
+fn app<'a>(v: &View<'a>) -> Value<'a> {
+    v.r.app.as_ref().map_or(Value::Absent, |a| Value::Label(a.label))
+}
+
+fn app_by<'a>(v: &View<'a>) -> Value<'a> {
+    v.r.app.as_ref().map_or(Value::Absent, |a| Value::Name(a.by.name()))
+}
+
+fn ct_state<'a>(v: &View<'a>) -> Value<'a> {
+    v.r.ct.map_or(Value::Absent, |c| Value::Name(c.ct_state.name()))
+}
+
+fn tcp_state<'a>(v: &View<'a>) -> Value<'a> {
+    match v.r.ct.and_then(|c| c.tcp_state) {
         Some(t) => Value::Name(t.name()),
         None => Value::Absent,
-    }),
-    ("assured", |v| v.r.ct.map_or(Value::Absent, |c| Value::Bool(c.assured))),
-    ("verdict", |v| v.r.verdict.as_ref().map_or(Value::Absent, |(d, _)| Value::Name(d.name()))),
-    ("rule", |v| match &v.r.verdict {
+    }
+}
+
+fn assured<'a>(v: &View<'a>) -> Value<'a> {
+    v.r.ct.map_or(Value::Absent, |c| Value::Bool(c.assured))
+}
+
+fn verdict<'a>(v: &View<'a>) -> Value<'a> {
+    v.r.verdict.as_ref().map_or(Value::Absent, |(d, _)| Value::Name(d.name()))
+}
+
+fn rule<'a>(v: &View<'a>) -> Value<'a> {
+    match &v.r.verdict {
         Some((_, Some(rule))) => Value::Text(rule),
         _ => Value::Absent,
-    }),
-];
+    }
+}
+
+/// A flow's `uid`: a 64-bit hash of its key, its initiator and its first packet's time,
+/// mixed with the run's `seed`. It depends on nothing else (not on the number of workers,
+/// nor on the order flows end), so a run's output is the same for any `--workers`; two
+/// flows of one run have the same uid only if they have the same key and first time (which
+/// the flow table never gives), or by a 64-bit collision. With the same seed the same
+/// capture gives the same uids; a different seed (`--uid-seed`) gives unrelated ones.
+pub fn uid(flow: &rampart_flow::Flow, seed: u64) -> u64 {
+    /// SplitMix64's finaliser.
+    fn mix(mut z: u64) -> u64 {
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    let k = &flow.key;
+    let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
+    let tail = u64::from(k.port_a) << 48
+        | u64::from(k.port_b) << 32
+        | u64::from(k.proto) << 24
+        | u64::from(k.family) << 16
+        | u64::from(k.kind) << 8
+        | u64::from(flow.initiator == Side::B);
+    let mut h = mix(seed ^ 0x9e37_79b9_7f4a_7c15);
+    for w in [
+        word(&k.addr_a[..8]),
+        word(&k.addr_a[8..]),
+        word(&k.addr_b[..8]),
+        word(&k.addr_b[8..]),
+        tail,
+        flow.first,
+    ] {
+        h = mix(h ^ w).wrapping_add(0x9e37_79b9_7f4a_7c15);
+    }
+    mix(h)
+}
+
+/// Appends a uid as Zeek writes its uids: `C` and then the number in base 62 (11 digits).
+pub fn uid_text(l: &mut Vec<u8>, mut u: u64) {
+    const DIGITS: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let mut buf = [b'0'; 11];
+    for slot in buf.iter_mut().rev() {
+        *slot = DIGITS[(u % 62) as usize];
+        u /= 62;
+    }
+    l.push(b'C');
+    l.extend_from_slice(&buf);
+}
 
 /// Writes flow records to `W`. Output is buffered by `W`; call [`FlowWriter::flush`] before exit.
 pub struct FlowWriter<W: Write> {
@@ -247,6 +462,7 @@ pub struct FlowWriter<W: Write> {
     schema: Schema,
     line: Vec<u8>,
     header_done: bool,
+    seed: u64,
 }
 
 impl<W: Write> FlowWriter<W> {
@@ -257,7 +473,13 @@ impl<W: Write> FlowWriter<W> {
 
     /// A writer of `format` records in `schema` to `out`.
     pub fn with_schema(out: W, format: FlowFormat, schema: Schema) -> Self {
-        Self { out, format, schema, line: Vec::with_capacity(512), header_done: false }
+        Self { out, format, schema, line: Vec::with_capacity(512), header_done: false, seed: 0 }
+    }
+
+    /// Uses `seed` for the records' `uid`s (see [`uid`]; 0 unless set).
+    pub fn with_uid_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
     }
 
     /// Writes the CSV header if it has not been written (JSON has none). Called by the first
@@ -281,14 +503,14 @@ impl<W: Write> FlowWriter<W> {
     /// Writes one flow record.
     pub fn write(&mut self, r: &FlowRecord) -> io::Result<()> {
         self.header()?;
-        let view = View::new(r);
+        let view = View::new(r, self.seed);
         let l = &mut self.line;
         l.clear();
         match self.format {
             FlowFormat::Json => {
                 l.push(b'{');
                 let mut first = true;
-                for (name, value) in FIELDS.iter().filter(|(n, _)| self.schema.has(n)) {
+                for (name, value) in self.schema.fields(FlowFormat::Json) {
                     let v = value(&view);
                     if matches!(v, Value::Absent) {
                         continue;
@@ -305,8 +527,7 @@ impl<W: Write> FlowWriter<W> {
                 l.extend_from_slice(b"}\n");
             }
             FlowFormat::Csv => {
-                for (i, (_, value)) in FIELDS.iter().filter(|(n, _)| self.schema.has(n)).enumerate()
-                {
+                for (i, (_, value)) in self.schema.fields(FlowFormat::Csv).enumerate() {
                     if i > 0 {
                         l.push(b',');
                     }
@@ -342,6 +563,11 @@ fn json_value(l: &mut Vec<u8>, v: Value<'_>) {
         Value::Int(n) => int(l, n),
         Value::Time(ns) => epoch(l, ns),
         Value::Rtt(ns) => rtt::secs(l, ns, 9),
+        Value::Uid(u) => {
+            l.push(b'"');
+            uid_text(l, u);
+            l.push(b'"');
+        }
         Value::Name(s) => {
             l.push(b'"');
             l.extend_from_slice(s.as_bytes());
@@ -393,6 +619,7 @@ fn csv_value(l: &mut Vec<u8>, v: Value<'_>) {
         Value::Int(n) => int(l, n),
         Value::Time(ns) => epoch(l, ns),
         Value::Rtt(ns) => rtt::secs(l, ns, 9),
+        Value::Uid(u) => uid_text(l, u),
         Value::Name(s) => l.extend_from_slice(s.as_bytes()),
         Value::Text(s) => text::csv_field(l, s),
         Value::Cid(c) => l.extend_from_slice(c.as_str().as_bytes()),
@@ -498,6 +725,7 @@ mod tests {
             app: None,
             ct: None,
             verdict: None,
+            conn: None,
         }
     }
 
@@ -512,17 +740,28 @@ mod tests {
         String::from_utf8(w.into_inner().unwrap()).unwrap()
     }
 
+    /// The uid field that ends a rampart JSON record of `r` with seed 0.
+    fn uid_field(r: &FlowRecord) -> String {
+        let mut l = Vec::new();
+        uid_text(&mut l, uid(&r.flow, 0));
+        format!(",\"uid\":\"{}\"", String::from_utf8(l).unwrap())
+    }
+
     #[test]
     fn json_tcp() {
-        let s = render(FlowFormat::Json, &ended(6, KeyKind::Ports, 4));
+        let r = ended(6, KeyKind::Ports, 4);
+        let s = render(FlowFormat::Json, &r);
         assert_eq!(
             s,
-            "{\"proto\":\"tcp\",\"src\":\"10.0.0.2\",\"sport\":80,\"dst\":\"10.0.0.1\",\
+            format!(
+                "{{\"proto\":\"tcp\",\"src\":\"10.0.0.2\",\"sport\":80,\"dst\":\"10.0.0.1\",\
              \"dport\":40000,\"community_id\":\"1:3k1SoWXs/FltHw2aBCgUTgbDQF4=\",\
              \"first\":1700000000.000001,\"last\":1700000001.500000,\
              \"duration\":1.499999,\"packets_fwd\":3,\"bytes_fwd\":180,\"packets_rev\":2,\
              \"bytes_rev\":1500,\"tcp_flags_fwd\":\"APSF\",\"tcp_flags_rev\":\"AS\",\
-             \"end_reason\":\"end\",\"rtt_src_count\":0,\"rtt_dst_count\":0}\n"
+             \"end_reason\":\"end\",\"rtt_src_count\":0,\"rtt_dst_count\":0{}}}\n",
+                uid_field(&r)
+            )
         );
         assert_eq!(ended(6, KeyKind::Ports, 4).flow.initiator, Side::B);
         // Samples the initiator's packets completed measure the path to the initiator:
@@ -533,9 +772,9 @@ mod tests {
         rec.rtt = Some(r);
         let s = render(FlowFormat::Json, &rec);
         assert!(
-            s.ends_with(
+            s.contains(
                 ",\"rtt_src_count\":2,\"rtt_src_min\":0.000001000,\"rtt_src_median\":0.000001500,\
-                 \"rtt_src_max\":0.000002000,\"rtt_dst_count\":0}\n"
+                 \"rtt_src_max\":0.000002000,\"rtt_dst_count\":0,\"uid\""
             ),
             "{s}"
         );
@@ -586,28 +825,115 @@ mod tests {
         let mut w = FlowWriter::with_schema(Vec::new(), FlowFormat::Json, Schema::Rampart);
         w.write(&r).unwrap();
         let s = String::from_utf8(w.into_inner().unwrap()).unwrap();
-        assert!(!s.contains("community_id"), "{s}");
+        assert_eq!(s, render(FlowFormat::Json, &r));
+        assert!(s.contains(",\"community_id\":\"1:3k1SoWXs/FltHw2aBCgUTgbDQF4=\","), "{s}");
         assert_eq!(Schema::default_for(FlowFormat::Csv), Schema::Rampart);
+        assert_eq!(Schema::default_for(FlowFormat::Json), Schema::Rampart);
+        let json: Vec<_> = json_field_names(Schema::Rampart).collect();
+        let csv: Vec<_> = field_names(Schema::Rampart).collect();
+        assert_eq!(json.iter().filter(|n| !JSON_ONLY.contains(n)).collect::<Vec<_>>().len(), 37);
+        assert_eq!(csv.len(), 37);
         let mut w = FlowWriter::with_schema(Vec::new(), FlowFormat::Csv, Schema::V2);
         w.write(&r).unwrap();
         let s = String::from_utf8(w.into_inner().unwrap()).unwrap();
         let lines: Vec<&str> = s.lines().collect();
-        let v2 = COLUMNS.replace(",dport,", ",dport,community_id,");
-        assert_eq!(lines[0], v2);
-        assert_eq!(field_names(Schema::V2).collect::<Vec<_>>().join(","), v2);
+        assert_eq!(lines[0], V2_COLUMNS);
+        assert_eq!(field_names(Schema::V2).collect::<Vec<_>>().join(","), V2_COLUMNS);
+        assert_eq!(json_field_names(Schema::V2).collect::<Vec<_>>().join(","), V2_COLUMNS);
         assert!(
-            lines[1].starts_with("tcp,10.0.0.2,80,10.0.0.1,40000,1:3k1SoWXs/FltHw2aBCgUTgbDQF4=,"),
+            lines[1].starts_with("1700000000.000001,1700000001.500000,1.499999,C"),
             "{}",
             lines[1]
         );
-        assert_eq!(lines[1].split(',').count(), v2.split(',').count());
+        assert!(
+            lines[1].contains(",1:3k1SoWXs/FltHw2aBCgUTgbDQF4=,10.0.0.2,80,10.0.0.1,40000,tcp,,3,180,2,1500,APSF,AS,"),
+            "{}",
+            lines[1]
+        );
+        assert_eq!(lines[1].split(',').count(), V2_COLUMNS.split(',').count());
         // No ID (ICMP other than echo): an empty cell, no JSON field.
         let r = ended(1, KeyKind::Pair, 4);
         let mut w = FlowWriter::with_schema(Vec::new(), FlowFormat::Csv, Schema::V2);
         w.write(&r).unwrap();
         let s = String::from_utf8(w.into_inner().unwrap()).unwrap();
-        assert!(s.lines().nth(1).unwrap().starts_with("icmp,10.0.0.2,0,10.0.0.1,0,,"), "{s}");
+        assert!(s.lines().nth(1).unwrap().contains(",,10.0.0.2,0,10.0.0.1,0,icmp,"), "{s}");
         assert!(!render(FlowFormat::Json, &r).contains("community_id"));
+    }
+
+    const V2_COLUMNS: &str = "ts,ts_end,duration,uid,community_id,orig_h,orig_p,resp_h,resp_p,\
+        proto,icmp_id,orig_pkts,orig_wire_bytes,resp_pkts,resp_wire_bytes,tcp_flags_orig,\
+        tcp_flags_resp,conn_state,history,orig_retrans,orig_out_of_order,orig_lost,\
+        orig_zero_window,resp_retrans,resp_out_of_order,resp_lost,resp_zero_window,end_reason,\
+        rtt_orig_samples,rtt_orig_min_us,rtt_orig_median_us,rtt_orig_max_us,rtt_resp_samples,\
+        rtt_resp_min_us,rtt_resp_median_us,rtt_resp_max_us,app,app_by,sni,alpn,http_host,\
+        user_agent,dns_query,ssh_banner,ct_state,tcp_state,assured,verdict,rule";
+
+    /// The connection fields in both schemas: Zeek's state and history, the counters per
+    /// direction, RTT in whole microseconds in v2.
+    #[test]
+    fn connection_fields() {
+        use rampart_tcpstate::{ConnState, ConnSummary, DirCounters};
+        let mut r = ended(6, KeyKind::Ports, 4);
+        let mut c = ConnSummary { state: ConnState::SF, ..ConnSummary::default() };
+        c.dirs[0] = DirCounters { retrans: 1, out_of_order: 2, lost: 3, zero_window: 4 };
+        c.dirs[1] = DirCounters { retrans: 5, out_of_order: 6, lost: 7, zero_window: 8 };
+        r.conn = Some(c);
+        let mut rtt = RttSummary::default();
+        rtt.dirs[1] = rampart_rtt::DirSummary { count: 2, min: 1_999, median: 2_500, max: 30_000 };
+        r.rtt = Some(rtt);
+        let s = render(FlowFormat::Json, &r);
+        assert!(
+            s.ends_with(
+                ",\"conn_state\":\"SF\",\"retrans_fwd\":1,\"retrans_rev\":5,\
+                 \"out_of_order_fwd\":2,\"out_of_order_rev\":6,\"lost_fwd\":3,\"lost_rev\":7,\
+                 \"zero_window_fwd\":4,\"zero_window_rev\":8}\n"
+            ),
+            "{s}"
+        );
+        // CSV's columns do not move.
+        assert!(!render(FlowFormat::Csv, &r).contains(",SF"));
+        let mut w = FlowWriter::with_schema(Vec::new(), FlowFormat::Json, Schema::V2);
+        w.write(&r).unwrap();
+        let s = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        assert!(
+            s.contains(
+                ",\"conn_state\":\"SF\",\"orig_retrans\":1,\"orig_out_of_order\":2,\
+                 \"orig_lost\":3,\"orig_zero_window\":4,\"resp_retrans\":5,\
+                 \"resp_out_of_order\":6,\"resp_lost\":7,\"resp_zero_window\":8,\
+                 \"end_reason\":\"end\",\"rtt_orig_samples\":0,\"rtt_resp_samples\":2,\
+                 \"rtt_resp_min_us\":1,\"rtt_resp_median_us\":2,\"rtt_resp_max_us\":30}"
+            ),
+            "{s}"
+        );
+        // Not TCP: a state, no counters.
+        let mut r = ended(17, KeyKind::Ports, 4);
+        r.conn = Some(ConnSummary { state: ConnState::S0, ..ConnSummary::default() });
+        let s = render(FlowFormat::Json, &r);
+        assert!(s.ends_with(",\"conn_state\":\"S0\"}\n"), "{s}");
+    }
+
+    /// A uid depends on the key, the first packet's time and the seed only.
+    #[test]
+    fn uids() {
+        let r = ended(6, KeyKind::Ports, 4);
+        let mut later = r.clone();
+        later.flow.first += 1;
+        let mut other = r.clone();
+        other.flow.key.port_a += 1;
+        let mut longer = r.clone();
+        longer.flow.last += 5;
+        longer.flow.packets[0] += 7;
+        let u = uid(&r.flow, 0);
+        assert_eq!(u, uid(&longer.flow, 0));
+        assert_ne!(u, uid(&later.flow, 0));
+        assert_ne!(u, uid(&other.flow, 0));
+        assert_ne!(u, uid(&r.flow, 1));
+        let mut l = Vec::new();
+        uid_text(&mut l, u64::MAX);
+        assert_eq!(l, b"CLygHa16AHYF");
+        l.clear();
+        uid_text(&mut l, 0);
+        assert_eq!(l, b"C00000000000");
     }
 
     pub(crate) fn tls_app() -> App {
@@ -636,12 +962,16 @@ mod tests {
                 "\"end_reason\":\"end\",\"rtt_src_count\":0,\"rtt_dst_count\":0,\
                  \"app\":\"TLS.YouTube\",\"app_by\":\"dpi\",\
                  \"sni\":\"www.youtube.com\",\"alpn\":\"h2,http/1.1\",\
-                 \"user_agent\":\"a \\\"quoted\\\", \\\\ agent\"}"
-            ),
+                 \"user_agent\":\"a \\\"quoted\\\", \\\\ agent\",\"uid\":\"C"
+            ) || lines[0].contains("\"user_agent\":\"a \\\"quoted\\\", \\\\ agent\",\"uid\":\"C"),
             "{}",
             lines[0]
         );
-        assert!(lines[1].ends_with("\"app\":\"Unknown\",\"app_by\":\"none\"}"), "{}", lines[1]);
+        assert!(
+            lines[1].contains("\"app\":\"Unknown\",\"app_by\":\"none\",\"uid\":\"C"),
+            "{}",
+            lines[1]
+        );
     }
 
     #[test]

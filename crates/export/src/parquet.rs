@@ -18,22 +18,25 @@
 //!
 //! # Columns
 //!
-//! The record's fields ([`crate::field_names`]), same names and order, then the addresses'
-//! numeric forms:
+//! Every field a JSON record of the dataset's [`Schema`] can have
+//! ([`crate::json_field_names`]), same names and order, then the addresses' numeric forms.
+//! Each field's type goes by its name (the table covers both schemas):
 //!
 //! | fields | Parquet type |
 //! |---|---|
-//! | `first`, `last` | INT64 TIMESTAMP(MICROS, isAdjustedToUTC=true) |
+//! | `first`, `last` (v2: `ts`, `ts_end`) | INT64 TIMESTAMP(MICROS, isAdjustedToUTC=true) |
 //! | `duration` and `rtt_*_min/median/max` | DOUBLE, seconds (as in JSON) |
-//! | `packets_*`, `bytes_*`, `rtt_*_count` | INT64 |
-//! | `sport`, `dport`, `icmp_id` | INT32 |
+//! | `packets_*`, `bytes_*`, `rtt_*_count`, the TCP health counters (`retrans_fwd`, ...); v2: `orig_pkts`, `orig_wire_bytes`, `rtt_*_samples`, `rtt_*_us`, `orig_retrans`, ... | INT64 |
+//! | `sport`, `dport`, `icmp_id` (v2: `orig_p`, `resp_p`) | INT32 |
 //! | `assured` | BOOLEAN |
-//! | every other field (`proto`, `src`, `dst`, `community_id`, `tcp_flags_*`, `end_reason`, `app`, ...) | BYTE_ARRAY STRING, the JSON value's text |
-//! | `src_ip_v4`, `dst_ip_v4` | INT64: an IPv4 address as its 32-bit number; null for IPv6 |
-//! | `src_ip_bin`, `dst_ip_bin` | FIXED_LEN_BYTE_ARRAY(16): the address in network order, IPv4 as `::ffff:a.b.c.d` |
+//! | every other field (`proto`, `src`, `dst`, `community_id`, `uid`, `tcp_flags_*`, `end_reason`, `conn_state`, `history`, `app`, ...) | BYTE_ARRAY STRING, the JSON value's text |
+//! | `src_ip_v4`, `dst_ip_v4` (v2: `orig_ip_v4`, `resp_ip_v4`) | INT64: an IPv4 address as its 32-bit number; null for IPv6 |
+//! | `src_ip_bin`, `dst_ip_bin` (v2: `orig_ip_bin`, `resp_ip_bin`) | FIXED_LEN_BYTE_ARRAY(16): the address in network order, IPv4 as `::ffff:a.b.c.d` |
 //!
-//! A field JSON leaves out is null; the columns that are in every JSON record (`proto` to
-//! `dport`, `first` to `bytes_rev`, `end_reason`, the address forms) are `required`.
+//! A field JSON leaves out is null; the columns that are in every JSON record (the
+//! addresses, ports and protocol, the times, packet and byte counts, `uid`, `end_reason`,
+//! the address forms) are `required`. `uid` is computed with the seed given to
+//! [`DatasetWriter::with_uid_seed`] (as the JSON writer's), so the two agree.
 //! Compression is snappy (pure Rust); dictionary encoding and statistics are on.
 //!
 //! # Row groups and files
@@ -63,7 +66,7 @@ use ::parquet::schema::types::Type;
 use bytes::Bytes;
 use rampart_engine::FlowRecord;
 
-use crate::{FIELDS, Schema, Value, View, num};
+use crate::{FlowFormat, Schema, Value, View, num};
 
 /// Rows in a full row group: 128 Ki. Large enough that a scan reads long runs of each column
 /// (a few MiB compressed, the size DuckDB's own writer picks, 122,880 rows) and that engines
@@ -98,9 +101,11 @@ enum Kind {
     Addr16,
 }
 
-/// Every record field's column: name, type, and whether it may be null. In [`FIELDS`] order
-/// (a test holds them equal).
+/// Every record field's column, by name (the fields of both schemas): type, and whether it
+/// may be null (JSON leaves the field out of some records). A test holds that every field of
+/// either schema is here once, and nothing else.
 const COLUMNS: &[(&str, Kind, bool)] = &[
+    // Schema::Rampart.
     ("proto", Kind::Text, false),
     ("src", Kind::Text, false),
     ("sport", Kind::Int32, false),
@@ -139,15 +144,68 @@ const COLUMNS: &[(&str, Kind, bool)] = &[
     ("assured", Kind::Bool, true),
     ("verdict", Kind::Text, true),
     ("rule", Kind::Text, true),
+    ("uid", Kind::Text, false),
+    ("conn_state", Kind::Text, true),
+    ("history", Kind::Text, true),
+    ("retrans_fwd", Kind::Int64, true),
+    ("retrans_rev", Kind::Int64, true),
+    ("out_of_order_fwd", Kind::Int64, true),
+    ("out_of_order_rev", Kind::Int64, true),
+    ("lost_fwd", Kind::Int64, true),
+    ("lost_rev", Kind::Int64, true),
+    ("zero_window_fwd", Kind::Int64, true),
+    ("zero_window_rev", Kind::Int64, true),
+    // Schema::V2's other names.
+    ("ts", Kind::Timestamp, false),
+    ("ts_end", Kind::Timestamp, false),
+    ("orig_h", Kind::Text, false),
+    ("orig_p", Kind::Int32, false),
+    ("resp_h", Kind::Text, false),
+    ("resp_p", Kind::Int32, false),
+    ("orig_pkts", Kind::Int64, false),
+    ("orig_wire_bytes", Kind::Int64, false),
+    ("resp_pkts", Kind::Int64, false),
+    ("resp_wire_bytes", Kind::Int64, false),
+    ("tcp_flags_orig", Kind::Text, true),
+    ("tcp_flags_resp", Kind::Text, true),
+    ("orig_retrans", Kind::Int64, true),
+    ("orig_out_of_order", Kind::Int64, true),
+    ("orig_lost", Kind::Int64, true),
+    ("orig_zero_window", Kind::Int64, true),
+    ("resp_retrans", Kind::Int64, true),
+    ("resp_out_of_order", Kind::Int64, true),
+    ("resp_lost", Kind::Int64, true),
+    ("resp_zero_window", Kind::Int64, true),
+    ("rtt_orig_samples", Kind::Int64, true),
+    ("rtt_orig_min_us", Kind::Int64, true),
+    ("rtt_orig_median_us", Kind::Int64, true),
+    ("rtt_orig_max_us", Kind::Int64, true),
+    ("rtt_resp_samples", Kind::Int64, true),
+    ("rtt_resp_min_us", Kind::Int64, true),
+    ("rtt_resp_median_us", Kind::Int64, true),
+    ("rtt_resp_max_us", Kind::Int64, true),
 ];
 
-/// The columns after the record's fields: the addresses' numeric forms.
-const ADDRESS_COLUMNS: &[(&str, Kind, bool)] = &[
-    ("src_ip_v4", Kind::Int64, true),
-    ("src_ip_bin", Kind::Addr16, false),
-    ("dst_ip_v4", Kind::Int64, true),
-    ("dst_ip_bin", Kind::Addr16, false),
-];
+/// The columns after the record's fields: the addresses' numeric forms (initiator, then
+/// responder), named as the schema names its addresses.
+fn address_columns(schema: Schema) -> [(&'static str, Kind, bool); 4] {
+    let (v4_a, bin_a, v4_b, bin_b) = match schema {
+        Schema::Rampart => ("src_ip_v4", "src_ip_bin", "dst_ip_v4", "dst_ip_bin"),
+        Schema::V2 => ("orig_ip_v4", "orig_ip_bin", "resp_ip_v4", "resp_ip_bin"),
+    };
+    [
+        (v4_a, Kind::Int64, true),
+        (bin_a, Kind::Addr16, false),
+        (v4_b, Kind::Int64, true),
+        (bin_b, Kind::Addr16, false),
+    ]
+}
+
+/// A record field's column type and nullability (a name missing from [`COLUMNS`], which a
+/// test rules out, would be a nullable text column).
+fn field_column(name: &'static str) -> (&'static str, Kind, bool) {
+    COLUMNS.iter().copied().find(|(n, _, _)| *n == name).unwrap_or((name, Kind::Text, true))
+}
 
 /// The column names a dataset written in `schema` has, in order.
 pub fn column_names(schema: Schema) -> impl Iterator<Item = &'static str> {
@@ -155,7 +213,7 @@ pub fn column_names(schema: Schema) -> impl Iterator<Item = &'static str> {
 }
 
 fn columns(schema: Schema) -> impl Iterator<Item = (&'static str, Kind, bool)> {
-    COLUMNS.iter().chain(ADDRESS_COLUMNS).copied().filter(move |(n, _, _)| schema.has(n))
+    schema.fields(FlowFormat::Json).map(|&(n, _)| field_column(n)).chain(address_columns(schema))
 }
 
 /// The Parquet schema (message type) of a dataset written in `schema`.
@@ -353,8 +411,8 @@ impl Col {
                 text(b, v);
                 ends.push(b.len());
             }
-            // A value of another type than the column's: never made by FIELDS (a test
-            // writes every kind of record); kept as a null rather than a wrong value.
+            // A value of another type than the column's: never made by the field lists (a
+            // test writes every kind of record); kept as a null rather than a wrong value.
             _ => return self.push_null(),
         }
         self.present();
@@ -440,6 +498,7 @@ fn text(l: &mut Vec<u8>, v: Value<'_>) {
         Value::Rtt(ns) => crate::rtt::secs(l, ns, 9),
         Value::Name(s) | Value::Text(s) => l.extend_from_slice(s.as_bytes()),
         Value::Cid(c) => l.extend_from_slice(c.as_str().as_bytes()),
+        Value::Uid(u) => crate::uid_text(l, u),
         Value::Addr(family, a) => num::slot_addr(l, family, a),
         Value::Proto(p, family) => match crate::proto_name(p, family) {
             Some(name) => l.extend_from_slice(name.as_bytes()),
@@ -503,6 +562,8 @@ pub struct DatasetWriter {
     buffered: usize,
     group_rows: usize,
     written: Written,
+    /// The seed of the records' `uid`s.
+    seed: u64,
 }
 
 impl DatasetWriter {
@@ -540,12 +601,20 @@ impl DatasetWriter {
             buffered: 0,
             group_rows: ROW_GROUP_ROWS,
             written: Written::default(),
+            seed: 0,
         })
     }
 
     /// Sets the rows per row group (tests use small ones); at least 1.
     pub fn with_row_group_rows(mut self, rows: usize) -> Self {
         self.group_rows = rows.max(1);
+        self
+    }
+
+    /// Uses `seed` for the records' `uid`s, as [`crate::FlowWriter::with_uid_seed`] does
+    /// (0 unless set).
+    pub fn with_uid_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
         self
     }
 
@@ -565,9 +634,9 @@ impl DatasetWriter {
         let schema = self.schema;
         let Some(part) = self.parts.get_mut(&hour) else { return Ok(()) };
         part.last_use = self.clock;
-        let view = View::new(r);
+        let view = View::new(r, self.seed);
         let mut cols = part.cols.iter_mut();
-        for (_, value) in FIELDS.iter().filter(|(n, _)| schema.has(n)) {
+        for (_, value) in schema.fields(FlowFormat::Json) {
             if let Some(c) = cols.next() {
                 c.push(value(&view));
             }
@@ -777,25 +846,32 @@ fn run_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::field_names;
+    use crate::json_field_names;
     use ::parquet::basic::{LogicalType, TimeUnit, TimestampType, Type as Physical};
     use ::parquet::file::reader::{FileReader, SerializedFileReader};
     use ::parquet::record::Field;
 
     #[test]
     fn columns_are_the_record_fields_then_the_address_forms() {
-        for schema in [Schema::V2, Schema::Rampart] {
+        let mut all = Vec::new();
+        for (schema, addrs) in [
+            (Schema::V2, ["orig_ip_v4", "orig_ip_bin", "resp_ip_v4", "resp_ip_bin"]),
+            (Schema::Rampart, ["src_ip_v4", "src_ip_bin", "dst_ip_v4", "dst_ip_bin"]),
+        ] {
             let cols: Vec<_> = column_names(schema).collect();
-            let fields: Vec<_> = field_names(schema).collect();
+            let fields: Vec<_> = json_field_names(schema).collect();
             assert_eq!(cols[..fields.len()], fields[..]);
-            assert_eq!(
-                cols[fields.len()..],
-                ["src_ip_v4", "src_ip_bin", "dst_ip_v4", "dst_ip_bin"]
-            );
+            assert_eq!(cols[fields.len()..], addrs);
+            // Every field has its own entry in the type table.
+            for f in &fields {
+                assert_eq!(COLUMNS.iter().filter(|(n, _, _)| n == f).count(), 1, "{f}");
+            }
+            all.extend(fields);
         }
-        let names: Vec<_> = FIELDS.iter().map(|(n, _)| *n).collect();
-        let cols: Vec<_> = COLUMNS.iter().map(|(n, _, _)| *n).collect();
-        assert_eq!(names, cols);
+        // And the table has nothing else.
+        for (n, _, _) in COLUMNS {
+            assert!(all.contains(n), "{n} is in no schema");
+        }
     }
 
     #[test]
@@ -855,7 +931,10 @@ mod tests {
         use rampart_flow::KeyKind;
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("ds");
-        let mut w = DatasetWriter::create(&root, Schema::V2).unwrap().with_row_group_rows(2);
+        let mut w = DatasetWriter::create(&root, Schema::Rampart)
+            .unwrap()
+            .with_row_group_rows(2)
+            .with_uid_seed(7);
         let mut tcp = ended(6, KeyKind::Ports, 4);
         let mut s = rampart_rtt::RttSummary::default();
         s.dirs[0] = rampart_rtt::DirSummary { count: 2, min: 1_000, median: 1_500, max: 2_000 };
@@ -912,9 +991,12 @@ mod tests {
         assert_eq!(col("src_ip_bin").physical_type(), Physical::FIXED_LEN_BYTE_ARRAY);
         assert_eq!(col("src_ip_bin").type_length(), 16);
         assert_eq!(col("app").logical_type_ref(), Some(&LogicalType::String));
+        assert_eq!(col("uid").logical_type_ref(), Some(&LogicalType::String));
+        assert_eq!(col("retrans_fwd").physical_type(), Physical::INT64);
         assert!(
             !col("src").self_type().is_optional() && col("rtt_src_min").self_type().is_optional()
         );
+        assert!(!col("uid").self_type().is_optional() && col("history").self_type().is_optional());
 
         let rows = rows(&first);
         assert_eq!(rows.len(), 5);
@@ -935,6 +1017,12 @@ mod tests {
         assert_eq!(t["app"], Field::Null);
         assert_eq!(t["assured"], Field::Null);
         assert_eq!(t["src_ip_v4"], Field::Long(0x0a00_0002));
+        // The uid is the JSON writer's with the same seed.
+        let mut u = Vec::new();
+        crate::uid_text(&mut u, crate::uid(&records[0].flow, 7));
+        assert_eq!(t["uid"], Field::Str(String::from_utf8(u).unwrap()));
+        assert_eq!(t["conn_state"], Field::Null);
+        assert_eq!(t["retrans_fwd"], Field::Null);
         let udp = &rows[1];
         assert_eq!(udp["tcp_flags_fwd"], Field::Null);
         assert_eq!(udp["rtt_src_count"], Field::Null);
@@ -954,11 +1042,58 @@ mod tests {
         assert_eq!(rows[4]["community_id"], want);
 
         // A second writer adds files beside the first one's, never over them.
-        let mut again = DatasetWriter::create(&root, Schema::V2).unwrap();
+        let mut again = DatasetWriter::create(&root, Schema::Rampart).unwrap();
         again.write(&records[0]).unwrap();
         let more = again.finish().unwrap().clone();
         assert_eq!(more.files.len(), 1);
         assert_eq!(files_under(&root).len(), 4);
+    }
+
+    /// The v2 schema's columns: Zeek's names, `ts` as a timestamp, the connection fields,
+    /// RTT in whole microseconds, all as JSON writes them.
+    #[test]
+    fn v2_columns() {
+        use crate::tests::ended;
+        use crate::{FlowFormat, FlowWriter};
+        use rampart_flow::KeyKind;
+        use rampart_tcpstate::{ConnState, ConnSummary, DirCounters};
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ds");
+        let mut r = ended(6, KeyKind::Ports, 4);
+        let mut c = ConnSummary { state: ConnState::SF, ..ConnSummary::default() };
+        c.dirs[0] = DirCounters { retrans: 1, out_of_order: 2, lost: 3, zero_window: 4 };
+        c.dirs[1] = DirCounters { retrans: 5, out_of_order: 6, lost: 7, zero_window: 8 };
+        r.conn = Some(c);
+        let mut s = rampart_rtt::RttSummary::default();
+        s.dirs[1] = rampart_rtt::DirSummary { count: 2, min: 1_999, median: 2_500, max: 30_000 };
+        r.rtt = Some(s);
+        let mut w = DatasetWriter::create(&root, Schema::V2).unwrap().with_uid_seed(3);
+        w.write(&r).unwrap();
+        let written = w.finish().unwrap().clone();
+        assert_eq!(written.rows, 1);
+        let rows = rows(&written.files[0]);
+        let t = &rows[0];
+        assert_eq!(t["ts"], Field::TimestampMicros(1_700_000_000_000_001));
+        assert_eq!(t["ts_end"], Field::TimestampMicros(1_700_000_001_500_000));
+        assert_eq!(t["orig_h"], Field::Str("10.0.0.2".into()));
+        assert_eq!(t["orig_p"], Field::Int(80));
+        assert_eq!(t["orig_wire_bytes"], Field::Long(180));
+        assert_eq!(t["conn_state"], Field::Str("SF".into()));
+        assert_eq!(t["orig_retrans"], Field::Long(1));
+        assert_eq!(t["resp_zero_window"], Field::Long(8));
+        assert_eq!(t["rtt_orig_samples"], Field::Long(0));
+        assert_eq!(t["rtt_orig_min_us"], Field::Null);
+        assert_eq!(t["rtt_resp_min_us"], Field::Long(1));
+        assert_eq!(t["rtt_resp_max_us"], Field::Long(30));
+        assert_eq!(t["orig_ip_v4"], Field::Long(0x0a00_0002));
+        assert!(!t.contains_key("src") && !t.contains_key("first"));
+        // The same uid as the JSON writer's with the same seed.
+        let mut j =
+            FlowWriter::with_schema(Vec::new(), FlowFormat::Json, Schema::V2).with_uid_seed(3);
+        j.write(&r).unwrap();
+        let json = String::from_utf8(j.into_inner().unwrap()).unwrap();
+        let Field::Str(uid) = &t["uid"] else { panic!("{:?}", t["uid"]) };
+        assert!(json.contains(&format!("\"uid\":\"{uid}\"")), "{json}");
     }
 
     fn community(r: &FlowRecord) -> String {

@@ -85,6 +85,8 @@ pub struct RttInput {
     pub ack: u32,
     /// TCP flags.
     pub flags: u16,
+    /// The window field, unscaled (for the TCP health counters).
+    pub window: u16,
     /// Sequence space the segment uses: payload bytes, plus one each for SYN and FIN.
     pub seg_len: u32,
     /// Payload bytes.
@@ -110,6 +112,7 @@ impl RttInput {
             seq: t.seq,
             ack: t.ack,
             flags: t.flags,
+            window: t.window,
             seg_len: meta.payload_wire_len + syn_fin,
             payload: meta.payload_wire_len,
             wire_len,

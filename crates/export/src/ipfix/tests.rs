@@ -28,7 +28,15 @@ fn record(family: u8, proto: u8, sport: u16, dport: u16) -> FlowRecord {
     flow.packets = [10, 20];
     flow.bytes = [1000, 20000];
     flow.tcp_flags = [0x1b, 0x12];
-    FlowRecord { flow, end: EndReason::Fin, rtt: None, app: None, ct: None, verdict: None }
+    FlowRecord {
+        flow,
+        end: EndReason::Fin,
+        rtt: None,
+        app: None,
+        ct: None,
+        verdict: None,
+        conn: None,
+    }
 }
 
 /// Every message handed to `emit`, copied.

@@ -19,6 +19,7 @@ fn pkt(flags: u16, ts: Option<(u32, u32)>, seq: u32, ack: u32, payload: u32) -> 
         seq,
         ack,
         flags,
+        window: 1000,
         seg_len: payload + syn_fin,
         payload,
         wire_len: 66 + payload,
