@@ -433,29 +433,18 @@ pub(crate) fn run(args: Args) -> ExitCode {
     // Whatever ended the run (the end of the inputs, Ctrl-C, a bad record, a closed pipe),
     // what was produced is written out: text flushed, Parquet files closed.
     let finished = writer.finish();
-    // The collector gets what is waiting, unless it was the collector that failed.
-    let export_failed = write_error.as_ref().and_then(ipfix::describe);
-    let exported = match (&mut exporter, &export_failed) {
-        (Some(x), None) => ipfix::flush(x),
-        _ => Ok(()),
-    };
-    match write_error.map_or(finished, Err) {
-        Ok(()) => {}
+    let failure = write_error.map_or(finished, Err).err();
+    let mut code = match &failure {
+        None => ExitCode::from(status),
         // A closed pipe (`| head`) is how readers say they have seen enough.
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
-        Err(e) => {
-            match ipfix::describe(&e) {
-                Some(export) => {
-                    eprintln!("rampart: {export}");
-                    eprintln!("rampart: the flows seen before that point were written");
-                }
-                None => eprintln!("rampart: writing flow records: {e}"),
-            }
-            return ExitCode::from(1);
+        Some(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Some(e) => {
+            ipfix::report_failure(e, "flows", "flow records");
+            ExitCode::from(1)
         }
-    }
+    };
     #[cfg(feature = "parquet")]
-    if let (Output::Parquet(w), false) = (&writer, args.quiet) {
+    if let (Output::Parquet(w), false, None) = (&writer, args.quiet, &failure) {
         let done = w.written();
         eprintln!(
             "  parquet: {} written in {} under {} (run {})",
@@ -465,19 +454,14 @@ pub(crate) fn run(args: Args) -> ExitCode {
             w.run_id()
         );
     }
-    if let Some(x) = &mut exporter {
-        let sent = exported.is_ok() && ipfix::finish(x, args.quiet);
-        if let Err(e) = &exported {
-            eprintln!("rampart: {}", ipfix::describe(e).unwrap_or_else(|| e.to_string()));
-        }
-        if !sent {
-            return ExitCode::from(1);
-        }
+    // The collector gets what is waiting whatever ended the run, unless it failed itself.
+    if !ipfix::end(exporter.as_mut(), failure.as_ref(), args.quiet) && failure.is_none() {
+        code = ExitCode::from(1);
     }
     if let Some(m) = &metrics {
         m.end(meter, &stop);
     }
-    ExitCode::from(status)
+    code
 }
 
 /// Flow records to the writer (and the IPFIX collector), flushed after each batch that wrote

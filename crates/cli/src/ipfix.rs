@@ -79,6 +79,37 @@ pub(crate) fn describe(e: &io::Error) -> Option<String> {
     e.get_ref().and_then(|i| i.downcast_ref::<ipfix::Error>()).map(|e| e.to_string())
 }
 
+/// Says why a run's output failed: an export failure names the collector, and the `seen`
+/// ("flows", "samples") before it were still written; anything else is an error writing the
+/// `output` ("flow records", "RTT samples").
+pub(crate) fn report_failure(e: &io::Error, seen: &str, output: &str) {
+    match describe(e) {
+        Some(export) => {
+            eprintln!("rampart: {export}");
+            eprintln!("rampart: the {seen} seen before that point were written");
+        }
+        None => eprintln!("rampart: writing {output}: {e}"),
+    }
+}
+
+/// The collector at the end of a run that ended with `failure` (already reported), if any:
+/// what is waiting is sent unless the collector itself failed, with the summary line
+/// ([`finish`]) only when the run succeeded. Whether every record went out.
+pub(crate) fn end(x: Option<&mut Exporter>, failure: Option<&io::Error>, quiet: bool) -> bool {
+    let Some(x) = x else { return true };
+    match failure {
+        None => finish(x, quiet),
+        Some(e) if describe(e).is_some() => false,
+        Some(_) => match flush(x) {
+            Ok(()) => true,
+            Err(e) => {
+                eprintln!("rampart: {}", describe(&e).unwrap_or_else(|| e.to_string()));
+                false
+            }
+        },
+    }
+}
+
 /// Sends what is left and says what was sent: a summary line unless `quiet`, and even then
 /// when records were lost. An error (TCP) is printed; the result says whether all went out.
 pub(crate) fn finish(x: &mut Exporter, quiet: bool) -> bool {

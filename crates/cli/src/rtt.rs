@@ -304,38 +304,32 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
         }
     };
     let flushed = out.w.flush();
+    let outcome: io::Result<Outcome> = result.and_then(|o| flushed.map(|()| o));
+    let failure = outcome.as_ref().err();
+    if let Some(e) = failure
+        && e.kind() != io::ErrorKind::BrokenPipe
+    {
+        ipfix::report_failure(e, "samples", "RTT samples");
+    }
+    if let Ok(o) = &outcome
+        && !args.quiet
+        && args.compat.is_none()
+    {
+        print_summary(capture.name(), o, live);
+    }
     // The collector gets what is waiting whatever ended the run, unless it failed itself.
-    let export_failed = result.as_ref().err().and_then(ipfix::describe);
-    let exported = match (&mut exporter, &export_failed) {
-        (Some(x), None) => ipfix::flush(x),
-        _ => Ok(()),
-    };
-    let outcome: Outcome = match result.and_then(|o| flushed.map(|()| o)) {
+    let sent = ipfix::end(exporter.as_mut(), failure, args.quiet);
+    let outcome = match outcome {
         Ok(o) => o,
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return ExitCode::SUCCESS,
         Err(e) => {
-            match ipfix::describe(&e) {
-                Some(export) => {
-                    eprintln!("rampart: {export}");
-                    eprintln!("rampart: the samples seen before that point were written");
-                }
-                None => eprintln!("rampart: writing RTT samples: {e}"),
+            if let Some(m) = &metrics {
+                m.end(meter, &stop);
             }
-            return ExitCode::from(1);
+            // A closed pipe (`| head`) is how readers say they have seen enough.
+            let closed = e.kind() == io::ErrorKind::BrokenPipe;
+            return if closed { ExitCode::SUCCESS } else { ExitCode::from(1) };
         }
     };
-    if !args.quiet && args.compat.is_none() {
-        print_summary(capture.name(), &outcome, live);
-    }
-    if let Some(x) = &mut exporter {
-        let sent = exported.is_ok() && ipfix::finish(x, args.quiet);
-        if let Err(e) = &exported {
-            eprintln!("rampart: {}", ipfix::describe(e).unwrap_or_else(|| e.to_string()));
-        }
-        if !sent {
-            return ExitCode::from(1);
-        }
-    }
     // With --compat pping, the capture's line stands alone (pping's summary is not ours).
     let tell = match (args.quiet, args.compat) {
         (true, _) => input::Tell::Quiet,
@@ -351,6 +345,7 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
             input::print_run_error(&e, "samples");
             ExitCode::from(if e.is_usage() { 2 } else { 1 })
         }
+        None if !sent => ExitCode::from(1),
         None => input::drop_status(&args.live, dropped),
     }
 }

@@ -417,16 +417,15 @@ impl Pipeline {
             };
             let (key, side) = (&info.key, info.side);
             let looked = self.table.lookup_due(key, info.hash, side, ts);
-            let mut found = looked.map(|l| l.id);
-            let mut dir = looked.map(|l| (l.id, l.dir));
             if let Some(Looked { id, due: true, .. }) = looked {
                 // Its connection timed out before this packet: it ends first, for the reason
                 // the table's own timer would give (a closed connection's, or idle).
                 let why = self.table.flow(id).closed().unwrap_or(EndReason::Idle);
                 self.table.end(id, why);
-                found = None;
-                dir = None;
             }
+            // The live flow and the packet's direction in it.
+            let dir = looked.filter(|l| !l.due).map(|l| (l.id, l.dir));
+            let found = dir.map(|(id, _)| id);
             if !self.table.ended().is_empty() {
                 self.retire_ended(i as u32, false, events);
             }

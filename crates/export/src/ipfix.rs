@@ -164,8 +164,7 @@ pub fn fields(v6: bool, pen: u32) -> Vec<Field> {
 
 /// Octets of a data record's fixed-length fields (all but the two strings).
 fn fixed_len(v6: bool) -> usize {
-    let a = if v6 { 16 } else { 4 };
-    8 + 8 + 2 * a + 2 + 2 + 1 + 1 + 4 * 8 + 1 + 1 + 8 * 4 + 1 + 1
+    fields(v6, 0).iter().filter(|f| f.len != VARIABLE).map(|f| usize::from(f.len)).sum()
 }
 
 /// The encoder's settings.
@@ -219,6 +218,8 @@ pub struct Encoder {
     set: Option<(usize, u16)>,
     /// Data records in `buf`.
     records: u32,
+    /// The octets of a data record's fixed-length fields, for IPv4 and IPv6 (from [`fields`]).
+    fixed: [usize; 2],
     /// Data records sent before `buf` (the next header's sequence number).
     seq: u32,
     /// The template message.
@@ -247,6 +248,7 @@ impl Encoder {
             buf,
             set: None,
             records: 0,
+            fixed: [fixed_len(false), fixed_len(true)],
             seq: 0,
             templates: template_message(&cfg),
             templates_at: None,
@@ -291,7 +293,7 @@ impl Encoder {
         let app_len = self.scratch.len();
         let cid = community_id::of_flow(&r.flow, 0);
         let cid_len = cid.map_or(0, |c| c.as_str().len());
-        let len = fixed_len(v6) + 1 + app_len + 1 + cid_len;
+        let len = self.fixed[usize::from(v6)] + 1 + app_len + 1 + cid_len;
         let open_here = matches!(self.set, Some((_, t)) if t == template);
         let need = len + if open_here { 0 } else { 4 };
         if self.buf.len() + need > self.cfg.mtu && self.records > 0 {

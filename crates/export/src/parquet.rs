@@ -486,6 +486,21 @@ impl Col {
         self.def.clear();
         Ok(())
     }
+
+    /// Forgets the buffered values (a row group that could not be written).
+    fn clear(&mut self) {
+        match &mut self.data {
+            Data::Bytes(b, ends) => {
+                b.clear();
+                ends.clear();
+            }
+            Data::I32(v) => v.clear(),
+            Data::I64(v) => v.clear(),
+            Data::F64(v) => v.clear(),
+            Data::Bool(v) => v.clear(),
+        }
+        self.def.clear();
+    }
 }
 
 /// A field's value as the text JSON has inside its quotes (or the number it writes), unescaped.
@@ -529,6 +544,8 @@ struct OpenFile {
     tmp: PathBuf,
     path: PathBuf,
     groups: usize,
+    /// Rows in its row groups so far (counted as written; taken back if the file is lost).
+    rows: u64,
 }
 
 /// One hour's partition: its buffered rows and its open file, if any.
@@ -712,7 +729,7 @@ impl DatasetWriter {
                 Arc::clone(&self.props),
             )
             .map_err(|e| named(&tmp, io::Error::other(e)))?;
-            part.file = Some(OpenFile { w, tmp, path, groups: 0 });
+            part.file = Some(OpenFile { w, tmp, path, groups: 0, rows: 0 });
         }
         let rows = std::mem::take(&mut part.rows);
         self.buffered -= rows;
@@ -731,21 +748,41 @@ impl DatasetWriter {
             g.close().map(|_| ())
         })();
         if let Err(e) = res {
-            // The file cannot be finished: its temporary name goes, its rows are lost.
+            // The file cannot be finished: its temporary name goes, its rows are lost (and
+            // no longer counted as written), and the columns that were not written are
+            // emptied so the partition's next group starts aligned.
             let tmp = file.tmp.clone();
+            self.written.rows -= file.rows;
             part.file = None;
+            part.cols.iter_mut().for_each(Col::clear);
             let _ = fs::remove_file(&tmp);
             return Err(named(&tmp, io::Error::other(e)));
         }
         file.groups += 1;
+        file.rows += rows as u64;
         self.written.rows += rows as u64;
         if file.groups >= GROUPS_PER_FILE
             && let Some(f) = part.file.take()
         {
-            let path = finish_file(f)?;
-            self.written.files.push(path);
+            self.close_file(f)?;
         }
         Ok(())
+    }
+
+    /// Finishes a file under its final name and counts it; a file that cannot be finished is
+    /// gone, and its rows no longer count as written.
+    fn close_file(&mut self, f: OpenFile) -> io::Result<()> {
+        let rows = f.rows;
+        match finish_file(f) {
+            Ok(path) => {
+                self.written.files.push(path);
+                Ok(())
+            }
+            Err(e) => {
+                self.written.rows -= rows;
+                Err(e)
+            }
+        }
     }
 
     /// Writes out a partition's rows and closes its file.
@@ -754,7 +791,7 @@ impl DatasetWriter {
         let Some(mut part) = self.parts.remove(&hour) else { return flushed };
         self.buffered -= part.rows;
         let closed = match part.file.take() {
-            Some(f) => finish_file(f).map(|p| self.written.files.push(p)),
+            Some(f) => self.close_file(f),
             None => Ok(()),
         };
         flushed.and(closed)

@@ -401,10 +401,16 @@ impl FlowTable {
     /// the close linger once it is closed, else the idle timeout.
     #[inline]
     fn timeout(&self, f: &Flow) -> u64 {
+        Self::timeout_in(&self.cfg, &self.timeouts, f)
+    }
+
+    /// [`FlowTable::timeout`] from the table's parts (for a caller holding a record mutably).
+    #[inline]
+    fn timeout_in(cfg: &TableConfig, timeouts: &[u64], f: &Flow) -> u64 {
         match f.bits & CLASS {
-            0 if f.closed().is_some() => self.cfg.close_linger_ns,
-            0 => self.cfg.idle_timeout_ns,
-            c => self.timeouts[usize::from(c) - 1],
+            0 if f.closed().is_some() => cfg.close_linger_ns,
+            0 => cfg.idle_timeout_ns,
+            c => timeouts[usize::from(c) - 1],
         }
     }
 
@@ -616,16 +622,11 @@ impl FlowTable {
         found: Option<u32>,
         new_timeout: Option<u64>,
     ) -> Option<Tracked> {
-        let (idle, linger) = (self.cfg.idle_timeout_ns, self.cfg.close_linger_ns);
         let rec = match found {
             Some(rec) => {
                 let r = rec as usize;
                 let f = &mut self.chunks[r / CHUNK][r % CHUNK];
-                let timeout = match f.bits & CLASS {
-                    0 if f.closed().is_some() => linger,
-                    0 => idle,
-                    c => self.timeouts[usize::from(c) - 1],
-                };
+                let timeout = Self::timeout_in(&self.cfg, &self.timeouts, f);
                 let deadline = Self::from_of(f).saturating_add(timeout);
                 let own = f.bits & CLASS == 0;
                 let closed = if own { f.closed() } else { None };
@@ -651,7 +652,7 @@ impl FlowTable {
                         && f.closed().is_some()
                     {
                         // Closed by this packet: its deadline moves to the close linger.
-                        let deadline = f.last.saturating_add(linger);
+                        let deadline = f.last.saturating_add(self.cfg.close_linger_ns);
                         self.unlink(rec);
                         self.link(rec, Self::tick(deadline));
                     }
@@ -677,14 +678,9 @@ impl FlowTable {
         *f = Flow::start(p);
         // A caller's timeout counts from this packet (`held` 0).
         f.bits |= class;
-        let timeout = match new_timeout {
-            Some(t) => t,
-            None if f.closed().is_some() => linger,
-            None => idle,
-        };
-        let timeout = if class == 0 { timeout } else { self.timeouts[usize::from(class) - 1] };
         self.stats.created += 1;
-        self.link(rec, Self::tick(p.ts.saturating_add(timeout)));
+        let deadline = self.deadline_of(self.record(rec));
+        self.link(rec, Self::tick(deadline));
         Some(Tracked { id: FlowId(rec), new: true, dir: Dir::Original })
     }
 
