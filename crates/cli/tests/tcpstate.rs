@@ -5,16 +5,15 @@
 //!
 //! Per conversation (TCP address and port pair) and direction, each counter may differ from
 //! tshark's by at most [`BOUND`], and at least [`EXACT`] of the conversations that have any
-//! flag must agree exactly on all eight counts. With tshark 4.0.17 114 of 123 agree; the
+//! flag must agree exactly on all eight counts. With tshark 4.0.17 115 of 123 agree; the
 //! others differ for known reasons:
 //! * a SYN retransmitted after a RST answered the first one (SkypeIRC, 5 conversations):
 //!   the RST ended the flow, so the retransmitted SYN starts a new flow and is its first
 //!   segment, not a retransmission;
 //! * frames whose IP total length exceeds the frame (telnet-raw, telnet-cooked): tshark takes
 //!   the TCP length as 0 and sees keep-alives, rampart takes the IP header's length and
-//!   sees retransmissions;
-//! * one segment classed out of order rather than retransmitted (tls_with_huge_ch: the
-//!   handshake RTT tshark uses differs) and one gap tshark does not flag (zoom).
+//!   sees retransmissions (telnet-cooked: 6 against 1, the widest difference);
+//! * one gap tshark does not flag (zoom).
 
 mod common;
 
@@ -25,9 +24,9 @@ use std::path::Path;
 use common::*;
 
 /// Most one count of one direction may differ from tshark's.
-const BOUND: u64 = 6;
+const BOUND: u64 = 5;
 /// Fewest conversations with a flag that must agree exactly.
-const EXACT: u64 = 110;
+const EXACT: u64 = 115;
 
 type Key = ((IpAddr, u16), (IpAddr, u16));
 /// retrans, out of order, lost, zero window: A->B, then B->A.
@@ -103,7 +102,7 @@ fn compare(k: &Key, want: &Counts, got: &Counts) -> Option<String> {
 fn health_counters_match_tshark() {
     let Some(data) = shared_data("health_counters_match_tshark") else { return };
     let fixtures = repo().join("tests/fixtures/tshark/tcpstate");
-    let (mut captures, mut convs, mut exact) = (0, 0, 0);
+    let (mut captures, mut convs, mut exact, mut widest) = (0, 0, 0, 0);
     let mut failures = Vec::new();
     for (set, dir) in [
         ("rtt", "pcaps/rtt"),
@@ -123,6 +122,7 @@ fn health_counters_match_tshark() {
                 let (w, g) = (want.get(k).unwrap_or(&zero), got.get(k).unwrap_or(&zero));
                 convs += 1;
                 exact += u64::from(w == g);
+                widest = w.iter().zip(g).map(|(a, b)| a.abs_diff(*b)).fold(widest, u64::max);
                 if let Some(d) = compare(k, w, g) {
                     failures.push(format!("{name}: {d}"));
                 }
@@ -130,7 +130,10 @@ fn health_counters_match_tshark() {
             captures += 1;
         }
     }
-    eprintln!("{captures} captures, {convs} conversations with a flag, {exact} exactly equal");
+    eprintln!(
+        "{captures} captures, {convs} conversations with a flag, {exact} exactly equal, \
+         counts at most {widest} apart"
+    );
     assert!(captures >= 100, "only {captures} captures checked");
     assert!(exact >= EXACT, "only {exact} of {convs} conversations agree exactly");
     assert!(failures.is_empty(), "{}", failures.join("\n"));

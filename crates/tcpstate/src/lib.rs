@@ -27,8 +27,8 @@
 //!   either [`DirCounters::out_of_order`] or [`DirCounters::retrans`]:
 //!   - a *fast retransmission* (the peer sent two or more duplicate ACKs for exactly this
 //!     `seq`, the last less than 20 ms ago) is a retransmission;
-//!   - else, if it comes less than the handshake's RTT (SYN to the ACK that completes the
-//!     handshake; 3 ms when unknown) after `nextseq` last moved and does not end exactly at
+//!   - else, if it comes less than the handshake's RTT (the originator's latest SYN, as
+//!     Wireshark's `ts_mru_syn`, to the ACK that completes the handshake; 3 ms when unknown) after `nextseq` last moved and does not end exactly at
 //!     `nextseq`, it is out of order (tshark's `tcp.analysis.out_of_order`);
 //!   - else it is a retransmission: tshark's `tcp.analysis.retransmission`,
 //!     `tcp.analysis.fast_retransmission` and `tcp.analysis.spurious_retransmission` (data
@@ -39,28 +39,31 @@
 //! segment. Differences from tshark, all small: Wireshark's analysis keys conversations by its
 //! own stream index (a SYN with a new ISN can start a new stream where the flow table keeps
 //! one flow), knows the first "unset" sequence number as 0 where this stage keeps a flag, and
-//! takes the handshake RTT from its conversation's first frame; the fixture test in
+//! completes the handshake RTT at the first pure ACK either way; the fixture test in
 //! `crates/cli/tests/tcpstate.rs` states how far apart the two may be.
 //!
 //! # `history` letters (Zeek's)
 //!
 //! Upper case for the originator (the flow's initiator, the first packet's sender), lower case
-//! for the responder; each recorded when first seen in that direction:
+//! for the responder. A segment adds letters by Zeek's rules:
 //!
 //! | letter | meaning |
 //! |---|---|
-//! | `S` | a SYN without ACK |
-//! | `H` | a SYN with ACK ("handshake") |
+//! | `S` | a SYN without ACK (and no FIN or RST) |
+//! | `H` | a SYN with ACK ("handshake"; `S` and `H` share one mark: a direction gets one of them) |
 //! | `A` | a pure ACK (no payload, no SYN, FIN or RST) |
-//! | `D` | a segment with payload ("data") |
-//! | `F` | a FIN |
-//! | `R` | a RST |
+//! | `D` | a segment with payload and none of SYN, FIN, RST ("data") |
+//! | `F` | a FIN (with or without payload; no SYN or RST) |
+//! | `R` | a RST (no SYN or FIN) |
 //! | `G` | a content gap: here, a segment that starts beyond `nextseq` (a `lost` count) |
 //! | `T` | a retransmission that carries payload |
 //! | `W` | a zero window advertisement |
 //! | `I` | an inconsistent packet (FIN and RST together) |
 //! | `Q` | a multi-flag packet (SYN with FIN or RST) |
 //!
+//! `A`, `D`, `I` and `Q` are recorded once per direction; `S`/`H`, `F` and `R` once, then again
+//! each time that flag comes at a sequence number other than the same flag's last (a SYN with
+//! a new ISN, a FIN after more data; a retransmitted one adds nothing).
 //! As Zeek does, `G`, `T` and `W` are recorded again when their count in that direction
 //! reaches 10, 100, 1000, ... Where this differs from Zeek: no `C` (checksums are not
 //! verified), no `^` (the originator is always the first packet's sender; Zeek flips a flow
@@ -78,7 +81,7 @@
 //!
 //! # Memory
 //!
-//! [`FlowTcp`]'s size per flow slot ever used (asserted by a test: 160 bytes), nothing per
+//! [`FlowTcp`]'s size per flow slot ever used (asserted by a test: 192 bytes, three cache lines), nothing per
 //! packet.
 #![forbid(unsafe_code)]
 
@@ -125,7 +128,8 @@ pub enum ConnState {
     Rsto,
     /// Established, the responder sent a RST.
     Rstr,
-    /// The originator sent a SYN then a RST; no SYN-ACK seen.
+    /// The originator sent a SYN then a RST; no SYN-ACK seen (by Zeek's test on the history:
+    /// a RST from an originator that sent no SYN, with a silent responder, is `OTH`).
     Rstos0,
     /// The responder sent a RST; the originator sent no SYN (a SYN-ACK then RST in Zeek).
     Rstrh,
@@ -159,8 +163,9 @@ impl ConnState {
     }
 
     /// The code for a TCP flow whose endpoints ended in states `o` (originator) and `r`
-    /// (responder), each having sent payload or not: Zeek's rules, in its order.
-    fn tcp(o: Ep, r: Ep, data: bool) -> Self {
+    /// (responder), either having sent payload or not, with history `h`: Zeek's rules, in
+    /// its order.
+    fn tcp(o: Ep, r: Ep, data: bool, h: &History) -> Self {
         let o_inactive = matches!(o, Ep::Inactive | Ep::Partial);
         let r_inactive = matches!(r, Ep::Inactive | Ep::Partial);
         if r == Ep::Reset {
@@ -172,7 +177,13 @@ impl ConnState {
                 Self::Rstr
             }
         } else if o == Ep::Reset {
-            if r_inactive { Self::Rstos0 } else { Self::Rsto }
+            if !r_inactive {
+                Self::Rsto
+            } else if h.syn_then_reset() {
+                Self::Rstos0
+            } else {
+                Self::Oth
+            }
         } else if o == Ep::Closed && r == Ep::Closed {
             Self::SF
         } else if o == Ep::Closed {
@@ -241,6 +252,14 @@ impl History {
         self.len == 0
     }
 
+    /// Zeek's test for `RSTOS0`, its pattern `^?S[^HAFGIQ]*R.*` on the whole history: it
+    /// starts with the originator's `S`, and the first of the originator's `H`, `A`, `F`,
+    /// `G`, `I`, `Q` and `R` after it is `R`.
+    fn syn_then_reset(&self) -> bool {
+        let h = self.as_str().as_bytes();
+        h.first() == Some(&b'S') && h[1..].iter().find(|c| b"HAFGIQR".contains(c)) == Some(&b'R')
+    }
+
     fn push(&mut self, c: u8) {
         if let Some(slot) = self.letters.get_mut(usize::from(self.len)) {
             *slot = c;
@@ -292,9 +311,11 @@ impl AddAssign for TcpStats {
     }
 }
 
-/// Letters, as bits of [`DirSeq::letters`], recorded once per direction.
+/// Letters, as bits of [`DirSeq::letters`], recorded once per direction (`S` and `H` share
+/// [`L_S`], as Zeek's one "SYN seen" mark).
 const L_S: u16 = 1;
-const L_H: u16 = 2;
+/// Not a letter: the direction sent a SYN-ACK.
+const SENT_SYNACK: u16 = 2;
 const L_A: u16 = 4;
 const L_D: u16 = 8;
 const L_F: u16 = 16;
@@ -321,6 +342,9 @@ struct DirSeq {
     window: u16,
     /// Letters recorded.
     letters: u16,
+    /// Sequence numbers of the last SYN, FIN (after its payload) and RST sent: the letter is
+    /// recorded again for one at another number.
+    last_ctl: [u32; 3],
     /// A segment was seen (`next_seq`, `last_ack` and `window` are set).
     seen: bool,
     /// Payload was sent.
@@ -333,7 +357,7 @@ struct DirSeq {
 pub struct FlowTcp {
     dirs: [DirSeq; 2],
     counters: [DirCounters; 2],
-    /// The originator's first SYN (ns), then 0 once the handshake RTT is known.
+    /// The originator's latest SYN (ns), then 0 once the handshake RTT is known.
     syn_t: u64,
     /// The handshake RTT (ns; 0 unknown).
     first_rtt: u64,
@@ -457,32 +481,38 @@ impl FlowTcp {
         me.data |= s.payload > 0;
     }
 
-    /// The letters a segment adds by its flags and payload.
+    /// The letters a segment adds by its flags and payload, by Zeek's rules: a segment with
+    /// two or more of SYN, FIN and RST adds only `I` (FIN and RST) or `Q` (the others); one
+    /// with exactly one of them adds only that flag's letter (`S` or `H` sharing one "SYN
+    /// seen" mark, `F`, `R`), again each time that flag comes at a new sequence number (the
+    /// FIN's counted after its payload); one with none adds `D` for payload, else `A` for an
+    /// ACK.
     fn history_letters(&mut self, d: usize, s: &TcpSeg) {
         let f = s.flags;
         let (syn, fin, rst) = (f & SYN != 0, f & FIN != 0, f & RST != 0);
-        if syn && (fin || rst) {
-            self.letter(d, L_Q, b'Q');
-        } else if fin && rst {
-            self.letter(d, L_I, b'I');
-        }
-        if syn {
-            if f & ACK != 0 {
-                self.letter(d, L_H, b'H');
-            } else {
-                self.letter(d, L_S, b'S');
+        match u8::from(syn) + u8::from(fin) + u8::from(rst) {
+            0 if s.payload > 0 => self.letter(d, L_D, b'D'),
+            0 if f & ACK != 0 => self.letter(d, L_A, b'A'),
+            0 => {}
+            1 => {
+                let (bit, c, at) = if syn {
+                    (L_S, if f & ACK != 0 { b'H' } else { b'S' }, s.seq)
+                } else if fin {
+                    (L_F, b'F', s.seq.wrapping_add(s.payload))
+                } else {
+                    (L_R, b'R', s.seq)
+                };
+                let slot = usize::from(fin) + 2 * usize::from(rst);
+                let seen = self.dirs[d].letters & bit != 0;
+                if !seen {
+                    self.letter(d, bit, c);
+                } else if at != self.dirs[d].last_ctl[slot] {
+                    self.history.push(if d == 0 { c } else { c.to_ascii_lowercase() });
+                }
+                self.dirs[d].last_ctl[slot] = at;
             }
-        }
-        if s.payload > 0 {
-            self.letter(d, L_D, b'D');
-        } else if f & ACK != 0 && !syn && !fin && !rst {
-            self.letter(d, L_A, b'A');
-        }
-        if fin {
-            self.letter(d, L_F, b'F');
-        }
-        if rst {
-            self.letter(d, L_R, b'R');
+            _ if fin && rst => self.letter(d, L_I, b'I'),
+            _ => self.letter(d, L_Q, b'Q'),
         }
     }
 
@@ -502,7 +532,12 @@ impl FlowTcp {
             if *me == Ep::Inactive {
                 *me = if ack { Ep::SynAckSent } else { Ep::SynSent };
             }
-            if d == 0 && !ack && self.syn_t == 0 && self.first_rtt == 0 {
+            if ack {
+                self.dirs[d].letters |= SENT_SYNACK;
+            }
+            // The handshake RTT counts from the latest SYN (a resent one restarts it), as
+            // Wireshark's `ts_mru_syn`.
+            if d == 0 && !ack && self.first_rtt == 0 {
                 self.syn_t = now.max(1);
             }
         } else if ack || s.payload > 0 {
@@ -516,7 +551,7 @@ impl FlowTcp {
                 }
                 _ => {}
             }
-            if d == 0 && self.syn_t != 0 && self.dirs[1].letters & L_H != 0 {
+            if d == 0 && self.syn_t != 0 && self.dirs[1].letters & SENT_SYNACK != 0 {
                 self.first_rtt = now.saturating_sub(self.syn_t);
                 self.syn_t = 0;
             }
@@ -527,7 +562,7 @@ impl FlowTcp {
         let [o, r] = &self.dirs;
         ConnSummary {
             state: if flow.key.proto == proto::TCP {
-                ConnState::tcp(o.state, r.state, o.data || r.data)
+                ConnState::tcp(o.state, r.state, o.data || r.data, &self.history)
             } else {
                 other_state(flow)
             },

@@ -140,10 +140,96 @@ fn midstream_oth_rstrh_shr() {
 
 #[test]
 fn letters_q_and_i() {
-    assert_eq!(hist(&[(O, SYN | FIN, 100, 0, 0, 1000, 0)]).0, "QSF");
+    // Two or more of SYN, FIN and RST: only `Q`, or `I` when FIN and RST are both set.
+    assert_eq!(hist(&[(O, SYN | FIN, 100, 0, 0, 1000, 0)]).0, "Q");
+    assert_eq!(hist(&[(O, SYN | FIN | RST, 100, 0, 0, 1000, 0)]).0, "I");
     let mut s = handshake();
     s.push((R, FIN | RST | ACK, 501, 101, 0, 0, 30));
-    assert_eq!(hist(&s).0, "ShAifr");
+    assert_eq!(hist(&s).0, "ShAi");
+}
+
+#[test]
+fn a_fin_with_data_is_f_alone() {
+    let mut s = handshake();
+    s.push((O, FIN | PA, 101, 501, 20, 1000, 30));
+    assert_eq!(hist(&s), ("ShAF".into(), "S2"));
+    // Data before it still gives `D`.
+    let mut s = handshake();
+    s.extend([(O, PA, 101, 501, 20, 1000, 30), (O, FIN | PA, 121, 501, 20, 1000, 31)]);
+    assert_eq!(hist(&s).0, "ShADF");
+}
+
+#[test]
+fn a_flag_at_a_new_sequence_number_repeats_its_letter() {
+    // A SYN with a new ISN repeats `S`; a resent one (same number) does not.
+    let s = [
+        (O, SYN, 100, 0, 0, 1000, 0),
+        (O, SYN, 100, 0, 0, 1000, 1000),
+        (O, SYN, 50, 0, 0, 1000, 2000),
+    ];
+    assert_eq!(hist(&s).0, "SS");
+    // RSTs at two numbers: `RR`; the same RST twice: `R`.
+    let mut s = handshake();
+    s.extend([(O, RST, 101, 0, 0, 0, 30), (O, RST, 101, 0, 0, 0, 31)]);
+    assert_eq!(hist(&s).0, "ShAR");
+    s.push((O, RST, 151, 0, 0, 0, 32));
+    assert_eq!(hist(&s).0, "ShARR");
+    // A FIN is placed after its payload: a resent FIN with the same end adds nothing, a FIN
+    // after more data adds `F` again.
+    let mut s = handshake();
+    s.extend([
+        (O, FA, 101, 501, 0, 1000, 30),
+        (O, FA, 101, 501, 0, 1000, 330),
+        (O, FIN | PA, 102, 501, 10, 1000, 630),
+    ]);
+    assert_eq!(hist(&s).0, "ShAFF");
+}
+
+#[test]
+fn rstos0_needs_the_syn_first_else_oth() {
+    // Zeek's pattern `S[^HAFGIQ]*R`: a data segment between is allowed, an ACK is not.
+    assert_eq!(
+        hist(&[
+            (O, SYN, 100, 0, 0, 1000, 0),
+            (O, PA, 101, 0, 5, 1000, 1),
+            (O, RST, 106, 0, 0, 0, 2)
+        ])
+        .1,
+        "RSTOS0"
+    );
+    assert_eq!(
+        hist(&[
+            (O, SYN, 100, 0, 0, 1000, 0),
+            (O, ACK, 101, 9, 0, 1000, 1),
+            (O, RST, 101, 0, 0, 0, 2)
+        ]),
+        ("SAR".into(), "OTH")
+    );
+    // Mid-stream: data, the responder's ACK, then the originator's RST.
+    assert_eq!(
+        hist(&[
+            (O, PA, 1000, 9000, 10, 1000, 0),
+            (R, ACK, 9000, 1010, 0, 1000, 1),
+            (O, RST, 1010, 0, 0, 0, 2)
+        ]),
+        ("DaR".into(), "OTH")
+    );
+}
+
+#[test]
+fn the_handshake_rtt_counts_from_the_latest_syn() {
+    // SYN at 0, resent at 1000 ms, SYN-ACK at 1010, ACK at 1020: RTT 20 ms, not 1020. A
+    // segment 30 ms late is then a retransmission, not out of order.
+    let mut s = vec![
+        (O, SYN, 100, 0, 0, 1000, 0),
+        (O, SYN, 100, 0, 0, 1000, 1000),
+        (R, SA, 500, 101, 0, 1000, 1010),
+        (O, ACK, 101, 501, 0, 1000, 1020),
+    ];
+    s.extend([(O, PA, 201, 501, 100, 1000, 1030), (O, PA, 101, 501, 100, 1000, 1060)]);
+    let r = run(&s);
+    assert_eq!(r.dirs[O].retrans, 2, "{:?}", r.dirs[O]);
+    assert_eq!(r.dirs[O].out_of_order, 0);
 }
 
 #[test]
@@ -241,7 +327,7 @@ fn a_slot_starts_clean_for_its_next_flow() {
 
 #[test]
 fn memory_per_flow() {
-    assert_eq!(std::mem::size_of::<FlowTcp>(), 160);
+    assert_eq!(std::mem::size_of::<FlowTcp>(), 192);
 }
 
 #[test]
