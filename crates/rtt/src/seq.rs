@@ -1,12 +1,24 @@
 //! SEQ/ACK matching for flows without the timestamps option, with Karn's rule.
 //!
-//! Per direction, at most one segment is being timed (as pping2 and most TCP stacks do): the
-//! first new segment sent while nothing is being timed. The ACK that covers its last byte, from
-//! the other direction, ends the sample. A retransmission in that direction (a segment that
-//! does not reach past the highest sequence number already sent, or starts before it) cancels
-//! the sample, since its ACK could answer either copy (Karn's rule); retransmitted segments are
-//! never timed. SYN and FIN count as one sequence number each, so the handshake is timed too.
-//! Sequence numbers wrap: comparisons are modulo 2^32.
+//! A sample pairs an ACK with the segment it *exactly* acknowledges: one whose end (sequence
+//! number plus length, SYN and FIN counting one each) equals the ACK number, as Wireshark's
+//! `tcp.analysis.ack_rtt` does. A cumulative ACK that covers a segment without ending where it
+//! ends gives no sample for it: its RTT would include whatever kept the later data back (the
+//! sender's idle time, or the repair of a loss). Each direction times at most three segments
+//! at once: the first two new segments sent while those two slots are free (so that an ACK
+//! for every segment, or for every second one as delayed ACKs do, finds its segment), and the
+//! latest new segment (so the ACK that ends a burst or a request finds it). A retransmission
+//! (a segment that does not reach past the highest sequence number already sent, or starts
+//! before it) cancels every timed segment that ends after the retransmission starts: an ACK
+//! could answer either copy (Karn's rule), and an ACK past a repaired hole waited for the
+//! repair. Retransmitted segments are never timed. An ACK past a timed segment's end retires
+//! it, with or without a sample. A RST either way ends the timing of both directions. Sequence
+//! numbers wrap: comparisons are modulo 2^32.
+//!
+//! When the acknowledged segment carried a request, the ACK often comes with the reply, so
+//! the sample includes the peer application's time to answer (up to the peer's delayed-ACK
+//! timer, commonly 40 ms or 200 ms, when the reply takes longer); Wireshark's `ack_rtt` is
+//! the same number.
 
 /// `a` comes before `b` in sequence space.
 #[inline]
@@ -14,19 +26,30 @@ fn before(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) < 0
 }
 
+/// Something was sent (`snd_max` is set).
 const INIT: u8 = 1;
-const PENDING: u8 = 2;
+/// Slot `i` holds a timed segment: bit `SLOT << i`.
+const SLOT: u8 = 2;
+/// The slot that holds the latest new segment.
+const LATEST: usize = 2;
 
-/// One direction's SEQ/ACK timing state (20 bytes).
+/// One direction's SEQ/ACK timing state (48 bytes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SeqDir {
+    /// When each timed segment was sent.
+    t: [u64; 3],
+    /// Where each timed segment ends.
+    end: [u32; 3],
     snd_max: u32,
-    pend_end: u32,
-    pend_t: u64,
     state: u8,
 }
 
 impl SeqDir {
+    #[inline]
+    fn timed(&self, i: usize) -> bool {
+        self.state & (SLOT << i) != 0
+    }
+
     /// A segment of `len` sequence numbers (payload, plus one each for SYN and FIN) starting at
     /// `seq`, sent in this direction at `now`.
     #[inline]
@@ -36,36 +59,54 @@ impl SeqDir {
         }
         let end = seq.wrapping_add(len);
         if self.state & INIT != 0 && (!before(self.snd_max, end) || before(seq, self.snd_max)) {
-            // Some of it was sent before: a retransmission. Karn: stop timing.
-            self.state &= !PENDING;
+            // Some of it was sent before: a retransmission. Karn: stop timing what it may
+            // stand in for, and what an ACK may only answer once it has arrived.
+            for i in 0..3 {
+                if self.timed(i) && before(seq, self.end[i]) {
+                    self.state &= !(SLOT << i);
+                }
+            }
             if before(self.snd_max, end) {
                 self.snd_max = end;
             }
             return;
         }
-        if self.state & PENDING == 0 {
-            self.state |= PENDING;
-            self.pend_end = end;
-            self.pend_t = now;
+        if let Some(i) = (0..LATEST).find(|&i| !self.timed(i)) {
+            self.t[i] = now;
+            self.end[i] = end;
+            self.state |= SLOT << i;
         }
+        self.t[LATEST] = now;
+        self.end[LATEST] = end;
+        self.state |= (SLOT << LATEST) | INIT;
         self.snd_max = end;
-        self.state |= INIT;
     }
 
-    /// An ACK for `ack` from the other direction: the start time of the timed segment if this
-    /// ACK covers it.
+    /// An ACK for `ack` from the other direction: the send time of the timed segment that ends
+    /// exactly at `ack`, if any. Timed segments it reaches past are retired either way.
     #[inline]
     pub fn on_ack(&mut self, ack: u32) -> Option<u64> {
-        if self.state & PENDING != 0 && !before(ack, self.pend_end) {
-            self.state &= !PENDING;
-            return Some(self.pend_t);
+        let mut sent = None;
+        for i in 0..3 {
+            if self.timed(i) && !before(ack, self.end[i]) {
+                if ack == self.end[i] {
+                    sent = Some(sent.map_or(self.t[i], |s: u64| s.min(self.t[i])));
+                }
+                self.state &= !(SLOT << i);
+            }
         }
-        None
+        sent
+    }
+
+    /// The connection was reset: nothing sent before can be answered any more.
+    #[inline]
+    pub fn abort(&mut self) {
+        self.state &= INIT;
     }
 
     /// Whether a segment is being timed.
     pub fn pending(&self) -> bool {
-        self.state & PENDING != 0
+        self.state & (7 * SLOT) != 0
     }
 }
 
@@ -74,12 +115,15 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The obviously right version: sequence numbers unwrapped to 64 bits, the whole history of
-    /// sent ranges kept, and freshness decided by looking at all of it.
+    /// The obviously right version, of Wireshark's `ack_rtt` with Karn's rule: sequence numbers
+    /// unwrapped to 64 bits and every segment kept. An ACK's sample is the send time of the new
+    /// (never retransmitted) segment that ends exactly at it, if no ACK reached that far before
+    /// and no retransmission starting before its end was sent after it.
     #[derive(Default)]
     struct Oracle {
-        sent: Vec<(u64, u64)>,
-        pending: Option<(u64, u64)>,
+        /// (start, end, time, new) of every segment, in order.
+        sent: Vec<(u64, u64, u64, bool)>,
+        max_ack: Option<u64>,
     }
 
     impl Oracle {
@@ -88,23 +132,24 @@ mod tests {
                 return;
             }
             let end = start + len;
-            let fresh = self.sent.iter().all(|&(_, e)| e <= start);
-            self.sent.push((start, end));
-            if !fresh {
-                self.pending = None;
-            } else if self.pending.is_none() {
-                self.pending = Some((end, now));
-            }
+            let new = self.sent.iter().all(|&(_, e, _, _)| e <= start);
+            self.sent.push((start, end, now, new));
         }
 
-        fn ack(&mut self, ack: u64) -> Option<u64> {
-            match self.pending {
-                Some((end, t)) if ack >= end => {
-                    self.pending = None;
-                    Some(t)
-                }
-                _ => None,
+        /// The sample, and whether its segment is the latest new one sent.
+        fn ack(&mut self, ack: u64) -> (Option<u64>, bool) {
+            let acked_before = self.max_ack.is_some_and(|m| m >= ack);
+            self.max_ack = Some(self.max_ack.map_or(ack, |m| m.max(ack)));
+            let Some(i) = self.sent.iter().position(|&(_, e, _, new)| new && e == ack) else {
+                return (None, false);
+            };
+            let (_, end, t, _) = self.sent[i];
+            let karn = self.sent[i + 1..].iter().any(|&(s, _, _, new)| !new && s < end);
+            if acked_before || karn {
+                return (None, false);
             }
+            let latest = self.sent[i + 1..].iter().all(|&(_, _, _, new)| !new);
+            (Some(t), latest)
         }
     }
 
@@ -122,11 +167,15 @@ mod tests {
         prop_oneof![
             3 => (0u32..3000).prop_map(Ev::New),
             1 => (1u32..6000, 1u32..3000).prop_map(|(b, l)| Ev::Again(b, l)),
-            3 => (0u32..4000).prop_map(Ev::Ack),
+            2 => (0u32..4000).prop_map(Ev::Ack),
+            // ACKs at segment boundaries are what real receivers send.
+            2 => Just(Ev::Ack(0)),
         ]
     }
 
     proptest! {
+        /// Every sample is the oracle's for that ACK (never another segment's, never one Karn
+        /// forbids), and the ACK of the latest new segment always gives one.
         #[test]
         fn matches_oracle(
             isn in prop_oneof![Just(u32::MAX - 5000), Just(0), any::<u32>()],
@@ -152,13 +201,25 @@ mod tests {
                     Ev::Ack(behind) => {
                         let a = high.saturating_sub(u64::from(behind));
                         let got = fast.on_ack(isn.wrapping_add(a as u32));
-                        let want = slow.ack(u64::from(isn) + a);
-                        prop_assert_eq!(got, want, "ack {} after {:?}", a, e);
+                        let (want, latest) = slow.ack(u64::from(isn) + a);
+                        if got.is_some() || latest {
+                            prop_assert_eq!(got, want, "ack {} after {:?}", a, e);
+                        }
                     }
                 }
-                prop_assert_eq!(fast.pending(), slow.pending.is_some());
             }
         }
+    }
+
+    #[test]
+    fn a_reset_ends_the_timing() {
+        let mut d = SeqDir::default();
+        d.on_send(0, 100, 1);
+        d.abort();
+        assert!(!d.pending());
+        assert_eq!(d.on_ack(100), None);
+        d.on_send(100, 100, 2);
+        assert_eq!(d.on_ack(200), Some(2));
     }
 
     #[test]
@@ -174,8 +235,9 @@ mod tests {
         let mut d = SeqDir::default();
         d.on_send(0, 100, 1);
         d.on_send(100, 100, 2);
-        d.on_send(0, 100, 3); // retransmission of the timed segment
-        assert_eq!(d.on_ack(200), None);
+        d.on_send(0, 100, 3); // retransmission of the first segment
+        assert_eq!(d.on_ack(100), None);
+        assert_eq!(d.on_ack(200), None, "an ACK past the repaired hole waited for it");
         d.on_send(200, 100, 4); // new data is timed again
         assert_eq!(d.on_ack(300), Some(4));
     }
@@ -186,5 +248,51 @@ mod tests {
         d.on_send(u32::MAX - 10, 100, 7); // wraps
         assert_eq!(d.on_ack(u32::MAX), None);
         assert_eq!(d.on_ack(89), Some(7));
+    }
+
+    #[test]
+    fn a_cumulative_ack_pairs_with_the_segment_it_ends_at() {
+        // A request, the sender idle for 20 s, more data, then one ACK for both: the sample
+        // is from the second segment, not 20 s long.
+        let mut d = SeqDir::default();
+        d.on_send(0, 100, 1_000);
+        d.on_send(100, 100, 21_000);
+        assert_eq!(d.on_ack(200), Some(21_000));
+        assert!(!d.pending());
+    }
+
+    #[test]
+    fn acks_for_every_segment_each_give_a_sample() {
+        let mut d = SeqDir::default();
+        for i in 0..10u32 {
+            d.on_send(i * 100, 100, u64::from(i) * 10);
+            assert_eq!(d.on_ack(i * 100 + 100), Some(u64::from(i) * 10));
+        }
+    }
+
+    #[test]
+    fn delayed_acks_in_bulk_find_their_segments() {
+        // Ten segments in flight, ACKed two at a time: the first pair and the burst's end.
+        let mut d = SeqDir::default();
+        for i in 0..10u32 {
+            d.on_send(i * 100, 100, u64::from(i));
+        }
+        let got: Vec<_> = (1..=5u32).map(|k| d.on_ack(k * 200)).collect();
+        assert_eq!(got, [Some(1), None, None, None, Some(9)]);
+        // Sent while the window slides (two new segments per ACK): one of each two new
+        // segments ends where an ACK will, so every round trip gives a sample.
+        let mut d = SeqDir::default();
+        let mut next = 0u32;
+        let mut samples = 0;
+        for round in 0..50u64 {
+            for _ in 0..2 {
+                d.on_send(next, 100, round);
+                next += 100;
+            }
+            if next >= 1_000 && d.on_ack(next - 800).is_some() {
+                samples += 1;
+            }
+        }
+        assert!(samples >= 8, "{samples} samples in 50 ACKs");
     }
 }

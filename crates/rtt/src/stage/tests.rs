@@ -208,3 +208,8 @@ fn expired_tsvals_do_not_match() {
     );
     assert_eq!(st.ts_entries(), 0, "the sweep removed it");
 }
+
+#[test]
+fn state_per_flow_id() {
+    assert_eq!(std::mem::size_of::<super::FlowRtt>(), 168);
+}
