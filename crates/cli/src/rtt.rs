@@ -364,18 +364,19 @@ fn pping_summary(c: &CompatCounters) -> String {
     s
 }
 
-/// A double as C++ streams print it by default (`%g`, six significant digits).
+/// A double as C++ streams print it by default (`%g`, six significant digits): scientific
+/// when the exponent, after rounding to six digits, is below -4 or at least 6; trailing zeros
+/// dropped.
 fn shortest_g(v: f64) -> String {
     if v == 0.0 || !v.is_finite() {
         return format!("{v}");
     }
-    let exp = v.abs().log10().floor() as i32;
-    if !(-5..6).contains(&exp) {
-        let s = format!("{v:.5e}");
-        let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+    let sci = format!("{v:.5e}");
+    let (m, e) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = e.parse().unwrap_or(0);
+    if !(-4..6).contains(&exp) {
         let m = m.trim_end_matches('0').trim_end_matches('.');
-        let e: i32 = e.parse().unwrap_or(0);
-        return format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs());
+        return format!("{m}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
     }
     let decimals = (5 - exp).max(0) as usize;
     let s = format!("{v:.decimals$}");
@@ -430,6 +431,13 @@ mod tests {
         assert_eq!(shortest_g(74.0), "74");
         assert_eq!(shortest_g(0.000123), "0.000123");
         assert_eq!(shortest_g(1234567.0), "1.23457e+06");
+        // The exponent is taken after rounding, and -5 is already scientific.
+        assert_eq!(shortest_g(5.5e-5), "5.5e-05");
+        assert_eq!(shortest_g(0.0001), "0.0001");
+        assert_eq!(shortest_g(0.00001), "1e-05");
+        assert_eq!(shortest_g(999_999.5), "1e+06");
+        assert_eq!(shortest_g(0.000_099_999_99), "0.0001");
+        assert_eq!(shortest_g(0.012153), "0.012153");
     }
 
     #[test]

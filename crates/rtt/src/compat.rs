@@ -12,10 +12,17 @@
 //! * **The `tcp` filter** ([`compat_view`]): pping always runs the BPF filter `tcp`, which looks
 //!   for the IP header right after the link header. VLAN-tagged, PPPoE and MPLS frames, and
 //!   IPv6 packets whose first next-header is neither TCP nor a fragment header, never reach it.
-//! * **libtins' parser** ([`compat_view`]): a frame libtins cannot parse is skipped without a
-//!   count. That includes every IPv6 packet captured shorter than its payload length (so with a
-//!   144-byte snap length only pure ACKs survive) and any TCP header or option cut short. IP
-//!   fragments parse as raw data and count as "not TCP".
+//! * **libtins' parser** ([`compat_view`], libtins 4.0 as Debian ships it): a frame libtins
+//!   cannot parse is skipped without a count. That includes every IPv6 packet captured shorter
+//!   than its payload length (so with a 144-byte snap length only pure ACKs survive), an IPv4
+//!   header length below 5 words, IPv4 options that are malformed or hold END before their
+//!   last byte, and any TCP header or option cut short or malformed. libtins is lax elsewhere,
+//!   and so is this: the IP version nibble is never looked at (the EtherType decides); an IPv4
+//!   total length of 0 or below the header's own means "all that was captured"; TCP options
+//!   are read past an EOL up to the data offset (a timestamps option after it counts); no
+//!   option's length is checked against its kind, and a timestamps option whose length is not
+//!   10 is "no TS opt". IP fragments, and IPv4 headers with nothing captured after them, parse
+//!   as raw data and count as "not TCP".
 //! * **Which packets are used**: no TSval 0; no TSecr 0 unless the flags are exactly SYN.
 //! * **Time**: the first usable packet's whole seconds become the offset; every time is an `f64`
 //!   of seconds since that offset, so a packet in that second whose microseconds are 0 gets time
@@ -35,7 +42,8 @@
 use std::hash::BuildHasher;
 
 use hashbrown::HashTable;
-use rampart_flow::{FlowKey, Side};
+use rampart_flow::{FlowKey, KeyKind, Side};
+use rampart_wire::ethernet::ethertype;
 use rampart_wire::{Family, LinkType, PacketMeta, Status, tcp::flags};
 
 use crate::{ts_hash, ts_key};
@@ -83,68 +91,181 @@ fn link_header_len(link: LinkType) -> Option<usize> {
 }
 
 /// Whether libpcap's `tcp` filter accepts the frame. It reads fixed offsets after the link
-/// header: the IPv4 protocol byte, or the IPv6 next header (directly TCP, or a fragment header
-/// whose next header is TCP). A load past the captured bytes rejects the packet.
+/// header, chosen by the EtherType (or the link's family field), never by the IP version
+/// nibble: the IPv4 protocol byte, or the IPv6 next header (directly TCP, or a fragment
+/// header whose next header is TCP). A load past the captured bytes rejects the packet.
 pub fn bpf_tcp(link: LinkType, frame: &[u8], meta: &PacketMeta) -> bool {
     let l3 = usize::from(meta.l3_offset);
     if meta.vlan_count != 0 || link_header_len(link) != Some(l3) {
         return false;
     }
-    match meta.family {
-        Family::V4 => frame.get(l3 + 9) == Some(&6),
-        Family::V6 => match frame.get(l3 + 6) {
+    match meta.ethertype {
+        ethertype::IPV4 => frame.get(l3 + 9) == Some(&6),
+        ethertype::IPV6 => match frame.get(l3 + 6) {
             Some(6) => true,
             Some(44) => frame.get(l3 + 40) == Some(&6),
             _ => false,
         },
-        Family::None => false,
+        _ => false,
     }
 }
 
-/// Classifies a frame as pping (the `tcp` filter, then libtins) would.
+/// A TCP header as libtins reads it: flags byte, source and destination port, timestamps.
+type LibtinsTcp = (u16, u16, u16, Option<(u32, u32)>);
+
+/// What libtins 4.0's TCP parser makes of a segment handed `b` (as many bytes as the IP layer
+/// gives it): `None` when it throws (the packet is dropped unseen), else the flags byte, the
+/// ports and the timestamps if the first timestamps option holds exactly 8 bytes (pping's
+/// `timestamp()` throws otherwise, which it counts as "no TS opt").
+///
+/// libtins reads every option up to the data offset: EOL and NOP are one byte each and the
+/// walk goes on after an EOL; any other kind needs a length of at least 2 whose data fits in
+/// the header. It checks no option's length against its kind.
+fn libtins_tcp(b: &[u8]) -> Option<LibtinsTcp> {
+    let h = b.get(..20)?;
+    let hl = usize::from(h[12] >> 4) * 4;
+    if hl < 20 || hl > b.len() {
+        return None;
+    }
+    let mut ts = None;
+    let mut i = 20;
+    while i < hl {
+        let kind = b[i];
+        i += 1;
+        if kind <= 1 {
+            continue;
+        }
+        // The length byte may lie past the header (then the option cannot fit) or past the
+        // segment (then the read throws): both drop the packet.
+        let len = usize::from(*b.get(i)?);
+        i += 1;
+        if len < 2 || i + (len - 2) > hl {
+            return None;
+        }
+        if kind == 8 && ts.is_none() {
+            ts = Some((len == 10).then(|| {
+                let v = |at: usize| u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+                (v(i), v(i + 4))
+            }));
+        }
+        i += len - 2;
+    }
+    let port = |at: usize| u16::from_be_bytes([h[at], h[at + 1]]);
+    Some((u16::from(h[13]), port(0), port(2), ts.flatten()))
+}
+
+/// The view of a TCP segment once libtins has found it: pping's checks on its timestamps.
+fn tcp_view(tcp: &[u8], src: [u8; 16], dst: [u8; 16], family: u8, pdu_size: usize) -> CompatView {
+    let Some((tcp_flags, sport, dport, ts)) = libtins_tcp(tcp) else {
+        return CompatView::Filtered;
+    };
+    let Some((tsval, tsecr)) = ts else {
+        return CompatView::NoTs;
+    };
+    if tsval == 0 || (tsecr == 0 && tcp_flags != flags::SYN) {
+        return CompatView::Skip;
+    }
+    let (key, side) = FlowKey::new(src, sport, dst, dport, 6, family, KeyKind::Ports);
+    CompatView::Usable(CompatPacket { key, side, tsval, tsecr, pdu_size: pdu_size as u32 })
+}
+
+/// IPv4 as libtins 4.0 parses it (`b` from the IP header to the end of the capture): the
+/// version nibble is not looked at; the header length must be at least 5 words and captured;
+/// options must be well formed, an END option only as the header's last byte; a total length
+/// of 0 or below the header's own length means "all that was captured", else the packet is
+/// cut to it; a fragment is not TCP, nor is a header with nothing after it.
+fn libtins_v4(b: &[u8], l3: usize) -> CompatView {
+    let Some(h) = b.get(..20) else { return CompatView::Filtered };
+    let hl = usize::from(h[0] & 0x0f) * 4;
+    if hl < 20 || hl > b.len() {
+        return CompatView::Filtered;
+    }
+    let mut i = 20;
+    while i < hl {
+        let t = b[i];
+        i += 1;
+        if t & 0x1f > 1 {
+            // A multi-byte option (by its number, the low five bits).
+            let Some(&size) = b.get(i) else { return CompatView::Filtered };
+            i += 1;
+            if size < 2 || i + usize::from(size - 2) > hl {
+                return CompatView::Filtered;
+            }
+            i += usize::from(size - 2);
+        } else if t == 0 {
+            if i != hl {
+                return CompatView::Filtered;
+            }
+            break;
+        }
+    }
+    let rest = b.len() - hl;
+    if rest == 0 {
+        return CompatView::NotTcp;
+    }
+    let total = usize::from(u16::from_be_bytes([h[2], h[3]]));
+    let len =
+        if total == 0 { rest } else { rest.min((total as u32).wrapping_sub(hl as u32) as usize) };
+    let frag = u16::from_be_bytes([h[6], h[7]]);
+    if frag & 0x3fff != 0 {
+        return CompatView::NotTcp;
+    }
+    let mut src = [0u8; 16];
+    let mut dst = [0u8; 16];
+    src[..4].copy_from_slice(&h[12..16]);
+    dst[..4].copy_from_slice(&h[16..20]);
+    tcp_view(&b[hl..hl + len], src, dst, 4, l3 + hl + len)
+}
+
+/// Classifies a frame as pping (the `tcp` filter, then libtins 4.0) would.
 pub fn compat_view(link: LinkType, frame: &[u8], meta: &PacketMeta) -> CompatView {
     if !bpf_tcp(link, frame, meta) {
         return CompatView::Filtered;
     }
     let l3 = usize::from(meta.l3_offset);
+    if meta.ethertype == ethertype::IPV4 {
+        return libtins_v4(frame.get(l3..).unwrap_or_default(), l3);
+    }
+    if meta.status == Status::Malformed(rampart_wire::Malformed::IpVersion) {
+        // libtins trusts the EtherType: parse the packet as IPv6 whatever its version nibble.
+        let mut copy = frame.to_vec();
+        if let Some(b) = copy.get_mut(l3) {
+            *b = (*b & 0x0f) | 0x60;
+        }
+        let meta = PacketMeta::parse(link, &copy);
+        return if meta.status == Status::Malformed(rampart_wire::Malformed::IpVersion) {
+            CompatView::Filtered
+        } else {
+            v6_view(&copy, &meta)
+        };
+    }
+    v6_view(frame, meta)
+}
+
+/// IPv6: extension headers as the parser walks them; libtins refuses a packet captured shorter
+/// than its payload length, and hands TCP exactly the payload.
+fn v6_view(frame: &[u8], meta: &PacketMeta) -> CompatView {
+    let l3 = usize::from(meta.l3_offset);
     let captured_ip = frame.len().saturating_sub(l3);
     let ip_len = meta.ip_wire_len as usize;
-    let ip_problem = matches!(
-        meta.status,
-        Status::Truncated(rampart_wire::Layer::Ipv4 | rampart_wire::Layer::Ipv6)
-            | Status::Malformed(
-                rampart_wire::Malformed::Ipv4HeaderLen
-                    | rampart_wire::Malformed::Ipv4TotalLen
-                    | rampart_wire::Malformed::IpVersion
-            )
-    );
-    if ip_problem {
+    if matches!(meta.status, Status::Truncated(rampart_wire::Layer::Ipv6))
+        || meta.family != Family::V6
+    {
         return CompatView::Filtered;
     }
-    let pdu_ip = match meta.family {
-        // libtins trims IPv4 to the smaller of the captured bytes and the total length.
-        Family::V4 => captured_ip.min(ip_len),
-        // libtins refuses IPv6 whose captured payload is shorter than the payload length.
-        _ if captured_ip < ip_len => return CompatView::Filtered,
-        _ => ip_len,
-    };
+    // A payload length of 0 is no payload to libtins (without a jumbo option).
+    if frame.get(l3 + 4..l3 + 6) == Some(&[0, 0]) || captured_ip < ip_len {
+        return CompatView::Filtered;
+    }
     if meta.is_fragment() {
         return CompatView::NotTcp;
     }
-    if meta.status != Status::Ok {
-        // A TCP header or option cut short or malformed: libtins throws, pping never knows.
+    let l4 = usize::from(meta.l4_offset);
+    if meta.proto != rampart_wire::proto::TCP || l4 <= l3 || l3 + ip_len < l4 {
+        // The extension headers did not lead to TCP as the parser reads them.
         return CompatView::Filtered;
     }
-    let Some((tsval, tsecr)) = meta.tcp.timestamps() else {
-        return CompatView::NoTs;
-    };
-    if tsval == 0 || (tsecr == 0 && meta.tcp.flags != flags::SYN) {
-        return CompatView::Skip;
-    }
-    let Some((key, side)) = FlowKey::from_meta(meta) else {
-        return CompatView::Filtered;
-    };
-    CompatView::Usable(CompatPacket { key, side, tsval, tsecr, pdu_size: (l3 + pdu_ip) as u32 })
+    tcp_view(&frame[l4..l3 + ip_len], meta.src, meta.dst, 6, l3 + ip_len)
 }
 
 /// pping's settings.

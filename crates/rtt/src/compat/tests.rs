@@ -279,3 +279,91 @@ fn local_destination_is_not_timestamped() {
     );
     assert_eq!(got.len(), 1);
 }
+
+/// A usable IPv4 frame (10.0.0.1:40000 -> 10.0.0.2:80, TSval 7, TSecr 3), changed by `f`.
+fn damaged(f: impl FnOnce(&mut Vec<u8>)) -> CompatView {
+    let mut fr = frame(false, 1, 40000, 2, 80, ACK, (7, 3), 10, 1500);
+    f(&mut fr);
+    view(&fr)
+}
+
+const IP: usize = 14;
+const TCP: usize = 34;
+
+fn usable(v: CompatView) -> bool {
+    matches!(v, CompatView::Usable(p) if p.tsval == 7 && p.tsecr == 3)
+}
+
+#[test]
+fn libtins_ignores_the_ipv4_version_nibble() {
+    assert!(usable(damaged(|_| {})));
+    assert!(usable(damaged(|f| f[IP] = 0x55)));
+    assert!(usable(damaged(|f| f[IP] = 0x65)));
+    // Under EtherType IPv6, an IPv6 header with version 4 is still IPv6 to libtins.
+    let mut f = frame(true, 1, 40000, 2, 80, ACK, (7, 3), 10, 1500);
+    f[IP] = 0x40;
+    assert!(matches!(view(&f), CompatView::Usable(p) if p.tsval == 7));
+}
+
+#[test]
+fn libtins_reads_tcp_options_after_eol() {
+    // EOL, NOP, then the timestamps: libtins finds them.
+    assert!(usable(damaged(|f| f[TCP + 20] = 0)));
+    // A malformed option after EOL (kind 5, length 1) makes libtins throw: the packet is gone.
+    let v = damaged(|f| f[TCP + 20..TCP + 24].copy_from_slice(&[0, 5, 1, 1]));
+    assert_eq!(v, CompatView::Filtered);
+}
+
+#[test]
+fn libtins_takes_a_short_or_zero_ipv4_total_length_as_all_captured() {
+    for total in [0u16, 1, 10, 19] {
+        let v = damaged(|f| f[IP + 2..IP + 4].copy_from_slice(&total.to_be_bytes()));
+        assert!(usable(v), "total length {total}: {v:?}");
+        if let CompatView::Usable(p) = v {
+            assert_eq!(p.pdu_size as usize, 14 + 20 + 32 + 10, "total length {total}");
+        }
+    }
+    // A total length inside the TCP header cuts it: libtins throws.
+    let v = damaged(|f| f[IP + 2..IP + 4].copy_from_slice(&30u16.to_be_bytes()));
+    assert_eq!(v, CompatView::Filtered);
+}
+
+#[test]
+fn a_timestamps_option_of_the_wrong_length_is_no_ts_opt() {
+    // Length 8: the option parses (its 6 bytes fit, NOPs after it) but `timestamp()` throws.
+    let v = damaged(|f| {
+        f[TCP + 22..TCP + 24].copy_from_slice(&[8, 8]);
+        f[TCP + 30..TCP + 32].copy_from_slice(&[1, 1]);
+    });
+    assert_eq!(v, CompatView::NoTs);
+    // Whatever follows is read as options too: here the last TSecr bytes, EOL then kind 3
+    // whose length would lie in the payload, so libtins throws.
+    let v = damaged(|f| f[TCP + 22..TCP + 24].copy_from_slice(&[8, 8]));
+    assert_eq!(v, CompatView::Filtered);
+    // A malformed MSS (length 3) before good timestamps is kept: libtins checks no lengths.
+    let v = damaged(|f| f[TCP + 20..TCP + 22].copy_from_slice(&[2, 2]));
+    assert!(usable(v), "{v:?}");
+}
+
+#[test]
+fn libtins_ipv4_header_and_options() {
+    // A header length below 5 words.
+    assert_eq!(damaged(|f| f[IP] = 0x44), CompatView::Filtered);
+    // IP options (IHL 6): END as the last byte is fine, END before the end is not.
+    let with_opts = |opts: [u8; 4]| {
+        damaged(|f| {
+            f[IP] = 0x46;
+            let total = u16::from_be_bytes([f[IP + 2], f[IP + 3]]) + 4;
+            f[IP + 2..IP + 4].copy_from_slice(&total.to_be_bytes());
+            f.splice(IP + 20..IP + 20, opts);
+        })
+    };
+    assert!(usable(with_opts([1, 1, 1, 0])));
+    assert_eq!(with_opts([0, 1, 1, 1]), CompatView::Filtered);
+    assert_eq!(with_opts([7, 1, 1, 1]), CompatView::Filtered, "length 1 is malformed");
+    // A fragment is not TCP; nothing after the IP header is not TCP either.
+    assert_eq!(damaged(|f| f[IP + 6] = 0x20), CompatView::NotTcp);
+    assert_eq!(damaged(|f| f.truncate(TCP)), CompatView::NotTcp);
+    // A TCP header cut short is dropped unseen.
+    assert_eq!(damaged(|f| f.truncate(TCP + 10)), CompatView::Filtered);
+}
