@@ -1,5 +1,5 @@
 //! `--ipfix`: every flow record also goes to an IPFIX collector, besides the command's own
-//! output (`rampart flows`, `rampart rtt`).
+//! output (`rampart flows`, `rampart rtt`, `rampart firewall`).
 
 use std::io::{self, Write as _};
 use std::time::Duration;
@@ -9,7 +9,7 @@ use rampart_export::ipfix::{self, Config, Exporter, Target};
 
 use crate::input::Fail;
 
-/// IPFIX options, shared by `flows` and `rtt`.
+/// IPFIX options, shared by `flows`, `rtt` and `firewall`.
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct IpfixArgs {
     /// Also send every flow record to this IPFIX collector (RFC 7011, biflows as RFC 5103):
@@ -42,13 +42,19 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// is a failure (status 2, as an output that cannot be opened); UDP has no connection to
 /// fail.
 pub(crate) fn open(args: &IpfixArgs) -> Result<Option<Exporter>, Fail> {
+    open_with(args, Config::default())
+}
+
+/// [`open`], with the element groups `groups` turns on (`tcp`, `firewall`): what the
+/// command's records carry beyond the base elements.
+pub(crate) fn open_with(args: &IpfixArgs, groups: Config) -> Result<Option<Exporter>, Fail> {
     let Some(target) = args.ipfix.clone() else { return Ok(None) };
     let cfg = Config {
         domain: args.ipfix_domain,
         mtu: usize::from(args.ipfix_mtu),
         pen: args.ipfix_pen,
         template_refresh_secs: args.ipfix_template_refresh,
-        ..Config::default()
+        ..groups
     };
     Exporter::connect(target, cfg, CONNECT_TIMEOUT).map(Some).map_err(|e| Fail(e.to_string(), 2))
 }
