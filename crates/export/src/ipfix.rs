@@ -355,8 +355,12 @@ impl Encoder {
             self.buf.extend_from_slice(&[0, 0]);
         }
         let at = self.buf.len();
-        encode_record(&mut self.buf, r, &self.scratch, cid.as_ref().map(|c| c.as_str()));
-        ext::encode(&mut self.buf, r, &self.cfg);
+        // Fixed-length fields first, then the strings, as `template_fields` orders them.
+        encode_fixed(&mut self.buf, r);
+        ext::encode_fixed(&mut self.buf, r, &self.cfg);
+        put_var(&mut self.buf, &self.scratch);
+        put_var(&mut self.buf, cid.as_ref().map_or("", |c| c.as_str()).as_bytes());
+        ext::encode_var(&mut self.buf, r, &self.cfg);
         debug_assert_eq!(self.buf.len() - at, len, "the record's length from its template");
         self.records += 1;
         Ok(())
@@ -529,8 +533,9 @@ fn put_var(b: &mut Vec<u8>, v: &[u8]) {
     b.extend_from_slice(&v[..v.len().min(65535)]);
 }
 
-/// Appends one data record of the record's template.
-fn encode_record(b: &mut Vec<u8>, r: &FlowRecord, app: &[u8], cid: Option<&str>) {
+/// Appends the fixed-length fields of the base elements of a data record (all of [`fields`]
+/// but the two strings, applicationName and the Community ID, which follow them).
+fn encode_fixed(b: &mut Vec<u8>, r: &FlowRecord) {
     let f = &r.flow;
     let k = &f.key;
     let alen = if k.family == 6 { 16 } else { 4 };
@@ -562,8 +567,6 @@ fn encode_record(b: &mut Vec<u8>, r: &FlowRecord, app: &[u8], cid: Option<&str>)
     put_rtt(b, rtt.map(|(_, d)| d));
     b.push(app_by(r));
     b.push(if tcp { f.tcp_flags[1] } else { 0 });
-    put_var(b, app);
-    put_var(b, cid.unwrap_or("").as_bytes());
 }
 
 /// How messages travel.

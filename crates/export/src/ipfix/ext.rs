@@ -24,17 +24,21 @@ pub fn template_id(v6: bool, cfg: &Config) -> u16 {
     TEMPLATE_V4 + 2 * (u16::from(cfg.tcp) + 2 * u16::from(cfg.firewall)) + u16::from(v6)
 }
 
-/// The fields of the template [`template_id`] names, in order: [`fields`], then the TCP
-/// group if `cfg.tcp`, then the firewall group if `cfg.firewall`.
+/// The fields of the template [`template_id`] names, in order: the fixed-length fields of
+/// [`fields`], of the TCP group if `cfg.tcp` and of the firewall group if `cfg.firewall`,
+/// then their variable-length fields in the same order. Strings go last because collectors
+/// that place fields by fixed offsets (nfdump 1.7) read nothing after a variable-length
+/// field; without groups this is [`fields`] as it is.
 pub fn template_fields(v6: bool, cfg: &Config) -> Vec<Field> {
-    let mut f = fields(v6, cfg.pen);
+    let mut all = fields(v6, cfg.pen);
     if cfg.tcp {
-        f.extend(tcp_fields(cfg.pen));
+        all.extend(tcp_fields(cfg.pen));
     }
     if cfg.firewall {
-        f.extend(firewall_fields(cfg.pen));
+        all.extend(firewall_fields(cfg.pen));
     }
-    f
+    let (fixed, var): (Vec<Field>, Vec<Field>) = all.into_iter().partition(|f| f.len != VARIABLE);
+    fixed.into_iter().chain(var).collect()
 }
 
 /// The TCP group: Zeek's `conn_state` and `history` (strings), then the initiator's
@@ -120,22 +124,13 @@ fn put_counters(b: &mut Vec<u8>, d: &DirCounters) {
     }
 }
 
-/// Appends the groups' values of `r`, in the order of [`template_fields`] after the base.
-pub(super) fn encode(b: &mut Vec<u8>, r: &FlowRecord, cfg: &Config) {
+/// Appends the groups' fixed-length values of `r`, in the order of [`template_fields`] (after
+/// the base's fixed-length ones).
+pub(super) fn encode_fixed(b: &mut Vec<u8>, r: &FlowRecord, cfg: &Config) {
     if cfg.tcp {
-        match &r.conn {
-            Some(c) => {
-                put_var(b, c.state.name().as_bytes());
-                put_var(b, c.history.as_str().as_bytes());
-                put_counters(b, &c.dirs[0]);
-                put_counters(b, &c.dirs[1]);
-            }
-            None => {
-                put_var(b, b"");
-                put_var(b, b"");
-                b.extend_from_slice(&[0; 32]);
-            }
-        }
+        let dirs = r.conn.as_ref().map_or([DirCounters::default(); 2], |c| c.dirs);
+        put_counters(b, &dirs[0]);
+        put_counters(b, &dirs[1]);
     }
     if cfg.firewall {
         b.push(forwarding_status(r));
@@ -144,6 +139,19 @@ pub(super) fn encode(b: &mut Vec<u8>, r: &FlowRecord, cfg: &Config) {
         b.push(ct.map_or(0, |c| c.ct_state as u8));
         b.push(ct.and_then(|c| c.tcp_state).map_or(0, |t| t as u8));
         b.push(if ct.is_some_and(|c| c.assured) { 1 } else { 2 });
+    }
+}
+
+/// Appends the groups' strings of `r` (after the base's), in the order of
+/// [`template_fields`].
+pub(super) fn encode_var(b: &mut Vec<u8>, r: &FlowRecord, cfg: &Config) {
+    if cfg.tcp {
+        let (state, history) =
+            r.conn.as_ref().map_or(("", ""), |c| (c.state.name(), c.history.as_str()));
+        put_var(b, state.as_bytes());
+        put_var(b, history.as_bytes());
+    }
+    if cfg.firewall {
         put_var(b, rule_name(r).as_bytes());
     }
 }

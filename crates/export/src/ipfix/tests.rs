@@ -656,3 +656,19 @@ fn templates_that_do_not_fit_one_message_go_in_two() {
     let cfg = Config { mtu: 1400, ..cfg };
     assert_eq!(template_messages(&cfg).len(), 1);
 }
+
+#[test]
+fn strings_come_after_every_fixed_length_field() {
+    for (tcp, firewall) in [(false, false), (true, false), (false, true), (true, true)] {
+        let cfg = Config { tcp, firewall, ..Config::default() };
+        for v6 in [false, true] {
+            let f = template_fields(v6, &cfg);
+            let first_var = f.iter().position(|x| x.len == VARIABLE).unwrap();
+            assert!(f[first_var..].iter().all(|x| x.len == VARIABLE), "{tcp} {firewall}");
+            assert_eq!(
+                fixed_len(v6, &cfg),
+                f[..first_var].iter().map(|x| usize::from(x.len)).sum()
+            );
+        }
+    }
+}
