@@ -35,6 +35,27 @@
 //! flow's Community ID. These are separate forward elements, not RFC 5103 reverse ones, so a
 //! collector that misreads reverse elements (nfdump) cannot mistake them for forward fields.
 //!
+//! # Element groups
+//!
+//! A command whose records carry more turns on groups of elements in [`Config`], each
+//! combination under its own pair of template ids ([`template_id`]: 256/257 none, 258/259
+//! TCP, 260/261 firewall, 262/263 both), with the fields of [`template_fields`] (fixed-length
+//! fields first, then the strings, so a collector that places fields at fixed offsets reads
+//! every number):
+//!
+//! | group | element | id | octets | value |
+//! |---|---|---|---|---|
+//! | [`Config::tcp`] | connState, connHistory | rampart 12, 13 | variable | Zeek's `conn_state` and `history` |
+//! | | tcpRetransmissions, tcpOutOfOrder, tcpGaps, tcpZeroWindows | rampart 14-17 | 4 each | the initiator's TCP health counters |
+//! | | the same, reverse | rampart 14-17 with [`rampart_ie::REVERSE_BIT`] | 4 each | the responder's (RFC 5103 §6.2) |
+//! | [`Config::firewall`] | forwardingStatus | 89 | 1 | the last verdict ([`forwarding_status`], RFC 7270) |
+//! | | firewallVerdict, ctState, ctTcpState, ctAssured | rampart 18-21 | 1 each | verdict, `ct state` bits, Linux's TCP state, ASSURED (boolean) |
+//! | | firewallRule | rampart 22 | variable | the deciding rule's name, at most [`MAX_RULE_NAME`] octets |
+//!
+//! No IANA element carries these, except forwardingStatus, which cannot tell a drop from a
+//! reject (hence firewallVerdict beside it). The reverse enterprise number 29305 is not used
+//! for rampart's elements: RFC 5103 gives it to the reverse of IANA's elements only.
+//!
 //! Byte counts are rampart's: frame lengths on the wire, as `bytes_fwd`/`bytes_rev` in the
 //! JSON records, so a collector's bytes equal rampart's. That is the IP length plus the link
 //! header (14 octets per Ethernet frame), where a router's `octetDeltaCount` counts from the
