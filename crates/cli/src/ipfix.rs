@@ -28,7 +28,8 @@ pub(crate) struct IpfixArgs {
     #[arg(long, value_name = "BYTES", default_value_t = 1400, requires = "ipfix",
           value_parser = clap::value_parser!(u16).range(512..))]
     pub ipfix_mtu: u16,
-    /// Enterprise number of rampart's own elements (RTT, application source, Community ID).
+    /// Enterprise number of rampart's own elements (RTT, application source, Community ID,
+    /// Zeek's state and the TCP counters, the firewall's verdict, rule and connection).
     /// The default, 32473, is reserved for documentation (RFC 5612) until rampart has its own.
     #[arg(long, value_name = "PEN", default_value_t = ipfix::DOCUMENTATION_PEN,
           requires = "ipfix", value_parser = clap::value_parser!(u32).range(1..))]
