@@ -567,7 +567,8 @@ fn firewall(e: &mut Exposition, f: &FirewallCounts) {
         "rampart_firewall_drops_total",
         "Packets dropped or rejected, by why: rule (a rule's verdict), policy (a base chain's \
          policy), ct_invalid (a rule or policy, the packet being ct state invalid), table_full \
-         (the connection table was full), not_ip (frames a router does not forward).",
+         (the connection table was full), not_ip (frames not IP or not parsed, which a router \
+         does not forward).",
         "reason",
         f.drops.iter().copied(),
     );
