@@ -477,15 +477,17 @@ impl Published<'_> {
         f.decisions = [evaluated, cached];
         // Rules by (chain, name, action); a name met twice in a chain adds up.
         f.rules.clear();
-        f.other_rules = 0;
+        f.other_rules = None;
         let mut at: std::collections::HashMap<(usize, &str, String), usize> = Default::default();
         for (i, (chain, hits)) in st.rules().chains().iter().zip(st.hits()).enumerate() {
+            let last = hits.len().saturating_sub(1);
             for (e, n) in hits.into_iter().enumerate() {
                 let name = chain.entry_name(e).as_ref();
                 let action = action_name(chain, e);
                 match at.get(&(i, name, action.clone())) {
                     Some(&k) => f.rules[k].packets += n,
-                    None if f.rules.len() < MAX_RULES => {
+                    // Each base chain's policy is always named.
+                    None if f.rules.len() < MAX_RULES || e == last => {
                         at.insert((i, name, action.clone()), f.rules.len());
                         f.rules.push(RuleHits {
                             chain: chain.name.clone(),
@@ -494,7 +496,7 @@ impl Published<'_> {
                             packets: n,
                         });
                     }
-                    None => f.other_rules += n,
+                    None => *f.other_rules.get_or_insert(0) += n,
                 }
             }
         }

@@ -512,3 +512,66 @@ fn firewall_metrics_on_a_port_in_use_is_status_2() {
     assert!(err.contains(&format!("--metrics {addr}")), "{err}");
     assert!(!out_file.exists());
 }
+
+/// A rule set of more rules than a page names: 1,024 rules by name and the policy, the hits
+/// of the others under `rule="other"`, none lost (the page's rule hits add up to the
+/// summary's).
+#[test]
+fn rule_hits_stay_bounded_on_a_large_rule_set() {
+    const TEST: &str = "rule_hits_stay_bounded_on_a_large_rule_set";
+    let Some(promtool) = rampart_testkit::tool(TEST, "promtool") else { return };
+    let dir = temp();
+    let rules = dir.path().join("rules");
+    let mut text = String::from("table filter {\n");
+    for p in 0..1100 {
+        text.push_str(&format!("  udp dport {} accept\n", 20_000 + p));
+    }
+    text.push_str("  default accept\n}\n");
+    std::fs::write(&rules, text).unwrap();
+    let port = free_port();
+    let stderr = dir.path().join("stderr");
+    let mut r = Daemon(
+        Command::new(env!("CARGO_BIN_EXE_rampart"))
+            .arg("firewall")
+            .arg("--rules")
+            .arg(&rules)
+            .arg("-r")
+            .arg(format!("eth0={}", sample().display()))
+            .args(["-o", "/dev/null", "--metrics", &format!("127.0.0.1:{port}")])
+            .args(["--metrics-linger", "30"])
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let mut page = String::new();
+    wait_for("the final page", 30, || match http(port, "/metrics", None) {
+        Some((200, body)) if body.contains("rampart_run_ended 1\n") => {
+            page = body;
+            true
+        }
+        _ => false,
+    });
+    let err = std::fs::read_to_string(&stderr).unwrap();
+    let _ = r.stop();
+    let mut check =
+        Command::new(promtool).args(["check", "metrics"]).stdin(Stdio::piped()).spawn().unwrap();
+    check.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
+    assert!(check.wait().unwrap().success(), "promtool check metrics failed");
+    let hits: Vec<(String, String, f64)> = page_samples(&page)
+        .into_iter()
+        .filter(|(n, _, _)| n == "rampart_rule_hits_total")
+        .collect();
+    assert_eq!(hits.len(), 1024 + 2, "1,024 rules, the policy and other");
+    assert!(hits[1024].1.contains("rule=\"policy\""), "{:?}", hits[1024]);
+    assert!(hits[1024].2 > 0.0, "the sample's packets reach the policy");
+    assert!(hits[1025].1.contains("rule=\"other\""), "{:?}", hits[1025]);
+    let on_page: u64 = hits.iter().map(|(_, _, v)| *v as u64).sum();
+    let in_summary: u64 = err
+        .lines()
+        .filter_map(|l| l.split(" counter packets ").nth(1))
+        .map(|n| n.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(err.lines().filter(|l| l.contains(" counter packets ")).count(), 1101);
+    assert_eq!(on_page, in_summary);
+    assert!(on_page > 0);
+}

@@ -328,8 +328,9 @@ pub struct LiveCounts {
     pub freezes: u64,
 }
 
-/// Distinct rules counted by name on a page; the hits of any further ones count under the
-/// rule `other`, so a page's series stay bounded whatever the rule set's size.
+/// Distinct rules counted by name on a page (besides each base chain's policy); the hits of
+/// any further ones count under the rule `other`, so a page's series stay bounded whatever
+/// the rule set's size.
 pub const MAX_RULES: usize = 1024;
 
 /// One rule's counter: packets that matched it, as netfilter counts them.
@@ -383,8 +384,8 @@ pub struct FirewallCounts {
     pub drops: Vec<(&'static str, u64)>,
     /// Per rule of the rule set in force (at most [`MAX_RULES`]).
     pub rules: Vec<RuleHits>,
-    /// Packets that matched rules beyond [`MAX_RULES`].
-    pub other_rules: u64,
+    /// Packets that matched rules beyond [`MAX_RULES`] (`None` when every rule is named).
+    pub other_rules: Option<u64>,
     /// Packets decided by walking the rule set, and from a flow's cached decision.
     pub decisions: [u64; 2],
     /// Rule set reloads: applied, and refused (a file that did not load).
@@ -583,9 +584,9 @@ fn firewall(e: &mut Exposition, f: &FirewallCounts) {
             [("chain", r.chain.as_str()), ("rule", r.rule.as_str()), ("action", &r.action)];
         e.int("rampart_rule_hits_total", &labels, r.packets);
     }
-    if f.other_rules > 0 {
+    if let Some(n) = f.other_rules {
         let labels = [("chain", "other"), ("rule", "other"), ("action", "other")];
-        e.int("rampart_rule_hits_total", &labels, f.other_rules);
+        e.int("rampart_rule_hits_total", &labels, n);
     }
     e.counter_by(
         "rampart_firewall_decisions_total",

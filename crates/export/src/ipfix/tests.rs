@@ -652,6 +652,15 @@ fn templates_that_do_not_fit_one_message_go_in_two() {
     }
     assert_eq!(rd.templates.len(), 2);
     assert_eq!(rd.read(&msgs[4].0).len(), 1);
+    // Refreshed by time: both template messages again (once), then the data.
+    let later = 5 + cfg.template_refresh_secs;
+    let msgs = run(&mut enc, |e, emit| {
+        e.add(&record(6, 6, 1, 2), later, emit).unwrap();
+        e.flush(later, emit).unwrap();
+    });
+    assert_eq!(msgs.iter().map(|(_, n)| *n).collect::<Vec<_>>(), [0, 0, 1]);
+    assert_eq!(msgs[0].0[16..], template_set_message(&cfg, &[false])[16..]);
+    assert_eq!(msgs[1].0[16..], template_set_message(&cfg, &[true])[16..]);
     // At the default size, one message holds both.
     let cfg = Config { mtu: 1400, ..cfg };
     assert_eq!(template_messages(&cfg).len(), 1);
