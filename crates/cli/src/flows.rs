@@ -296,8 +296,8 @@ pub(crate) fn run(args: Args) -> ExitCode {
         }
     }
     // The collector before the output: a TCP collector that cannot be reached stops the run
-    // before an output file is emptied.
-    // Records carry Zeek's state, history and TCP health counters unless --no-tcp-stats.
+    // before an output file is emptied. Records carry Zeek's state, history and TCP health
+    // counters (the TCP element group) unless --no-tcp-stats.
     let groups = rampart_export::ipfix::Config {
         tcp: !args.no_tcp_stats,
         ..rampart_export::ipfix::Config::default()

@@ -172,8 +172,7 @@ pub(crate) struct Meter {
 }
 
 impl Meter {
-    /// Publishes the counts now.
-    pub(crate) fn publish(&self) {
+    fn publish(&self) {
         lock(&self.shared.counts).clone_from(&self.counts);
     }
 
