@@ -12,8 +12,10 @@ use rampart_capture::{Frame, PcapWriter};
 use rampart_classify::firewall::Firewall;
 use rampart_engine::driver::{Input, Limits};
 use rampart_engine::replay::{Difference, FirewallSink, Reload, replay};
-use rampart_engine::stateful::{Decided, Hook, Routes, RuleSet, Stateful, StatefulConfig};
-use rampart_engine::{FlowRecord, FlowsConfig, Pipeline, Summary, Verdict};
+use rampart_engine::stateful::{Decided, Hook, Routes, RuleSet, Stateful, StatefulConfig, Why};
+use rampart_engine::{FlowRecord, FlowsConfig, Pipeline, Slot, Summary, Verdict};
+use rampart_export::ipfix::Exporter;
+use rampart_export::prometheus::{ConntrackCounts, FirewallCounts, MAX_RULES, RuleHits};
 use rampart_export::{FlowFormat, FlowWriter, num, text};
 use rampart_flow::{FlowKey, Side, TableConfig};
 use rampart_wire::{Family, PacketMeta};
@@ -22,6 +24,8 @@ use crate::classify::{
     RuleFormat, RuleSource, firewall_error, load_sets, parse_rule_set, read_text,
 };
 use crate::input::{self, Fail};
+use crate::ipfix::{self, IpfixArgs};
+use crate::metrics::{Meter, Metrics, MetricsArgs};
 
 /// Arguments of `rampart firewall`.
 #[derive(clap::Args, Debug)]
@@ -85,6 +89,10 @@ pub(crate) struct Args {
     /// No summary on standard error.
     #[arg(short, long)]
     quiet: bool,
+    #[command(flatten)]
+    ipfix: IpfixArgs,
+    #[command(flatten)]
+    metrics: MetricsArgs,
 }
 
 pub(crate) fn run(args: Args) -> ExitCode {
@@ -272,6 +280,15 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
         Pipeline::new(&FlowsConfig { table, rtt: None, dpi, ..FlowsConfig::default() })
             .with_stateful(Stateful::new(cfg, rules))
     };
+    // The collector and the endpoint before the outputs: a TCP collector that cannot be
+    // reached, or an address that cannot be bound, stops the run before a file is emptied.
+    let groups = rampart_export::ipfix::Config {
+        tcp: true,
+        firewall: true,
+        ..rampart_export::ipfix::Config::default()
+    };
+    let exporter = ipfix::open_with(&args.ipfix, groups)?;
+    let metrics = Metrics::start(&args.metrics, None)?;
     let create = |p: &Path| {
         for inp in &inputs {
             input::refuse_overwrite(&inp.capture, Some(p))?;
@@ -300,7 +317,15 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
             .map(|n| Named { name: n.name, out: FlowWriter::new(n.out, FlowFormat::Json) }),
         diffs: args.compare.is_some().then(|| Named::new("standard output".into(), stdout())),
         writers,
-        verdicts: [0; 3],
+        counts: Counts::default(),
+        ipfix: exporter,
+        metrics: metrics.as_ref().map(|m| Published {
+            metrics: m,
+            slot: m.board().slot(),
+            meter: m.meter(),
+            counts: FirewallCounts::default(),
+            ct_max: args.ct_max,
+        }),
         line: Vec::new(),
     };
     let stop = input::stop_flag();
@@ -311,20 +336,188 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
     let flushed = sink.flush();
     let (outcome, main) = match result.and_then(|o| flushed.map(|()| o)) {
         Ok(o) => o,
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(ExitCode::SUCCESS),
-        Err(e) => return Err(Fail(format!("writing {e}"), 1)),
+        Err(e) => {
+            // A closed pipe (`| head`) is how readers say they have seen enough.
+            let code = if e.kind() == io::ErrorKind::BrokenPipe {
+                ExitCode::SUCCESS
+            } else {
+                match ipfix::describe(&e) {
+                    Some(export) => {
+                        eprintln!("rampart: {export}");
+                        eprintln!("rampart: the packets seen before that point were written");
+                    }
+                    None => eprintln!("rampart: writing {e}"),
+                }
+                ExitCode::from(1)
+            };
+            // The collector gets what waits (unless it failed itself), and the endpoint
+            // serves what was counted, whatever ended the run.
+            ipfix::end(sink.ipfix.as_mut(), Some(&e), args.quiet);
+            if let Some(p) = sink.metrics.take() {
+                p.metrics.end(Some(p.meter), &stop);
+            }
+            return Ok(code);
+        }
     };
+    if let Some(p) = &mut sink.metrics {
+        // The final values: the summary's, published at once.
+        p.metrics.board().finish(&outcome.summary);
+        p.fill(&main, &sink.counts);
+        p.metrics.publish_firewall(&p.counts);
+    }
     if !args.quiet {
-        summary(&names, &outcome.summary, &main, &sink.verdicts);
+        summary(&names, &outcome.summary, &main, &sink.counts);
     }
     for inp in &mut inputs {
         input::report_end(&mut inp.capture, input::Tell::Alone);
     }
-    if let Some(e) = outcome.error {
-        input::print_run_error(&e, "packets");
-        return Ok(ExitCode::from(if e.is_usage() { 2 } else { 1 }));
+    let mut code = match &outcome.error {
+        Some(e) => {
+            input::print_run_error(e, "packets");
+            ExitCode::from(if e.is_usage() { 2 } else { 1 })
+        }
+        None if outcome.summary.differing_flows == 0 => ExitCode::SUCCESS,
+        None => ExitCode::from(1),
+    };
+    if !ipfix::end(sink.ipfix.as_mut(), None, args.quiet) && outcome.error.is_none() {
+        code = ExitCode::from(1);
     }
-    Ok(if outcome.summary.differing_flows == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    if let Some(p) = sink.metrics.take() {
+        p.metrics.end(Some(p.meter), &stop);
+    }
+    Ok(code)
+}
+
+/// Why a packet was dropped or rejected, in the order of [`Counts::drops`].
+pub(crate) const DROP_REASONS: [&str; 5] = ["rule", "policy", "ct_invalid", "table_full", "not_ip"];
+
+/// What the sink counts of the packets (on the reading thread, plain numbers).
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
+    /// Packets accepted, dropped, rejected.
+    verdicts: [u64; 3],
+    /// Their bytes on the wire.
+    bytes: [u64; 3],
+    /// Packets dropped or rejected by why ([`DROP_REASONS`]).
+    drops: [u64; 5],
+    /// Reloads applied, and refused.
+    reloads: [u64; 2],
+}
+
+impl Counts {
+    /// Counts one decided packet of `bytes` octets on the wire.
+    #[inline]
+    fn packet(&mut self, d: &Decided, rules: &RuleSet, bytes: u32) {
+        let v = d.verdict as usize;
+        self.verdicts[v] += 1;
+        self.bytes[v] += u64::from(bytes);
+        if d.verdict != Verdict::Accept {
+            let why = if d.ct.is_none() {
+                4
+            } else if matches!(d.reason, Some(Why::TableFull)) {
+                3
+            } else if d.ct == Some(rampart_conntrack::CtState::Invalid) {
+                2
+            } else if d.rule.is_some_and(|r| is_policy(rules, r)) {
+                1
+            } else {
+                0
+            };
+            self.drops[why] += 1;
+        }
+    }
+}
+
+/// Whether `r` is its base chain's policy (the last entry).
+fn is_policy(rules: &RuleSet, r: rampart_engine::stateful::RuleRef) -> bool {
+    rules
+        .chains()
+        .get(usize::from(r.chain))
+        .is_some_and(|c| c.rules.entries().len() == r.entry as usize + 1)
+}
+
+/// What an entry does, as the summary and the metrics say it.
+fn action_name(c: &rampart_engine::stateful::BaseChain, e: usize) -> String {
+    use rampart_classify::firewall::Action;
+    match &c.rules.entries()[e].action {
+        Action::Verdict(t) => format!("{t:?}").to_lowercase(),
+        Action::Jump(k) => format!("jump {}", c.rules.chains()[*k].name),
+        Action::Goto(k) => format!("goto {}", c.rules.chains()[*k].name),
+        Action::Return => "return".into(),
+        Action::Continue => "continue".into(),
+    }
+}
+
+/// The metrics endpoint of a run, and what the reading thread publishes on it.
+struct Published<'m> {
+    metrics: &'m Metrics,
+    /// The reading thread's slot on the board (the run's [`Summary`]).
+    slot: Slot,
+    /// Flow records by end reason and application.
+    meter: Meter,
+    /// The firewall's counters, refilled in place at each publication.
+    counts: FirewallCounts,
+    ct_max: u64,
+}
+
+impl Published<'_> {
+    /// Fills [`Published::counts`] from the data plane and the sink's counts: the values the
+    /// summary prints.
+    fn fill(&mut self, main: &Pipeline, c: &Counts) {
+        let f = &mut self.counts;
+        f.verdicts.clear();
+        for v in [Verdict::Accept, Verdict::Drop, Verdict::Reject] {
+            f.verdicts.push((v.name(), c.verdicts[v as usize], c.bytes[v as usize]));
+        }
+        f.drops.clear();
+        f.drops.extend(DROP_REASONS.iter().copied().zip(c.drops));
+        f.reloads = c.reloads;
+        let Some(st) = main.stateful() else { return };
+        let (cached, evaluated) = st.decided_counts();
+        f.decisions = [evaluated, cached];
+        // Rules by (chain, name, action); a name met twice in a chain adds up.
+        f.rules.clear();
+        f.other_rules = None;
+        let mut at: std::collections::HashMap<(usize, &str, String), usize> = Default::default();
+        for (i, (chain, hits)) in st.rules().chains().iter().zip(st.hits()).enumerate() {
+            let last = hits.len().saturating_sub(1);
+            for (e, n) in hits.into_iter().enumerate() {
+                let name = chain.entry_name(e).as_ref();
+                let action = action_name(chain, e);
+                match at.get(&(i, name, action.clone())) {
+                    Some(&k) => f.rules[k].packets += n,
+                    // Each base chain's policy is always named.
+                    None if f.rules.len() < MAX_RULES || e == last => {
+                        at.insert((i, name, action.clone()), f.rules.len());
+                        f.rules.push(RuleHits {
+                            chain: chain.name.clone(),
+                            rule: name.to_string(),
+                            action,
+                            packets: n,
+                        });
+                    }
+                    None => *f.other_rules.get_or_insert(0) += n,
+                }
+            }
+        }
+        let t = st.conntrack().stats();
+        f.conntrack = ConntrackCounts {
+            entries: st.conntrack().entries(),
+            limit: self.ct_max,
+            found: t.found,
+            inserted: t.insert,
+            insert_failed: t.insert_failed,
+            table_full: t.drop,
+            early_drops: t.early_drop,
+            errors: t.error,
+            ignored: t.ignored,
+            unchecked: t.unchecked,
+            invalid: rampart_conntrack::Reason::ALL
+                .iter()
+                .map(|r| (r.name(), t.by_reason[*r as usize]))
+                .collect(),
+        };
+    }
 }
 
 /// A port's output capture, created with the link type of its first frame.
@@ -380,8 +573,12 @@ struct Out<'a> {
     /// With a second rule set: where the flows it treats differently go, as they are found.
     diffs: Option<Named<Box<dyn Write>>>,
     writers: Vec<Option<PcapOut>>,
-    /// Accepted, dropped, rejected.
-    verdicts: [u64; 3],
+    /// Packets by verdict and drop reason, reloads.
+    counts: Counts,
+    /// The IPFIX collector the flow records also go to.
+    ipfix: Option<Exporter>,
+    /// The metrics endpoint, with what this thread publishes on it.
+    metrics: Option<Published<'a>>,
     /// The line being built.
     line: Vec<u8>,
 }
@@ -406,6 +603,9 @@ impl Out<'_> {
         }
         if let Some(d) = &mut self.diffs {
             keep(d.out.flush().map_err(|e| d.error(e)));
+        }
+        if let Some(x) = &mut self.ipfix {
+            keep(ipfix::flush(x));
         }
         first
     }
@@ -435,7 +635,7 @@ impl FirewallSink for Out<'_> {
         rules: &RuleSet,
         reply: Option<&[u8]>,
     ) -> io::Result<()> {
-        self.verdicts[d.verdict as usize] += 1;
+        self.counts.packet(d, rules, frame.origlen);
         if d.verdict == Verdict::Accept
             && let Some(o) = d.oif
             && let Some(Some(w)) = self.writers.get_mut(o as usize)
@@ -492,13 +692,35 @@ impl FirewallSink for Out<'_> {
     }
 
     fn record(&mut self, r: &FlowRecord) -> io::Result<()> {
-        match &mut self.records {
-            Some(w) => w.out.write(r).map_err(|e| w.error(e)),
+        if let Some(p) = &mut self.metrics {
+            p.meter.record(r);
+        }
+        if let Some(w) = &mut self.records {
+            w.out.write(r).map_err(|e| w.error(e))?;
+        }
+        match &mut self.ipfix {
+            Some(x) => ipfix::record(x, r),
             None => Ok(()),
         }
     }
 
+    fn batch_done(&mut self, main: &Pipeline, s: &Summary) -> io::Result<()> {
+        if let Some(p) = &mut self.metrics
+            && p.slot.due()
+        {
+            p.slot.publish(|copy| {
+                copy.clone_from(s);
+                main.stats_into(copy);
+            });
+            p.fill(main, &self.counts);
+            p.metrics.publish_firewall(&p.counts);
+            p.meter.tick();
+        }
+        Ok(())
+    }
+
     fn reload(&mut self, at: u64, source: &str, result: Result<(), &str>) -> io::Result<()> {
+        self.counts.reloads[usize::from(result.is_err())] += 1;
         let mut t = Vec::new();
         rampart_export::epoch(&mut t, at);
         let when = String::from_utf8_lossy(&t);
@@ -549,7 +771,8 @@ fn difference(l: &mut Vec<u8>, d: &Difference) {
     l.extend_from_slice(b"}\n");
 }
 
-fn summary(names: &[String], s: &Summary, main: &Pipeline, verdicts: &[u64; 3]) {
+fn summary(names: &[String], s: &Summary, main: &Pipeline, counts: &Counts) {
+    let verdicts = &counts.verdicts;
     let mut err = io::stderr().lock();
     let secs = s.elapsed.as_secs_f64();
     let speed = crate::input::speed(s.packets, s.elapsed, false)
@@ -567,6 +790,18 @@ fn summary(names: &[String], s: &Summary, main: &Pipeline, verdicts: &[u64; 3]) 
         crate::input::count(s.flows, "flow"),
         if s.interrupted { ", interrupted" } else { "" }
     );
+    let _ = writeln!(
+        err,
+        "  bytes: {} accepted, {} dropped, {} rejected",
+        counts.bytes[Verdict::Accept as usize],
+        counts.bytes[Verdict::Drop as usize],
+        counts.bytes[Verdict::Reject as usize],
+    );
+    if counts.drops.iter().any(|&n| n > 0) {
+        let by: Vec<String> =
+            DROP_REASONS.iter().zip(counts.drops).map(|(r, n)| format!("{r} {n}")).collect();
+        let _ = writeln!(err, "  dropped or rejected by: {}", by.join(", "));
+    }
     if s.non_ip > 0 {
         let _ = writeln!(
             err,
@@ -591,18 +826,8 @@ fn summary(names: &[String], s: &Summary, main: &Pipeline, verdicts: &[u64; 3]) 
             c.priority,
             c.family.map_or(String::new(), |f| format!(", IPv{f}"))
         );
-        for (e, (entry, n)) in c.rules.entries().iter().zip(hits).enumerate() {
-            let verdict = match &entry.action {
-                rampart_classify::firewall::Action::Verdict(t) => format!("{t:?}").to_lowercase(),
-                rampart_classify::firewall::Action::Jump(k) => {
-                    format!("jump {}", c.rules.chains()[*k].name)
-                }
-                rampart_classify::firewall::Action::Goto(k) => {
-                    format!("goto {}", c.rules.chains()[*k].name)
-                }
-                rampart_classify::firewall::Action::Return => "return".into(),
-                rampart_classify::firewall::Action::Continue => "continue".into(),
-            };
+        for (e, n) in hits.into_iter().enumerate() {
+            let verdict = action_name(c, e);
             let _ = writeln!(
                 err,
                 "      {:<32} {verdict:<10} counter packets {n}",

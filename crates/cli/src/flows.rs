@@ -296,8 +296,13 @@ pub(crate) fn run(args: Args) -> ExitCode {
         }
     }
     // The collector before the output: a TCP collector that cannot be reached stops the run
-    // before an output file is emptied.
-    let mut exporter = match ipfix::open(&args.ipfix) {
+    // before an output file is emptied. Records carry Zeek's state, history and TCP health
+    // counters (the TCP element group) unless --no-tcp-stats.
+    let groups = rampart_export::ipfix::Config {
+        tcp: !args.no_tcp_stats,
+        ..rampart_export::ipfix::Config::default()
+    };
+    let mut exporter = match ipfix::open_with(&args.ipfix, groups) {
         Ok(x) => x,
         Err(e) => return e.exit(),
     };

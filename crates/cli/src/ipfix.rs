@@ -1,5 +1,5 @@
 //! `--ipfix`: every flow record also goes to an IPFIX collector, besides the command's own
-//! output (`rampart flows`, `rampart rtt`).
+//! output (`rampart flows`, `rampart rtt`, `rampart firewall`).
 
 use std::io::{self, Write as _};
 use std::time::Duration;
@@ -9,7 +9,7 @@ use rampart_export::ipfix::{self, Config, Exporter, Target};
 
 use crate::input::Fail;
 
-/// IPFIX options, shared by `flows` and `rtt`.
+/// IPFIX options, shared by `flows`, `rtt` and `firewall`.
 #[derive(clap::Args, Debug, Clone)]
 pub(crate) struct IpfixArgs {
     /// Also send every flow record to this IPFIX collector (RFC 7011, biflows as RFC 5103):
@@ -28,7 +28,8 @@ pub(crate) struct IpfixArgs {
     #[arg(long, value_name = "BYTES", default_value_t = 1400, requires = "ipfix",
           value_parser = clap::value_parser!(u16).range(512..))]
     pub ipfix_mtu: u16,
-    /// Enterprise number of rampart's own elements (RTT, application source, Community ID).
+    /// Enterprise number of rampart's own elements (RTT, application source, Community ID,
+    /// Zeek's state and the TCP counters, the firewall's verdict, rule and connection).
     /// The default, 32473, is reserved for documentation (RFC 5612) until rampart has its own.
     #[arg(long, value_name = "PEN", default_value_t = ipfix::DOCUMENTATION_PEN,
           requires = "ipfix", value_parser = clap::value_parser!(u32).range(1..))]
@@ -42,13 +43,19 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// is a failure (status 2, as an output that cannot be opened); UDP has no connection to
 /// fail.
 pub(crate) fn open(args: &IpfixArgs) -> Result<Option<Exporter>, Fail> {
+    open_with(args, Config::default())
+}
+
+/// [`open`], with the element groups `groups` turns on (`tcp`, `firewall`): what the
+/// command's records carry beyond the base elements.
+pub(crate) fn open_with(args: &IpfixArgs, groups: Config) -> Result<Option<Exporter>, Fail> {
     let Some(target) = args.ipfix.clone() else { return Ok(None) };
     let cfg = Config {
         domain: args.ipfix_domain,
         mtu: usize::from(args.ipfix_mtu),
         pen: args.ipfix_pen,
         template_refresh_secs: args.ipfix_template_refresh,
-        ..Config::default()
+        ..groups
     };
     Exporter::connect(target, cfg, CONNECT_TIMEOUT).map(Some).map_err(|e| Fail(e.to_string(), 2))
 }

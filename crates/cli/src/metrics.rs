@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use rampart_capture::{Capture, LiveMonitor};
 use rampart_engine::{Board, Event, Sink};
-use rampart_export::prometheus::{self, FlowCounts, LiveCounts, Page};
+use rampart_export::prometheus::{self, FirewallCounts, FlowCounts, LiveCounts, Page};
 
 use crate::input::Fail;
 
@@ -50,6 +50,8 @@ struct Shared {
     board: Board,
     counts: Mutex<FlowCounts>,
     live: Option<Arc<LiveMonitor>>,
+    /// `rampart firewall`'s counters, as last published.
+    firewall: Mutex<Option<FirewallCounts>>,
     ended: AtomicBool,
 }
 
@@ -57,6 +59,7 @@ impl Shared {
     fn page(&self) -> String {
         let summary = self.board.total();
         let flows = lock(&self.counts).clone();
+        let firewall = lock(&self.firewall).clone();
         let live = self.live.as_ref().map(|m| {
             let s = m.stats();
             LiveCounts {
@@ -70,7 +73,7 @@ impl Shared {
             summary: &summary,
             flows: &flows,
             live,
-            firewall: None,
+            firewall: firewall.as_ref(),
             ended: self.ended.load(Ordering::Acquire),
         })
     }
@@ -102,6 +105,7 @@ impl Metrics {
             board: Board::new(PUBLISH_EVERY),
             counts: Mutex::default(),
             live: capture.and_then(Capture::live_monitor),
+            firewall: Mutex::default(),
             ended: AtomicBool::new(false),
         });
         let serving = Arc::clone(&shared);
@@ -143,6 +147,15 @@ impl Metrics {
         }
     }
 
+    /// Publishes the firewall's counters (`rampart firewall`; at most every
+    /// [`PUBLISH_EVERY`] during the run, and once at its end).
+    pub(crate) fn publish_firewall(&self, f: &FirewallCounts) {
+        match &mut *lock(&self.shared.firewall) {
+            Some(p) => p.clone_from(f),
+            slot => *slot = Some(f.clone()),
+        }
+    }
+
     /// The address served.
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn addr(&self) -> SocketAddr {
@@ -163,7 +176,13 @@ impl Meter {
         lock(&self.shared.counts).clone_from(&self.counts);
     }
 
-    fn tick(&mut self) {
+    /// Counts a flow record (by its end reason and application).
+    pub(crate) fn record(&mut self, r: &rampart_engine::FlowRecord) {
+        self.counts.record(r);
+    }
+
+    /// Publishes the counts if [`PUBLISH_EVERY`] has passed since the last time.
+    pub(crate) fn tick(&mut self) {
         let now = Instant::now();
         if now >= self.next {
             self.publish();

@@ -277,5 +277,6 @@ fn a_syn_flood_fills_the_table_and_established_connections_keep_passing() {
     let syns: u32 = 5_000 - 5_000 / 16;
     assert_eq!(dropped, syns as usize, "{err}");
     assert_eq!(counter(&err, "drop"), u64::from(syns), "{err}");
+    assert!(err.contains(&format!("table_full {syns}, not_ip 0")), "the drops by why: {err}");
     assert_eq!(counter(&err, "early_drop"), 0, "{err}");
 }

@@ -341,6 +341,8 @@ fn tshark_decodes_every_message_cleanly() {
     assert!(rev >= 2 * records, "forward and reverse octets: {rev}");
     assert!(verbose.contains("PEN: IPFIX Reverse Information Element Private Enterprise (29305)"));
     assert!(verbose.contains("Flow End Reason: "));
+    // flows sends Zeek's view of each connection: the templates with the TCP group.
+    assert!(verbose.contains("Template Id: 258") && verbose.contains("Template Id: 259"));
     eprintln!("{test}: {} messages, {records} flows decoded cleanly", all.len());
 }
 
@@ -428,7 +430,7 @@ fn tcp_collectors() {
     assert!(o.status.success(), "{err}");
     assert!(
         err.contains(&format!(
-            "ipfix: 23 records in 3 messages (and 1 of templates) to tcp://{addr}"
+            "ipfix: 23 records in 4 messages (and 1 of templates) to tcp://{addr}"
         )),
         "{err}"
     );
@@ -447,7 +449,7 @@ fn tcp_collectors() {
         messages += 1;
     }
     assert_eq!(at, all.len());
-    assert_eq!(messages, 4);
+    assert_eq!(messages, 5);
     assert_eq!(sets[0], 2, "the templates first");
     assert_eq!(sets.iter().filter(|&&s| s == 2).count(), 1, "once over TCP");
 }
@@ -587,4 +589,200 @@ fn pmacct_reads_the_forward_side_of_every_flow() {
     got.sort();
     assert_eq!(want.len(), 23);
     assert_eq!(got, want);
+}
+
+/// The router oracle's rule set and captures (with a reload to rule set B, so flows end with
+/// drops too), as `rampart firewall` arguments.
+fn firewall_args(test: &str) -> Option<Vec<std::ffi::OsString>> {
+    let d = shared_data(test)?.join("conntrack");
+    let timeline = std::fs::read_to_string(d.join("timeline.tsv")).unwrap();
+    let at = rampart_testkit::router::timeline_at(&timeline, "load ruleset B");
+    let mut a: Vec<std::ffi::OsString> = vec!["firewall".into(), "--rules".into()];
+    a.push(d.join("ruleset.nft").into());
+    for (port, file) in [("r0", "client-side.pcap"), ("r1", "server-side.pcap")] {
+        a.push("-r".into());
+        a.push(format!("{port}={}", d.join(file).display()).into());
+    }
+    for mac in ["r0=9a:c0:d6:7f:03:86", "r1=d2:62:18:ba:51:94"] {
+        a.push("--port-mac".into());
+        a.push(mac.into());
+    }
+    a.push("--reload".into());
+    a.push(format!("{at}={}", d.join("ruleset-B.nft").display()).into());
+    Some(a)
+}
+
+/// `rampart firewall --ipfix`: nfdump reads every flow (IPv4 and IPv6, through the
+/// firewall's own templates) with the packets and bytes each way, the times, the ports and
+/// the protocol of the firewall's own JSON records.
+#[test]
+fn nfdump_reads_every_firewall_flow_as_rampart_wrote_it() {
+    let test = "nfdump_reads_every_firewall_flow_as_rampart_wrote_it";
+    if rampart_testkit::tool(test, "nfcapd").is_none()
+        || rampart_testkit::tool(test, "nfdump").is_none()
+    {
+        return;
+    }
+    let Some(mut args) = firewall_args(test) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records.json");
+    args.push("-o".into());
+    args.push(records.clone().into());
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    let (got, err) = through_nfcapd(test, &args);
+    let text = std::fs::read_to_string(&records).unwrap();
+    let want = json_flows(&text);
+    assert!(want.len() >= 30, "{err}");
+    assert!(want.iter().any(|f| f.1.contains(':')) && want.iter().any(|f| f.1.contains('.')));
+    assert!(text.contains("\"verdict\":\"drop\""), "a flow whose last packet was dropped");
+    for (w, g) in want.iter().zip(&got) {
+        assert_eq!(w, g, "{test}: rampart's record, then nfdump's");
+    }
+    assert_eq!(want.len(), got.len(), "{test}: flows");
+}
+
+/// Receives on a fresh UDP socket what `rampart` sends with `args` and `--ipfix` to it;
+/// returns the messages and rampart's standard output.
+fn received(args: &[&std::ffi::OsStr], port_args: &[&str]) -> (Vec<Vec<u8>>, Vec<u8>) {
+    let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = rx.local_addr().unwrap().port();
+    let out = Command::new(env!("CARGO_BIN_EXE_rampart"))
+        .args(args)
+        .args(["--ipfix", &format!("127.0.0.1:{port}")])
+        .args(port_args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && !err.contains("lost"), "{err}");
+    rx.set_nonblocking(true).unwrap();
+    let mut buf = vec![0u8; 65536];
+    let mut all = Vec::new();
+    while let Ok(n) = rx.recv(&mut buf) {
+        all.push(buf[..n].to_vec());
+    }
+    (all, out.stdout)
+}
+
+/// The firewall's messages decoded by Wireshark's IPFIX dissector: both templates (IPv4 262
+/// and IPv6 263, with the TCP and firewall element groups) and every data record, at the
+/// default message size and at 512 octets (where the two templates go in two messages),
+/// without a malformed packet or an expert warning; forwardingStatus decoded by name, rampart's
+/// reverse TCP counters under its own enterprise number.
+#[test]
+fn tshark_decodes_the_firewall_templates_cleanly() {
+    let test = "tshark_decodes_the_firewall_templates_cleanly";
+    if rampart_testkit::tool(test, "tshark").is_none() {
+        return;
+    }
+    let Some(mut args) = firewall_args(test) else { return };
+    args.push("-q".into());
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    let mut pcap = Vec::new();
+    for v in [0xa1b2_c3d4u32, 0x0004_0002, 0, 0, 65535, 1] {
+        if v == 0x0004_0002 {
+            pcap.extend_from_slice(&2u16.to_le_bytes());
+            pcap.extend_from_slice(&4u16.to_le_bytes());
+        } else {
+            pcap.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+    let collector = 4739;
+    let mut records = 0;
+    let mut messages = 0;
+    for (run, mtu) in ["1400", "512"].iter().enumerate() {
+        let domain = (run + 1).to_string();
+        let (msgs, stdout) =
+            received(&args, &["--ipfix-mtu", mtu, "--ipfix-domain", domain.as_str()]);
+        records += stdout.split(|b| *b == b'\n').filter(|l| !l.is_empty()).count();
+        for m in &msgs {
+            assert!(m.len() <= mtu.parse::<usize>().unwrap());
+            pcap_udp(&mut pcap, 40000 + run as u16, collector, m);
+        }
+        messages += msgs.len();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ipfix.pcap");
+    std::fs::write(&file, &pcap).unwrap();
+    let tshark = |extra: &[&str]| {
+        let o = Command::new("tshark")
+            .arg("-r")
+            .arg(&file)
+            .args(["-d", &format!("udp.port=={collector},cflow")])
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let verbose = tshark(&["-V"]);
+    assert!(!verbose.contains("Malformed"), "tshark: malformed packet");
+    assert!(!verbose.contains("Expert Info"), "tshark: expert info in its decoding");
+    let flagged = tshark(&["-Y", "_ws.malformed || _ws.expert"]);
+    assert!(flagged.trim().is_empty(), "tshark flags: {flagged}");
+    for t in ["Template Id: 262", "Template Id: 263", "FlowSet Id: (Data) (262)"] {
+        assert!(verbose.contains(t), "{t}");
+    }
+    assert!(verbose.contains("FlowSet Id: (Data) (263)"), "IPv6 records");
+    let flows = verbose
+        .lines()
+        .filter(|l| l.strip_prefix("        Flow ").is_some_and(|n| n.parse::<u32>().is_ok()))
+        .count();
+    assert_eq!(flows, records, "decoded flows");
+    assert_eq!(
+        verbose.matches("ForwardingStatus: Forward (1)").count()
+            + verbose.matches("ForwardingStatus: Drop (2)").count(),
+        records
+    );
+    assert!(
+        verbose.contains("ForwardingStatus: Drop (2)"),
+        "the flows whose last packet was dropped"
+    );
+    // rampart's reverse retransmissions: its enterprise number, the id with 0x4000.
+    assert!(verbose.contains("Type 16398: Value"), "reverse TCP counters");
+    assert!(!verbose.contains("Type 16398 [Reverse]"));
+    eprintln!("{test}: {messages} messages, {records} flows decoded cleanly");
+}
+
+/// A firewall's collector failures as `flows` has them: over UDP one warning, the records
+/// counted as lost, the run and its records complete, status 0; over TCP a refused connection
+/// is status 2 naming the collector, before any output file is created.
+#[test]
+fn firewall_collector_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules");
+    std::fs::write(&rules, "table filter {\n  default accept\n}\n").unwrap();
+    let out_file = dir.path().join("records.json");
+    let sample = repo().join("samples/mixed.pcap");
+    let run = |collector: &str| {
+        Command::new(env!("CARGO_BIN_EXE_rampart"))
+            .arg("firewall")
+            .arg("--rules")
+            .arg(&rules)
+            .arg("-r")
+            .arg(format!("eth0={}", sample.display()))
+            .args(["--ipfix", collector, "--ipfix-mtu", "512", "-o"])
+            .arg(&out_file)
+            .output()
+            .unwrap()
+    };
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let o = run(&format!("tcp://{free}"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with(&format!("rampart: IPFIX collector tcp://{free}: cannot connect")),
+        "{err}"
+    );
+    assert!(!out_file.exists(), "nothing written");
+
+    let port = free_udp_port();
+    let o = run(&format!("127.0.0.1:{port}"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    let warning = format!("rampart: IPFIX collector udp://127.0.0.1:{port}: Connection refused");
+    assert_eq!(err.matches(&warning).count(), 1, "{err}");
+    assert!(err.contains("lost (the system refused to send them)"), "{err}");
+    let flows = std::fs::read_to_string(&out_file).unwrap().lines().count();
+    assert!(flows >= 20, "{flows} records");
+    assert!(err.contains(&format!(" {flows} flows in ")), "{err}");
 }

@@ -281,3 +281,297 @@ fn prometheus_scrapes_counts_and_rtt_quantiles_that_match_the_run() {
         rtts[n / 2]
     );
 }
+
+/// The samples of a page: metric name, its labels as written (`k="v",...`, empty without),
+/// value.
+fn page_samples(page: &str) -> Vec<(String, String, f64)> {
+    let mut out = Vec::new();
+    for l in page.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+        let (series, value) = l.rsplit_once(' ').unwrap();
+        let (name, labels) = match series.split_once('{') {
+            Some((n, rest)) => (n, rest.strip_suffix('}').unwrap()),
+            None => (series, ""),
+        };
+        out.push((name.to_string(), labels.to_string(), value.parse().unwrap()));
+    }
+    out
+}
+
+/// The label values of a `k="v",...` list (values without escapes, as in the test data).
+fn label_values(labels: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = labels;
+    while let Some((k, v)) = rest.split_once("=\"") {
+        let end = v.find('"').unwrap();
+        out.push((k.trim_start_matches(',').to_string(), v[..end].to_string()));
+        rest = &v[end + 1..];
+    }
+    out
+}
+
+/// The number just before ` word` in `line` (`4712 accepted` for "accepted").
+fn number_before(line: &str, word: &str) -> u64 {
+    let at = line.find(&format!(" {word}")).unwrap_or_else(|| panic!("{word} in {line}"));
+    line[..at].rsplit([' ', '(']).next().unwrap().parse().unwrap()
+}
+
+/// `rampart firewall --metrics` over the router oracle's captures with a reload: the page
+/// passes `promtool check metrics`, and every counter equals what the run's own summary on
+/// standard error says (verdicts and their bytes, drops by reason, each rule's counter,
+/// decisions, conntrack -S, invalid packets by reason, the reload) and what its records say.
+#[test]
+fn firewall_page_passes_promtool_and_equals_the_summary() {
+    const TEST: &str = "firewall_page_passes_promtool_and_equals_the_summary";
+    let Some(promtool) = rampart_testkit::tool(TEST, "promtool") else { return };
+    let Some(data) = common::shared_data(TEST) else { return };
+    let d = data.join("conntrack");
+    let timeline = std::fs::read_to_string(d.join("timeline.tsv")).unwrap();
+    let reload_b = format!(
+        "{}={}",
+        rampart_testkit::router::timeline_at(&timeline, "load ruleset B"),
+        d.join("ruleset-B.nft").display()
+    );
+    let dir = temp();
+    let (records, stderr) = (dir.path().join("flows.json"), dir.path().join("stderr"));
+    let port = free_port();
+    let mut r = Daemon(
+        Command::new(env!("CARGO_BIN_EXE_rampart"))
+            .arg("firewall")
+            .arg("--rules")
+            .arg(d.join("ruleset.nft"))
+            .arg("-r")
+            .arg(format!("r0={}", d.join("client-side.pcap").display()))
+            .arg("-r")
+            .arg(format!("r1={}", d.join("server-side.pcap").display()))
+            .args(["--port-mac", "r0=9a:c0:d6:7f:03:86", "--port-mac", "r1=d2:62:18:ba:51:94"])
+            .args(["--reload", &reload_b, "-o"])
+            .arg(&records)
+            .args(["--metrics", &format!("127.0.0.1:{port}"), "--metrics-linger", "30"])
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let mut page = String::new();
+    wait_for("the final page", 30, || match http(port, "/metrics", None) {
+        Some((200, body)) if body.contains("rampart_run_ended 1\n") => {
+            page = body;
+            true
+        }
+        _ => false,
+    });
+    // The summary is written before the linger.
+    let err = std::fs::read_to_string(&stderr).unwrap();
+    let _ = r.stop();
+    let mut check =
+        Command::new(promtool).args(["check", "metrics"]).stdin(Stdio::piped()).spawn().unwrap();
+    check.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
+    assert!(check.wait().unwrap().success(), "promtool check metrics failed on:\n{page}");
+
+    let samples = page_samples(&page);
+    let one = |name: &str, labels: &str| -> u64 {
+        let found: Vec<f64> = samples
+            .iter()
+            .filter(|(n, l, _)| n == name && l == labels)
+            .map(|(_, _, v)| *v)
+            .collect();
+        assert_eq!(found.len(), 1, "{name}{{{labels}}} in\n{page}");
+        found[0] as u64
+    };
+    let family = |name: &str| -> Vec<(Vec<(String, String)>, u64)> {
+        samples
+            .iter()
+            .filter(|(n, _, _)| n == name)
+            .map(|(_, l, v)| (label_values(l), *v as u64))
+            .collect()
+    };
+    let line = |start: &str| -> &str {
+        err.lines().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("{start}: {err}"))
+    };
+    // Verdicts and their bytes.
+    let first = line("r0, r1: ");
+    assert_eq!(one("rampart_packets_total", ""), number_before(first, "packets"), "{err}");
+    let bytes = line("  bytes: ");
+    for (v, word) in [("accept", "accepted"), ("drop", "dropped"), ("reject", "rejected")] {
+        let label = format!("verdict=\"{v}\"");
+        assert_eq!(one("rampart_firewall_packets_total", &label), number_before(first, word));
+        assert_eq!(one("rampart_firewall_bytes_total", &label), number_before(bytes, word));
+    }
+    let dropped = number_before(first, "dropped") + number_before(first, "rejected");
+    assert!(dropped > 20, "the reload's drops: {err}");
+    // Drops by reason: the summary's, adding up to the dropped and rejected packets.
+    let by = line("  dropped or rejected by: ").trim_start_matches("  dropped or rejected by: ");
+    let mut total = 0;
+    for part in by.split(", ") {
+        let (reason, n) = part.rsplit_once(' ').unwrap();
+        let n: u64 = n.parse().unwrap();
+        assert_eq!(one("rampart_firewall_drops_total", &format!("reason=\"{reason}\"")), n);
+        total += n;
+    }
+    assert_eq!(total, dropped);
+    assert_eq!(family("rampart_firewall_drops_total").len(), 5);
+    // Each rule's counter as the summary lists it under its chain; no more, no fewer.
+    let hits = family("rampart_rule_hits_total");
+    let rule_lines = err.lines().filter(|l| l.contains(" counter packets ")).count();
+    assert_eq!(hits.len(), rule_lines, "{page}\n{err}");
+    assert!(hits.iter().any(|(l, n)| l[1].1 == "forward:2 reload-B" && *n > 0), "{page}");
+    for (labels, n) in &hits {
+        let (chain, rule, action) = (&labels[0].1, &labels[1].1, &labels[2].1);
+        let section = err.split(&format!("    chain {chain} (")).nth(1).unwrap();
+        let section = section.split("    chain ").next().unwrap();
+        let want = format!("      {rule:<32} {action:<10} counter packets {n}\n");
+        assert!(section.contains(&want), "{want:?} under chain {chain}: {err}");
+    }
+    // Decisions, conntrack -S, invalid packets by reason, the reload.
+    let decisions = line("  decisions: ");
+    assert_eq!(
+        one("rampart_firewall_decisions_total", "by=\"rule_set\""),
+        number_before(decisions, "by the rule set")
+    );
+    assert_eq!(
+        one("rampart_firewall_decisions_total", "by=\"cache\""),
+        number_before(decisions, "from the flow's")
+    );
+    let ct = line("  conntrack: ");
+    let field = |k: &str| -> u64 {
+        ct.split_whitespace()
+            .find_map(|w| w.strip_prefix(&format!("{k}=")))
+            .unwrap_or_else(|| panic!("{k} in {ct}"))
+            .parse()
+            .unwrap()
+    };
+    for (metric, k) in [
+        ("rampart_conntrack_found_total", "found"),
+        ("rampart_conntrack_inserted_total", "insert"),
+        ("rampart_conntrack_insert_failed_total", "insert_failed"),
+        ("rampart_conntrack_table_full_drops_total", "drop"),
+        ("rampart_conntrack_early_drops_total", "early_drop"),
+        ("rampart_conntrack_errors_total", "error"),
+    ] {
+        assert_eq!(one(metric, ""), field(k), "{metric}");
+    }
+    let after = |k: &str, end: char| -> u64 {
+        ct.split(k).nth(1).unwrap().split(end).next().unwrap().parse().unwrap()
+    };
+    assert_eq!(one("rampart_conntrack_ignored_total", ""), after("(ignored ", ','));
+    assert_eq!(
+        one("rampart_conntrack_unchecked_checksums_total", ""),
+        after("checksums not verifiable ", ')')
+    );
+    // Every flow has ended: no connection is left.
+    assert_eq!(one("rampart_conntrack_entries", ""), 0);
+    assert_eq!(one("rampart_conntrack_entries_limit", ""), 262_144);
+    let invalid = line("  invalid by reason: ").trim_start_matches("  invalid by reason: ");
+    let listed: Vec<(String, u64)> = invalid
+        .split(", ")
+        .map(|p| {
+            let (r, n) = p.rsplit_once(' ').unwrap();
+            (r.to_string(), n.parse().unwrap())
+        })
+        .collect();
+    let nonzero: Vec<(String, u64)> = family("rampart_conntrack_invalid_total")
+        .into_iter()
+        .filter(|(_, n)| *n > 0)
+        .map(|(l, n)| (l[0].1.clone(), n))
+        .collect();
+    assert_eq!(nonzero, listed);
+    assert_eq!(one("rampart_firewall_reloads_total", "result=\"loaded\""), 1);
+    assert_eq!(one("rampart_firewall_reloads_total", "result=\"failed\""), 0);
+    // Flow records: by end reason and by application, as the records say.
+    let records = std::fs::read_to_string(&records).unwrap();
+    let ended: u64 = family("rampart_flows_ended_total").iter().map(|(_, n)| n).sum();
+    assert_eq!(ended, records.lines().count() as u64);
+    assert_eq!(number_before(first, "flows"), ended);
+    let with_app = records.lines().filter(|l| l.contains("\"app\":\"")).count() as u64;
+    let by_app: u64 = family("rampart_app_flows_total").iter().map(|(_, n)| n).sum();
+    assert_eq!(by_app, with_app);
+    assert_eq!(one("rampart_flows_active", ""), 0);
+}
+
+/// `rampart firewall --metrics` on an address in use: status 2 naming it, before any output
+/// file is created.
+#[test]
+fn firewall_metrics_on_a_port_in_use_is_status_2() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let dir = temp();
+    let rules = dir.path().join("rules");
+    std::fs::write(&rules, "table filter {\n  default accept\n}\n").unwrap();
+    let out_file = dir.path().join("flows.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_rampart"))
+        .arg("firewall")
+        .arg("--rules")
+        .arg(&rules)
+        .arg("-r")
+        .arg(format!("eth0={}", sample().display()))
+        .args(["--metrics", &addr, "-o"])
+        .arg(&out_file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains(&format!("--metrics {addr}")), "{err}");
+    assert!(!out_file.exists());
+}
+
+/// A rule set of more rules than a page names: 1,024 rules by name and the policy, the hits
+/// of the others under `rule="other"`, none lost (the page's rule hits add up to the
+/// summary's).
+#[test]
+fn rule_hits_stay_bounded_on_a_large_rule_set() {
+    const TEST: &str = "rule_hits_stay_bounded_on_a_large_rule_set";
+    let Some(promtool) = rampart_testkit::tool(TEST, "promtool") else { return };
+    let dir = temp();
+    let rules = dir.path().join("rules");
+    let mut text = String::from("table filter {\n");
+    for p in 0..1100 {
+        text.push_str(&format!("  udp dport {} accept\n", 20_000 + p));
+    }
+    text.push_str("  default accept\n}\n");
+    std::fs::write(&rules, text).unwrap();
+    let port = free_port();
+    let stderr = dir.path().join("stderr");
+    let mut r = Daemon(
+        Command::new(env!("CARGO_BIN_EXE_rampart"))
+            .arg("firewall")
+            .arg("--rules")
+            .arg(&rules)
+            .arg("-r")
+            .arg(format!("eth0={}", sample().display()))
+            .args(["-o", "/dev/null", "--metrics", &format!("127.0.0.1:{port}")])
+            .args(["--metrics-linger", "30"])
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let mut page = String::new();
+    wait_for("the final page", 30, || match http(port, "/metrics", None) {
+        Some((200, body)) if body.contains("rampart_run_ended 1\n") => {
+            page = body;
+            true
+        }
+        _ => false,
+    });
+    let err = std::fs::read_to_string(&stderr).unwrap();
+    let _ = r.stop();
+    let mut check =
+        Command::new(promtool).args(["check", "metrics"]).stdin(Stdio::piped()).spawn().unwrap();
+    check.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
+    assert!(check.wait().unwrap().success(), "promtool check metrics failed");
+    let hits: Vec<(String, String, f64)> = page_samples(&page)
+        .into_iter()
+        .filter(|(n, _, _)| n == "rampart_rule_hits_total")
+        .collect();
+    assert_eq!(hits.len(), 1024 + 2, "1,024 rules, the policy and other");
+    assert!(hits[1024].1.contains("rule=\"policy\""), "{:?}", hits[1024]);
+    assert!(hits[1024].2 > 0.0, "the sample's packets reach the policy");
+    assert!(hits[1025].1.contains("rule=\"other\""), "{:?}", hits[1025]);
+    let on_page: u64 = hits.iter().map(|(_, _, v)| *v as u64).sum();
+    let in_summary: u64 = err
+        .lines()
+        .filter_map(|l| l.split(" counter packets ").nth(1))
+        .map(|n| n.parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(err.lines().filter(|l| l.contains(" counter packets ")).count(), 1101);
+    assert_eq!(on_page, in_summary);
+    assert!(on_page > 0);
+}

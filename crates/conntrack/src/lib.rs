@@ -262,6 +262,8 @@ pub struct Conntrack {
     /// if it is cleared before the commit, so an update costs no copy).
     updated: (u32, u32),
     serial: u32,
+    /// Entries that exist now (kept as entries are stored and cleared).
+    live: u64,
 }
 
 /// ICMP types that open an entry (`valid_new`).
@@ -291,6 +293,7 @@ impl Conntrack {
             pending: (Entry::default(), 0),
             updated: (u32::MAX, 0),
             serial: 0,
+            live: 0,
         }
     }
 
@@ -470,6 +473,11 @@ impl Conntrack {
         s
     }
 
+    /// Connections tracked now (`conntrack -C`; the table's `nf_conntrack_count`).
+    pub fn entries(&self) -> u64 {
+        self.live
+    }
+
     /// The counters so far.
     pub fn stats(&self) -> Stats {
         self.stats
@@ -485,6 +493,8 @@ impl Conntrack {
         if i >= self.entries.len() {
             self.entries.resize(i + 1, Entry::default());
         }
+        self.live =
+            (self.live + u64::from(e.exists())).saturating_sub(u64::from(self.entries[i].exists()));
         self.entries[i] = e;
     }
 
@@ -494,13 +504,16 @@ impl Conntrack {
                 // Updated by the inspection waiting for its commit: keep the update for it.
                 self.pending = (*e, self.serial);
             }
+            self.live = self.live.saturating_sub(u64::from(e.exists()));
             *e = Entry::default();
         }
     }
 
     /// Writes an existing entry's update (or ends it) now, as Linux does before any rule.
     fn update(&mut self, id: FlowId, e: Entry, refresh: Refresh, kill: bool) -> Action {
-        self.entries[id.0 as usize] = e;
+        let old = &mut self.entries[id.0 as usize];
+        self.live = (self.live + u64::from(e.exists())).saturating_sub(u64::from(old.exists()));
+        *old = e;
         self.updated_in_place(id, refresh, kill)
     }
 

@@ -143,6 +143,8 @@ impl Conn {
         let insp = self.ct.inspect(found, p.1, &p.0, self.now, |_, _| None);
         let out = self.ct.commit(&insp, true, Some(ID));
         self.exists = self.ct.entry(ID).is_some();
+        // The live count follows every store and clear.
+        assert_eq!(self.ct.entries(), u64::from(self.exists), "entries()");
         (insp, out)
     }
 

@@ -176,6 +176,8 @@ fn linux_router_oracle() {
     let mut seen_ingress = 0;
 
     for p in &packets {
+        // Every connection opened and not yet ended, as the tracker counts them.
+        assert_eq!(ct.entries(), opened.len() as u64, "entries() before packet {}", p.ts);
         let m = PacketMeta::parse(rampart_wire::LinkType::Ethernet, &p.frame);
         let Some((key, side)) = FlowKey::from_meta(&m) else { continue };
         seen_ingress += 1;

@@ -68,6 +68,13 @@ pub trait FirewallSink {
     fn differs(&mut self, _d: &Difference) -> io::Result<()> {
         Ok(())
     }
+    /// A batch has been decided: `main` is the data plane (its rule counters, its connection
+    /// tracking) and `s` the run's counters so far (the pipeline's own are added by
+    /// [`Pipeline::stats_into`]). Called between batches, never per packet: where a sink
+    /// publishes counters for another thread (a metrics endpoint).
+    fn batch_done(&mut self, _main: &Pipeline, _s: &Summary) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 struct Run<'a, S: FirewallSink + ?Sized> {
@@ -192,7 +199,7 @@ impl<S: FirewallSink + ?Sized> Consumer for Run<'_, S> {
             self.part(&frames[start..end], s)?;
             start = end;
         }
-        Ok(())
+        self.sink.batch_done(&self.main, s)
     }
 }
 

@@ -35,6 +35,27 @@
 //! flow's Community ID. These are separate forward elements, not RFC 5103 reverse ones, so a
 //! collector that misreads reverse elements (nfdump) cannot mistake them for forward fields.
 //!
+//! # Element groups
+//!
+//! A command whose records carry more turns on groups of elements in [`Config`], each
+//! combination under its own pair of template ids ([`template_id`]: 256/257 none, 258/259
+//! TCP, 260/261 firewall, 262/263 both), with the fields of [`template_fields`] (fixed-length
+//! fields first, then the strings, so a collector that places fields at fixed offsets reads
+//! every number):
+//!
+//! | group | element | id | octets | value |
+//! |---|---|---|---|---|
+//! | [`Config::tcp`] | connState, connHistory | rampart 12, 13 | variable | Zeek's `conn_state` and `history` |
+//! | | tcpRetransmissions, tcpOutOfOrder, tcpGaps, tcpZeroWindows | rampart 14-17 | 4 each | the initiator's TCP health counters |
+//! | | the same, reverse | rampart 14-17 with [`rampart_ie::REVERSE_BIT`] | 4 each | the responder's (RFC 5103 §6.2) |
+//! | [`Config::firewall`] | forwardingStatus | 89 | 1 | the last verdict ([`forwarding_status`], RFC 7270) |
+//! | | firewallVerdict, ctState, ctTcpState, ctAssured | rampart 18-21 | 1 each | verdict, `ct state` bits, Linux's TCP state, ASSURED (boolean) |
+//! | | firewallRule | rampart 22 | variable | the deciding rule's name, at most [`MAX_RULE_NAME`] octets |
+//!
+//! No IANA element carries these, except forwardingStatus, which cannot tell a drop from a
+//! reject (hence firewallVerdict beside it). The reverse enterprise number 29305 is not used
+//! for rampart's elements: RFC 5103 gives it to the reverse of IANA's elements only.
+//!
 //! Byte counts are rampart's: frame lengths on the wire, as `bytes_fwd`/`bytes_rev` in the
 //! JSON records, so a collector's bytes equal rampart's. That is the IP length plus the link
 //! header (14 octets per Ethernet frame), where a router's `octetDeltaCount` counts from the
@@ -60,6 +81,12 @@ use rampart_flow::{EndReason, KeyKind, Side};
 use rampart_rtt::DirSummary;
 
 use crate::community_id;
+
+mod ext;
+pub use ext::{
+    FORWARDING_STATUS, MAX_RULE_NAME, firewall_fields, forwarding_status, tcp_fields,
+    template_fields, template_id, verdict_code,
+};
 
 /// IPFIX's version number, the first field of every message header.
 pub const VERSION: u16 = 10;
@@ -108,6 +135,39 @@ pub mod rampart_ie {
     pub const TCP_FLAGS_RESPONDER: u16 = 10;
     /// The flow's Community ID v1 (`1:...`), empty where it has none.
     pub const COMMUNITY_ID: u16 = 11;
+    /// Zeek's `conn_state` (`S0`, `SF`, `REJ`, ...), a string; empty without it.
+    pub const CONN_STATE: u16 = 12;
+    /// Zeek's `history` (`ShADadFf`), a string; empty without it.
+    pub const CONN_HISTORY: u16 = 13;
+    /// TCP segments the initiator retransmitted (unsigned32); the responder's in the reverse
+    /// element ([`REVERSE_BIT`]).
+    pub const TCP_RETRANSMISSIONS: u16 = 14;
+    /// TCP segments of the initiator that came out of order (unsigned32; reverse: the
+    /// responder's).
+    pub const TCP_OUT_OF_ORDER: u16 = 15;
+    /// TCP segments of the initiator that started beyond the next expected sequence number,
+    /// after a gap (unsigned32; reverse: the responder's).
+    pub const TCP_GAPS: u16 = 16;
+    /// Zero-window advertisements the initiator sent (unsigned32; reverse: the responder's).
+    pub const TCP_ZERO_WINDOWS: u16 = 17;
+    /// The last verdict on the flow (unsigned8): 1 accept, 2 drop, 3 reject, 0 none.
+    pub const FIREWALL_VERDICT: u16 = 18;
+    /// The connection's `ct state` as nftables numbers its bits (unsigned8): 1 invalid,
+    /// 2 established, 4 related, 8 new, 64 untracked; 0 without a connection.
+    pub const CT_STATE: u16 = 19;
+    /// The connection's TCP state as Linux numbers `enum tcp_conntrack` (unsigned8): 0 none,
+    /// 1 SYN_SENT, 2 SYN_RECV, 3 ESTABLISHED, 4 FIN_WAIT, 5 CLOSE_WAIT, 6 LAST_ACK,
+    /// 7 TIME_WAIT, 8 CLOSE, 9 SYN_SENT2; 0 for other protocols.
+    pub const CT_TCP_STATE: u16 = 20;
+    /// Whether the connection was ASSURED (boolean: 1 true, 2 false, RFC 7011 §6.1.5).
+    pub const CT_ASSURED: u16 = 21;
+    /// The rule that gave the last verdict, as the firewall's log names it
+    /// (`forward:3 new-tcp`, `policy`), a string; empty where no rule decided.
+    pub const FIREWALL_RULE: u16 = 22;
+    /// Set in an element id, the same element for the reverse direction (RFC 5103 §6.2: the
+    /// reverse of an enterprise-specific element keeps its enterprise number and sets this
+    /// bit; the reverse enterprise number 29305 is only for IANA's elements).
+    pub const REVERSE_BIT: u16 = 0x4000;
 }
 
 /// One field specifier of a template.
@@ -162,9 +222,10 @@ pub fn fields(v6: bool, pen: u32) -> Vec<Field> {
     ]
 }
 
-/// Octets of a data record's fixed-length fields (all but the two strings).
-fn fixed_len(v6: bool) -> usize {
-    fields(v6, 0).iter().filter(|f| f.len != VARIABLE).map(|f| usize::from(f.len)).sum()
+/// Octets of a data record's fixed-length fields (all but the strings) in the template of
+/// IPv4 (`v6` false) or IPv6 records with `cfg`'s element groups.
+fn fixed_len(v6: bool, cfg: &Config) -> usize {
+    template_fields(v6, cfg).iter().filter(|f| f.len != VARIABLE).map(|f| usize::from(f.len)).sum()
 }
 
 /// The encoder's settings.
@@ -183,6 +244,12 @@ pub struct Config {
     pub template_every: u32,
     /// A reliable transport (TCP): templates once, at the start.
     pub reliable: bool,
+    /// Records carry Zeek's `conn_state` and `history` and the TCP health counters per
+    /// direction ([`tcp_fields`]), under their own template ids ([`template_id`]).
+    pub tcp: bool,
+    /// Records carry the firewall's verdict, rule and connection state
+    /// ([`firewall_fields`]), under their own template ids ([`template_id`]).
+    pub firewall: bool,
 }
 
 impl Default for Config {
@@ -194,6 +261,8 @@ impl Default for Config {
             template_refresh_secs: 600,
             template_every: 4800,
             reliable: false,
+            tcp: false,
+            firewall: false,
         }
     }
 }
@@ -222,8 +291,8 @@ pub struct Encoder {
     fixed: [usize; 2],
     /// Data records sent before `buf` (the next header's sequence number).
     seq: u32,
-    /// The template message.
-    templates: Vec<u8>,
+    /// The template messages (one, unless both templates do not fit one message).
+    templates: Vec<Vec<u8>>,
     /// When templates last went (seconds, the caller's clock), `None` before the first time.
     templates_at: Option<u64>,
     /// Data messages since templates last went.
@@ -248,9 +317,9 @@ impl Encoder {
             buf,
             set: None,
             records: 0,
-            fixed: [fixed_len(false), fixed_len(true)],
+            fixed: [fixed_len(false, &cfg), fixed_len(true, &cfg)],
             seq: 0,
-            templates: template_message(&cfg),
+            templates: template_messages(&cfg),
             templates_at: None,
             since_templates: 0,
             scratch: Vec::with_capacity(64),
@@ -283,7 +352,7 @@ impl Encoder {
         emit: &mut dyn FnMut(Message<'_>) -> io::Result<()>,
     ) -> io::Result<()> {
         let v6 = r.flow.key.family == 6;
-        let template = if v6 { TEMPLATE_V6 } else { TEMPLATE_V4 };
+        let template = template_id(v6, &self.cfg);
         // The two strings, formatted first so the record's length is known.
         self.scratch.clear();
         if let Some(app) = &r.app {
@@ -293,7 +362,8 @@ impl Encoder {
         let app_len = self.scratch.len();
         let cid = community_id::of_flow(&r.flow, 0);
         let cid_len = cid.map_or(0, |c| c.as_str().len());
-        let len = self.fixed[usize::from(v6)] + 1 + app_len + 1 + cid_len;
+        let len =
+            self.fixed[usize::from(v6)] + 1 + app_len + 1 + cid_len + ext::var_len(r, &self.cfg);
         let open_here = matches!(self.set, Some((_, t)) if t == template);
         let need = len + if open_here { 0 } else { 4 };
         if self.buf.len() + need > self.cfg.mtu && self.records > 0 {
@@ -305,7 +375,14 @@ impl Encoder {
             self.buf.extend_from_slice(&template.to_be_bytes());
             self.buf.extend_from_slice(&[0, 0]);
         }
-        encode_record(&mut self.buf, r, &self.scratch, cid.as_ref().map(|c| c.as_str()));
+        let at = self.buf.len();
+        // Fixed-length fields first, then the strings, as `template_fields` orders them.
+        encode_fixed(&mut self.buf, r);
+        ext::encode_fixed(&mut self.buf, r, &self.cfg);
+        put_var(&mut self.buf, &self.scratch);
+        put_var(&mut self.buf, cid.as_ref().map_or("", |c| c.as_str()).as_bytes());
+        ext::encode_var(&mut self.buf, r, &self.cfg);
+        debug_assert_eq!(self.buf.len() - at, len, "the record's length from its template");
         self.records += 1;
         Ok(())
     }
@@ -346,11 +423,13 @@ impl Encoder {
         self.close_set();
         if self.templates_due(now) {
             let copies = if self.templates_at.is_none() && !self.cfg.reliable { 2 } else { 1 };
-            header(&mut self.templates, now, self.seq, self.cfg.domain);
             self.templates_at = Some(now);
             self.since_templates = 0;
             for _ in 0..copies {
-                emit(Message { bytes: &self.templates, records: 0 })?;
+                for t in &mut self.templates {
+                    header(t, now, self.seq, self.cfg.domain);
+                    emit(Message { bytes: t, records: 0 })?;
+                }
             }
         }
         let records = self.records;
@@ -375,14 +454,32 @@ fn header(m: &mut [u8], now: u64, seq: u32, domain: u32) {
 }
 
 /// The template message: a header (filled in when sent) and one template set with both
-/// templates.
+/// templates (IPv4 and IPv6) of `cfg`'s element groups.
 fn template_message(cfg: &Config) -> Vec<u8> {
+    template_set_message(cfg, &[false, true])
+}
+
+/// The template messages to send: the one [`template_message`], or, when both templates do
+/// not fit [`Config::mtu`] together (every element group at a small MTU), one message per
+/// template.
+fn template_messages(cfg: &Config) -> Vec<Vec<u8>> {
+    let both = template_message(cfg);
+    if both.len() <= cfg.mtu {
+        vec![both]
+    } else {
+        vec![template_set_message(cfg, &[false]), template_set_message(cfg, &[true])]
+    }
+}
+
+/// A message with one template set holding the templates of IPv4 (`false`) and IPv6 (`true`)
+/// records `which` lists.
+fn template_set_message(cfg: &Config, which: &[bool]) -> Vec<u8> {
     let mut m = vec![0u8; HEADER];
     let set = m.len();
     m.extend_from_slice(&2u16.to_be_bytes());
     m.extend_from_slice(&[0, 0]);
-    for (id, v6) in [(TEMPLATE_V4, false), (TEMPLATE_V6, true)] {
-        let f = fields(v6, cfg.pen);
+    for &v6 in which {
+        let (id, f) = (template_id(v6, cfg), template_fields(v6, cfg));
         m.extend_from_slice(&id.to_be_bytes());
         m.extend_from_slice(&(f.len() as u16).to_be_bytes());
         for field in f {
@@ -457,8 +554,9 @@ fn put_var(b: &mut Vec<u8>, v: &[u8]) {
     b.extend_from_slice(&v[..v.len().min(65535)]);
 }
 
-/// Appends one data record of the record's template.
-fn encode_record(b: &mut Vec<u8>, r: &FlowRecord, app: &[u8], cid: Option<&str>) {
+/// Appends the fixed-length fields of the base elements of a data record (all of [`fields`]
+/// but the two strings, applicationName and the Community ID, which follow them).
+fn encode_fixed(b: &mut Vec<u8>, r: &FlowRecord) {
     let f = &r.flow;
     let k = &f.key;
     let alen = if k.family == 6 { 16 } else { 4 };
@@ -490,8 +588,6 @@ fn encode_record(b: &mut Vec<u8>, r: &FlowRecord, app: &[u8], cid: Option<&str>)
     put_rtt(b, rtt.map(|(_, d)| d));
     b.push(app_by(r));
     b.push(if tcp { f.tcp_flags[1] } else { 0 });
-    put_var(b, app);
-    put_var(b, cid.unwrap_or("").as_bytes());
 }
 
 /// How messages travel.

@@ -328,15 +328,70 @@ pub struct LiveCounts {
     pub freezes: u64,
 }
 
-/// The stateful firewall's counters.
-#[derive(Clone, Debug, Default)]
+/// Distinct rules counted by name on a page (besides each base chain's policy); the hits of
+/// any further ones count under the rule `other`, so a page's series stay bounded whatever
+/// the rule set's size.
+pub const MAX_RULES: usize = 1024;
+
+/// One rule's counter: packets that matched it, as netfilter counts them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RuleHits {
+    /// The base chain it is reached from (table and chain, as the summary names it).
+    pub chain: String,
+    /// The rule's name as the firewall's log shows it (`forward:3 new-tcp`, `policy`).
+    pub rule: String,
+    /// What it does: `accept`, `drop`, `reject`, `jump NAME`, `return`, ...
+    pub action: String,
+    /// Packets that matched it.
+    pub packets: u64,
+}
+
+/// Connection tracking's counters, as `conntrack -S` and `conntrack -C` give them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConntrackCounts {
+    /// Connections tracked now.
+    pub entries: u64,
+    /// Most connections tracked at once (`nf_conntrack_max`).
+    pub limit: u64,
+    /// Packets that found their connection.
+    pub found: u64,
+    /// Connections confirmed (`insert`).
+    pub inserted: u64,
+    /// New connections that could not be confirmed (`insert_failed`).
+    pub insert_failed: u64,
+    /// New packets dropped because the table was full (`drop`).
+    pub table_full: u64,
+    /// Connections pushed out to make room (`early_drop`).
+    pub early_drops: u64,
+    /// ICMP errors that failed the error path (`error`).
+    pub errors: u64,
+    /// TCP packets the state machine ignored.
+    pub ignored: u64,
+    /// Packets tracked without their checksum verified (cut by the snap length, fragments).
+    pub unchecked: u64,
+    /// Invalid packets by Linux's reason (every reason, at 0 too); their sum can exceed
+    /// `invalid` since ICMP errors count as `errors`.
+    pub invalid: Vec<(&'static str, u64)>,
+}
+
+/// The stateful firewall's counters (`rampart firewall`): what its summary shows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FirewallCounts {
-    /// Packets per verdict name (`accept`, `drop`, `reject`).
-    pub verdicts: Vec<(&'static str, u64)>,
-    /// Packets that reached each rule, by the rule's name as the log shows it.
-    pub rule_hits: Vec<(String, u64)>,
-    /// Connection tracking's counters, by the names `conntrack -S` gives them.
-    pub conntrack: Vec<(&'static str, u64)>,
+    /// Per verdict name (`accept`, `drop`, `reject`): packets, and their bytes on the wire.
+    pub verdicts: Vec<(&'static str, u64, u64)>,
+    /// Packets dropped or rejected, by why (`rule`, `policy`, `ct_invalid`, `table_full`,
+    /// `not_ip`); they add up to the dropped and rejected packets.
+    pub drops: Vec<(&'static str, u64)>,
+    /// Per rule of the rule set in force (at most [`MAX_RULES`]).
+    pub rules: Vec<RuleHits>,
+    /// Packets that matched rules beyond [`MAX_RULES`] (`None` when every rule is named).
+    pub other_rules: Option<u64>,
+    /// Packets decided by walking the rule set, and from a flow's cached decision.
+    pub decisions: [u64; 2],
+    /// Rule set reloads: applied, and refused (a file that did not load).
+    pub reloads: [u64; 2],
+    /// Connection tracking.
+    pub conntrack: ConntrackCounts,
 }
 
 /// Everything one page shows.
@@ -490,26 +545,125 @@ pub fn render(p: &Page<'_>) -> String {
         );
     }
     if let Some(f) = p.firewall {
-        e.counter_by(
-            "rampart_verdicts_total",
-            "Packets decided by the firewall, by verdict.",
-            "verdict",
-            f.verdicts.iter().map(|(v, n)| (*v, *n)),
-        );
-        e.counter_by(
-            "rampart_rule_hits_total",
-            "Packets that reached a rule of the rule set (as netfilter counts), by rule.",
-            "rule",
-            f.rule_hits.iter().map(|(r, n)| (r.as_str(), *n)),
-        );
-        e.counter_by(
-            "rampart_conntrack_total",
-            "Connection tracking's counters, named as `conntrack -S` names them.",
-            "counter",
-            f.conntrack.iter().map(|(c, n)| (*c, *n)),
-        );
+        firewall(&mut e, f);
     }
     e.finish()
+}
+
+/// The firewall's families.
+fn firewall(e: &mut Exposition, f: &FirewallCounts) {
+    e.counter_by(
+        "rampart_firewall_packets_total",
+        "IP packets and other frames the firewall decided, by verdict.",
+        "verdict",
+        f.verdicts.iter().map(|(v, n, _)| (*v, *n)),
+    );
+    e.counter_by(
+        "rampart_firewall_bytes_total",
+        "Bytes (as on the wire) of the packets the firewall decided, by verdict.",
+        "verdict",
+        f.verdicts.iter().map(|(v, _, b)| (*v, *b)),
+    );
+    e.counter_by(
+        "rampart_firewall_drops_total",
+        "Packets dropped or rejected, by why: rule (a rule's verdict), policy (a base chain's \
+         policy), ct_invalid (a rule or policy, the packet being ct state invalid), table_full \
+         (the connection table was full), not_ip (frames not IP or not parsed, which a router \
+         does not forward).",
+        "reason",
+        f.drops.iter().copied(),
+    );
+    e.family(
+        "rampart_rule_hits_total",
+        Kind::Counter,
+        "Packets that matched a rule of the rule set in force, as netfilter counts them (they \
+         restart at a reload, as nft's counters do).",
+    );
+    for r in &f.rules {
+        let labels =
+            [("chain", r.chain.as_str()), ("rule", r.rule.as_str()), ("action", &r.action)];
+        e.int("rampart_rule_hits_total", &labels, r.packets);
+    }
+    if let Some(n) = f.other_rules {
+        let labels = [("chain", "other"), ("rule", "other"), ("action", "other")];
+        e.int("rampart_rule_hits_total", &labels, n);
+    }
+    e.counter_by(
+        "rampart_firewall_decisions_total",
+        "Packets decided by walking the rule set (rule_set) or by the flow's cached decision \
+         (cache).",
+        "by",
+        [("rule_set", f.decisions[0]), ("cache", f.decisions[1])],
+    );
+    e.counter_by(
+        "rampart_firewall_reloads_total",
+        "Rule set reloads, by result: loaded, or failed (the file did not load; the rules in \
+         force stayed).",
+        "result",
+        [("loaded", f.reloads[0]), ("failed", f.reloads[1])],
+    );
+    let c = &f.conntrack;
+    e.single(
+        "rampart_conntrack_entries",
+        Kind::Gauge,
+        "Connections tracked now (conntrack -C).",
+        c.entries,
+    );
+    e.single(
+        "rampart_conntrack_entries_limit",
+        Kind::Gauge,
+        "Most connections tracked at once (--ct-max, nf_conntrack_max).",
+        c.limit,
+    );
+    for (name, help, v) in [
+        ("rampart_conntrack_found_total", "Packets that found their connection.", c.found),
+        (
+            "rampart_conntrack_inserted_total",
+            "New connections confirmed (conntrack -S insert).",
+            c.inserted,
+        ),
+        (
+            "rampart_conntrack_insert_failed_total",
+            "New connections that could not be confirmed (conntrack -S insert_failed).",
+            c.insert_failed,
+        ),
+        (
+            "rampart_conntrack_table_full_drops_total",
+            "New packets dropped because the table was full of connections that may not be \
+             pushed out (conntrack -S drop).",
+            c.table_full,
+        ),
+        (
+            "rampart_conntrack_early_drops_total",
+            "Connections pushed out of the full table to make room (conntrack -S early_drop).",
+            c.early_drops,
+        ),
+        (
+            "rampart_conntrack_errors_total",
+            "ICMP errors that failed the error path (conntrack -S error).",
+            c.errors,
+        ),
+        (
+            "rampart_conntrack_ignored_total",
+            "TCP packets the state machine ignored, the state unchanged.",
+            c.ignored,
+        ),
+        (
+            "rampart_conntrack_unchecked_checksums_total",
+            "Packets tracked without their checksum verified (cut by the snap length, \
+             fragments).",
+            c.unchecked,
+        ),
+    ] {
+        e.single(name, Kind::Counter, help, v);
+    }
+    e.counter_by(
+        "rampart_conntrack_invalid_total",
+        "Packets connection tracking found invalid, by Linux's reason (whatever the rules then \
+         did with them).",
+        "reason",
+        c.invalid.iter().copied(),
+    );
 }
 
 #[cfg(test)]
@@ -580,9 +734,15 @@ mod tests {
         f.ended[0] = 2;
         let s = Summary { packets: 10, table: Default::default(), ..Summary::default() };
         let fw = FirewallCounts {
-            verdicts: vec![("accept", 3)],
-            rule_hits: vec![("ssh \"in\"".into(), 1)],
-            conntrack: vec![("found", 4)],
+            verdicts: vec![("accept", 3, 180)],
+            rules: vec![RuleHits {
+                chain: "inet filter forward".into(),
+                rule: "ssh \"in\"".into(),
+                action: "accept".into(),
+                packets: 1,
+            }],
+            conntrack: ConntrackCounts { found: 4, ..ConntrackCounts::default() },
+            ..FirewallCounts::default()
         };
         let live = Some(LiveCounts { received: 10, ..LiveCounts::default() });
         let page = render(&Page { summary: &s, flows: &f, live, firewall: Some(&fw), ended: true });
@@ -601,7 +761,11 @@ mod tests {
         }
         assert!(page.contains("rampart_packets_total 10\n"));
         assert!(page.contains("rampart_run_ended 1\n"));
-        assert!(page.contains("rampart_rule_hits_total{rule=\"ssh \\\"in\\\"\"} 1\n"));
+        assert!(page.contains(
+            "rampart_rule_hits_total{chain=\"inet filter forward\",rule=\"ssh \\\"in\\\"\",action=\"accept\"} 1\n"
+        ));
+        assert!(page.contains("rampart_firewall_bytes_total{verdict=\"accept\"} 180\n"));
+        assert!(page.contains("rampart_conntrack_found_total 4\n"));
         assert!(page.contains("rampart_flows_ended_total{reason=\"idle\"} 2\n"));
         assert!(
             page.contains("rampart_rtt_seconds_bucket{direction=\"to_responder\",le=\"0.02\"} 1\n")

@@ -433,3 +433,251 @@ fn tcp_export_and_a_refused_connection() {
         "{e}"
     );
 }
+
+/// A firewall's record of a TCP connection: Zeek's state and history from the TCP-state stage
+/// over a handshake, data and closes, distinct health counters each way, conntrack's summary,
+/// the last verdict and its rule, and an application.
+fn firewall_record(family: u8, rule: Option<&str>) -> FlowRecord {
+    use rampart_flow::{Dir, FlowId};
+    use rampart_tcpstate::{DirCounters, TcpSeg, TcpStateStage};
+    use rampart_wire::tcp::flags::{ACK, FIN, SYN};
+    let mut r = record(family, 6, 40000, 443);
+    let mut st = TcpStateStage::new();
+    let id = FlowId(3);
+    let segs = [
+        (Dir::Original, 100, 0, SYN, 0),
+        (Dir::Reply, 500, 101, SYN | ACK, 0),
+        (Dir::Original, 101, 501, ACK, 0),
+        (Dir::Original, 101, 501, ACK, 10),
+        (Dir::Reply, 501, 111, ACK, 20),
+        (Dir::Original, 111, 521, FIN | ACK, 0),
+        (Dir::Reply, 521, 112, FIN | ACK, 0),
+        (Dir::Original, 112, 522, ACK, 0),
+    ];
+    for (i, (dir, seq, ack, flags, payload)) in segs.into_iter().enumerate() {
+        let s = TcpSeg { seq, ack, flags, window: 1000, payload };
+        st.observe_segment(id, i == 0, dir, 1_000 * i as u64, &s);
+    }
+    let mut conn = st.retire_flow(id, &r.flow);
+    conn.dirs[0] = DirCounters { retrans: 1, out_of_order: 2, lost: 3, zero_window: 4 };
+    conn.dirs[1] = DirCounters { retrans: 70_000, out_of_order: 6, lost: 7, zero_window: 8 };
+    r.conn = Some(conn);
+    r.ct = Some(rampart_conntrack::Summary {
+        ct_state: rampart_conntrack::CtState::Established,
+        tcp_state: Some(rampart_conntrack::TcpState::TimeWait),
+        assured: true,
+        seen_reply: true,
+    });
+    r.verdict = Some((rampart_engine::Verdict::Reject, rule.map(std::sync::Arc::from)));
+    r.app = Some(App {
+        label: rampart_dpi::Label { master: rampart_dpi::Proto::Tls, app: Some("YouTube") },
+        by: rampart_dpi::By::Dpi,
+        meta: None,
+    });
+    r
+}
+
+/// The string value of element `ie` of enterprise `pen`.
+fn text(rec: &Decoded, ie: u16, pen: u32) -> String {
+    let v = &rec.iter().find(|(i, p, _)| *i == ie && *p == pen).unwrap().2;
+    String::from_utf8(v.clone()).unwrap()
+}
+
+#[test]
+fn tcp_and_firewall_elements_round_trip() {
+    use rampart_ie::*;
+    let pen = 4242;
+    for family in [4, 6] {
+        let r = firewall_record(family, Some("forward:7 reject-9999"));
+        let conn = r.conn.unwrap();
+        assert!(!conn.history.is_empty());
+        let cfg = Config { pen, tcp: true, firewall: true, ..Config::default() };
+        let mut enc = Encoder::new(cfg).unwrap();
+        let msgs = run(&mut enc, |e, emit| {
+            e.add(&r, 5, emit).unwrap();
+            e.flush(5, emit).unwrap();
+        });
+        let mut rd = Reader::default();
+        assert!(rd.read(&msgs[0].0).is_empty());
+        // The templates the message carries are the field lists `template_fields` gives.
+        for v6 in [false, true] {
+            let want: Vec<(u16, u16, u32)> = template_fields(v6, &cfg)
+                .iter()
+                .map(|f| (f.id, f.len, f.pen.unwrap_or(0)))
+                .collect();
+            assert_eq!(rd.templates[&template_id(v6, &cfg)], want);
+        }
+        // The reader walks the record by the template's lengths and must end exactly at the
+        // end of the set: the record is as long as its template says.
+        let recs = rd.read(&msgs[2].0);
+        assert_eq!(recs.len(), 1);
+        let (tid, rec) = &recs[0];
+        assert_eq!(*tid, if family == 6 { 263 } else { 262 });
+        assert_eq!(text(rec, CONN_STATE, pen), "SF");
+        assert_eq!(text(rec, CONN_HISTORY, pen), conn.history.as_str());
+        for (ie, fwd, rev) in [
+            (TCP_RETRANSMISSIONS, 1, 70_000),
+            (TCP_OUT_OF_ORDER, 2, 6),
+            (TCP_GAPS, 3, 7),
+            (TCP_ZERO_WINDOWS, 4, 8),
+        ] {
+            assert_eq!(value(rec, ie, pen), fwd, "element {ie}");
+            assert_eq!(value(rec, ie | REVERSE_BIT, pen), rev, "reverse element {ie}");
+        }
+        // No rampart element is sent under the reverse enterprise number of IANA's elements.
+        let reverse: Vec<u16> =
+            rec.iter().filter(|(_, p, _)| *p == REVERSE_PEN).map(|(i, _, _)| *i).collect();
+        assert_eq!(reverse, [1, 2]);
+        assert_eq!(value(rec, FORWARDING_STATUS, 0), 0x81, "dropped: ACL deny");
+        assert_eq!(value(rec, FIREWALL_VERDICT, pen), 3);
+        assert_eq!(value(rec, CT_STATE, pen), 2);
+        assert_eq!(value(rec, CT_TCP_STATE, pen), 7);
+        assert_eq!(value(rec, CT_ASSURED, pen), 1);
+        assert_eq!(text(rec, FIREWALL_RULE, pen), "forward:7 reject-9999");
+        // The base elements are still there and right.
+        assert_eq!(text(rec, 96, 0), "TLS.YouTube");
+        assert_eq!(value(rec, 1, REVERSE_PEN), 20000);
+        assert_eq!(value(rec, 136, 0), 3);
+    }
+}
+
+#[test]
+fn records_without_the_groups_values_send_empty_and_zero() {
+    use rampart_ie::*;
+    let cfg = Config { tcp: true, firewall: true, ..Config::default() };
+    let pen = cfg.pen;
+    let r = record(4, 17, 5353, 53);
+    let mut enc = Encoder::new(cfg).unwrap();
+    let msgs = run(&mut enc, |e, emit| {
+        e.add(&r, 5, emit).unwrap();
+        e.flush(5, emit).unwrap();
+    });
+    let mut rd = Reader::default();
+    rd.read(&msgs[0].0);
+    let recs = rd.read(&msgs[2].0);
+    let rec = &recs[0].1;
+    assert_eq!(text(rec, CONN_STATE, pen), "");
+    assert_eq!(text(rec, CONN_HISTORY, pen), "");
+    assert_eq!(text(rec, FIREWALL_RULE, pen), "");
+    assert_eq!(value(rec, TCP_RETRANSMISSIONS | REVERSE_BIT, pen), 0);
+    assert_eq!(value(rec, FORWARDING_STATUS, 0), 0);
+    assert_eq!(value(rec, FIREWALL_VERDICT, pen), 0);
+    assert_eq!(value(rec, CT_ASSURED, pen), 2, "false");
+    // A drop that no rule gave (a full table): dropped, reason unknown.
+    let mut r = firewall_record(4, None);
+    r.verdict = Some((rampart_engine::Verdict::Drop, None));
+    assert_eq!(forwarding_status(&r), 0x80);
+    r.verdict = Some((rampart_engine::Verdict::Accept, Some("policy".into())));
+    assert_eq!((forwarding_status(&r), verdict_code(&r)), (0x40, 1));
+}
+
+#[test]
+fn each_group_has_its_own_template_ids_and_the_default_is_unchanged() {
+    let mut ids = std::collections::BTreeSet::new();
+    for (tcp, firewall) in [(false, false), (true, false), (false, true), (true, true)] {
+        let cfg = Config { tcp, firewall, ..Config::default() };
+        let n = fields(false, cfg.pen).len()
+            + if tcp { tcp_fields(cfg.pen).len() } else { 0 }
+            + if firewall { firewall_fields(cfg.pen).len() } else { 0 };
+        for v6 in [false, true] {
+            assert!(ids.insert(template_id(v6, &cfg)));
+            assert_eq!(template_fields(v6, &cfg).len(), n);
+        }
+        // Only the two templates of the run's groups are sent.
+        let mut rd = Reader::default();
+        let mut m = template_message(&cfg);
+        header(&mut m, 0, 0, 1);
+        rd.read(&m);
+        let mut sent: Vec<u16> = rd.templates.keys().copied().collect();
+        sent.sort_unstable();
+        assert_eq!(sent, [template_id(false, &cfg), template_id(true, &cfg)]);
+    }
+    assert_eq!(ids.into_iter().collect::<Vec<_>>(), (256..264).collect::<Vec<_>>());
+    let base = Config::default();
+    assert_eq!((template_id(false, &base), template_id(true, &base)), (TEMPLATE_V4, TEMPLATE_V6));
+    assert_eq!(template_fields(true, &base), fields(true, base.pen));
+}
+
+#[test]
+fn the_largest_record_of_every_group_fits_the_smallest_message() {
+    use rampart_tcpstate::HISTORY_MAX;
+    // The bound from the templates: fixed fields, then each string at its longest (the
+    // Community ID is 30 octets; conn_state at most 6).
+    let cfg = Config { mtu: MIN_MTU, tcp: true, firewall: true, ..Config::default() };
+    let fixed = fixed_len(true, &cfg);
+    let strings = (1 + MAX_APP_NAME) + (1 + 30) + (1 + 6) + (1 + HISTORY_MAX) + (1 + MAX_RULE_NAME);
+    assert!(HEADER + 4 + fixed + strings <= MIN_MTU, "{} octets", HEADER + 4 + fixed + strings);
+    // And a record with a long application name and a long rule name, encoded.
+    let long = "r".repeat(21) + &"é".repeat(100);
+    let mut r = firewall_record(6, Some(&long));
+    r.app = Some(App {
+        label: rampart_dpi::Label {
+            master: rampart_dpi::Proto::Tls,
+            app: Some("y".repeat(400).leak()),
+        },
+        by: rampart_dpi::By::Dpi,
+        meta: None,
+    });
+    let mut enc = Encoder::new(cfg).unwrap();
+    let msgs = run(&mut enc, |e, emit| {
+        e.add(&r, 5, emit).unwrap();
+        e.flush(5, emit).unwrap();
+    });
+    assert!(msgs.iter().all(|(m, _)| m.len() <= MIN_MTU));
+    let mut rd = Reader::default();
+    for (m, _) in &msgs[..msgs.len() - 1] {
+        rd.read(m);
+    }
+    let recs = rd.read(&msgs[msgs.len() - 1].0);
+    let rule = text(&recs[0].1, rampart_ie::FIREWALL_RULE, cfg.pen);
+    // Cut at a character boundary, at most MAX_RULE_NAME octets.
+    assert_eq!(rule, long[..MAX_RULE_NAME - 1]);
+}
+
+#[test]
+fn templates_that_do_not_fit_one_message_go_in_two() {
+    let cfg = Config { mtu: MIN_MTU, tcp: true, firewall: true, ..Config::default() };
+    assert!(template_message(&cfg).len() > MIN_MTU);
+    let mut enc = Encoder::new(cfg).unwrap();
+    let msgs = run(&mut enc, |e, emit| {
+        e.add(&record(4, 6, 1, 2), 5, emit).unwrap();
+        e.flush(5, emit).unwrap();
+    });
+    // Two copies of the two template messages, then the data.
+    assert_eq!(msgs.len(), 5);
+    let mut rd = Reader::default();
+    for (m, n) in &msgs[..4] {
+        assert!(m.len() <= MIN_MTU && *n == 0);
+        assert!(rd.read(m).is_empty());
+    }
+    assert_eq!(rd.templates.len(), 2);
+    assert_eq!(rd.read(&msgs[4].0).len(), 1);
+    // Refreshed by time: both template messages again (once), then the data.
+    let later = 5 + cfg.template_refresh_secs;
+    let msgs = run(&mut enc, |e, emit| {
+        e.add(&record(6, 6, 1, 2), later, emit).unwrap();
+        e.flush(later, emit).unwrap();
+    });
+    assert_eq!(msgs.iter().map(|(_, n)| *n).collect::<Vec<_>>(), [0, 0, 1]);
+    assert_eq!(msgs[0].0[16..], template_set_message(&cfg, &[false])[16..]);
+    assert_eq!(msgs[1].0[16..], template_set_message(&cfg, &[true])[16..]);
+    // At the default size, one message holds both.
+    let cfg = Config { mtu: 1400, ..cfg };
+    assert_eq!(template_messages(&cfg).len(), 1);
+}
+
+#[test]
+fn strings_come_after_every_fixed_length_field() {
+    for (tcp, firewall) in [(false, false), (true, false), (false, true), (true, true)] {
+        let cfg = Config { tcp, firewall, ..Config::default() };
+        for v6 in [false, true] {
+            let f = template_fields(v6, &cfg);
+            let first_var = f.iter().position(|x| x.len == VARIABLE).unwrap();
+            assert!(f[first_var..].iter().all(|x| x.len == VARIABLE), "{tcp} {firewall}");
+            assert_eq!(
+                fixed_len(v6, &cfg),
+                f[..first_var].iter().map(|x| usize::from(x.len)).sum()
+            );
+        }
+    }
+}
