@@ -1,6 +1,7 @@
 //! One frame: the first byte picks the link type, the rest is the frame. The parser must not
 //! panic, and what it reports must lie inside the frame; nor may checksum verification or
-//! reading an ICMP error's quote, and a frame cut short can never verify as good or bad.
+//! reading an ICMP error's quote, and a frame cut short can never verify as good or bad. The
+//! packet a tunnel carries is held to the same.
 #![no_main]
 
 use rampart_flow::FlowKey;
@@ -50,5 +51,18 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     if let Some(i) = m.status.problem_index() {
         assert!(i < Status::PROBLEMS);
         assert_ne!(Status::problem_name(i), "unknown");
+    }
+    // The packet inside a tunnel: its offsets lie inside the frame too, and past the outer
+    // packet's transport header.
+    let mut inner = m;
+    inner.decapsulate(frame);
+    if inner.tunnel != rampart_wire::Tunnel::None {
+        assert_ne!(inner.family, Family::None);
+        assert!(usize::from(inner.l3_offset) <= len);
+        assert!(usize::from(inner.l3_offset) > usize::from(m.l3_offset));
+        assert!(usize::from(inner.l4_offset) <= len);
+        assert!(FlowKey::from_meta(&inner).is_some());
+    } else {
+        assert_eq!(inner, m);
     }
 });

@@ -59,6 +59,10 @@ pub(crate) struct Args {
     /// Leave out Zeek's `conn_state` and `history` and the TCP health counters.
     #[arg(long)]
     no_tcp_stats: bool,
+    /// Packets inside tunnels (IP in IP, GRE, VXLAN, GTP-U, CAPWAP): `inner` (the default)
+    /// takes the inner packets' flows, marked with their tunnel; `outer` the tunnel's own.
+    #[arg(long, value_name = "WHICH", value_parser = ["inner", "outer"], default_value = "inner")]
+    tunnels: String,
     /// Stop after this many packets.
     #[arg(short = 'c', long, value_name = "COUNT")]
     count: Option<u64>,
@@ -345,6 +349,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         // The RTT histograms are made of the samples; records do not carry them.
         samples: metrics.is_some() && !args.no_rtt,
         tcp_stats: !args.no_tcp_stats,
+        tunnels: args.tunnels == "inner",
         metrics: metrics.as_ref().map(Metrics::board),
         ..FlowsConfig::default()
     };

@@ -52,6 +52,10 @@ pub(crate) struct Args {
     /// A tcpdump filter expression (compiled by libpcap); only TCP is ever matched.
     #[arg(short = 'f', long = "filter", value_name = "EXPR")]
     filter: Option<String>,
+    /// Packets inside tunnels (IP in IP, GRE, VXLAN, GTP-U, CAPWAP): `inner` (the default)
+    /// takes the inner packets' flows, marked with their tunnel; `outer` the tunnel's own.
+    #[arg(long, value_name = "WHICH", value_parser = ["inner", "outer"], default_value = "inner")]
+    tunnels: String,
     /// Stop after this many packets.
     #[arg(short = 'c', long, value_name = "COUNT")]
     count: Option<u64>,
@@ -291,6 +295,7 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
                 tcp_only: true,
                 // Its reports use no flow record fields.
                 tcp_stats: false,
+                tunnels: args.tunnels == "inner",
                 metrics: metrics.as_ref().map(Metrics::board),
                 ..FlowsConfig::default()
             };

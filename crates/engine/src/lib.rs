@@ -84,6 +84,10 @@ pub struct FlowsConfig {
     /// Where the run publishes its counters for another thread to read while it runs (the
     /// `--metrics` endpoint); `None` publishes nothing.
     pub metrics: Option<Board>,
+    /// Flows of packets inside tunnels (IP in IP, GRE, VXLAN, GTP-U, CAPWAP) are the inner
+    /// packets' flows, marked with the tunnel ([`PacketMeta::decapsulate`]); else the outer
+    /// packets' flows.
+    pub tunnels: bool,
 }
 
 impl Default for FlowsConfig {
@@ -101,6 +105,7 @@ impl Default for FlowsConfig {
             tcp_only: false,
             tcp_stats: true,
             metrics: None,
+            tunnels: true,
         }
     }
 }
@@ -109,6 +114,14 @@ impl FlowsConfig {
     /// The reading loop's limits.
     pub fn limits(&self) -> Limits {
         Limits { count: self.count, seconds: self.seconds, batch: self.batch }
+    }
+
+    /// The parser this configuration asks for.
+    pub(crate) fn parser(&self) -> Parser {
+        Parser::new(self.rtt.is_some() || self.tcp_stats, &self.local)
+            .with_payloads(self.dpi.is_some())
+            .tcp_only(self.tcp_only)
+            .tunnels(self.tunnels)
     }
 }
 

@@ -133,6 +133,7 @@ pub struct Parser {
     rtt: bool,
     payloads: bool,
     tcp_only: bool,
+    tunnels: bool,
     local: Vec<(u8, [u8; 16])>,
     now: u64,
 }
@@ -152,12 +153,19 @@ impl Parser {
                 IpAddr::V6(v) => (6, v.octets()),
             })
             .collect();
-        Self { rtt, payloads: false, tcp_only: false, local, now: 0 }
+        Self { rtt, payloads: false, tcp_only: false, tunnels: false, local, now: 0 }
     }
 
     /// Keeps TCP packets only; other IP packets are counted in [`Summary::not_tcp`].
     pub fn tcp_only(mut self, on: bool) -> Self {
         self.tcp_only = on;
+        self
+    }
+
+    /// Keys and describes packets inside tunnels by the inner packet
+    /// ([`PacketMeta::decapsulate`]).
+    pub fn tunnels(mut self, on: bool) -> Self {
+        self.tunnels = on;
         self
     }
 
@@ -197,7 +205,10 @@ impl Parser {
         unkeyed: bool,
     ) -> Option<Packet> {
         self.now = frame.ts.0;
-        let meta = PacketMeta::parse(frame.link, frame.data);
+        let mut meta = PacketMeta::parse(frame.link, frame.data);
+        if self.tunnels {
+            meta.decapsulate(frame.data);
+        }
         self.packet(frame, &meta, index, pos, s, keep, unkeyed)
     }
 

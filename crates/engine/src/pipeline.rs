@@ -225,9 +225,7 @@ impl Pipeline {
     /// A pipeline with the table, RTT matching and identification `cfg` asks for.
     pub fn new(cfg: &FlowsConfig) -> Self {
         Self {
-            parser: Parser::new(cfg.rtt.is_some() || cfg.tcp_stats, &cfg.local)
-                .with_payloads(cfg.dpi.is_some())
-                .tcp_only(cfg.tcp_only),
+            parser: cfg.parser(),
             table: FlowTable::new(cfg.table),
             policy: None,
             stateful: None,

@@ -439,9 +439,7 @@ pub(crate) fn run(
     // Each worker's pipeline: its share of the global limits; the local-address marks are
     // made by whoever parses.
     let worker_cfg = FlowsConfig { table, rtt, local: Vec::new(), ..cfg.clone() };
-    let mut parser = Parser::new(cfg.rtt.is_some() || cfg.tcp_stats, &cfg.local)
-        .with_payloads(cfg.dpi.is_some())
-        .tcp_only(cfg.tcp_only);
+    let mut parser = cfg.parser();
     let bytes = capture.shared();
     // Worker-to-worker rings: pairs[j][k] carries packets parsed by j for k.
     let mut to: Vec<Vec<Option<rtrb::Producer<Vec<Packet>>>>> =
@@ -473,9 +471,7 @@ pub(crate) fn run(
                     pipeline: Pipeline::new(&worker_cfg),
                     me,
                     shard: shard.clone(),
-                    parser: Parser::new(cfg.rtt.is_some() || cfg.tcp_stats, &cfg.local)
-                        .with_payloads(cfg.dpi.is_some())
-                        .tcp_only(cfg.tcp_only),
+                    parser: cfg.parser(),
                     bytes: bytes.clone(),
                     s: Summary::default(),
                     to,

@@ -31,6 +31,7 @@
 //! | `uid` | JSON: the flow's id ([`uid`]), `C` and 11 base-62 digits |
 //! | `conn_state`, `history` | JSON: Zeek's connection state and history ([`rampart_tcpstate`]) |
 //! | `retrans_fwd`, `out_of_order_fwd`, `lost_fwd`, `zero_window_fwd`, and `_rev` | JSON, TCP: the health counters of each direction's segments |
+//! | `tunnel` | JSON: the tunnel the flow's packets came out of (`ip-in-ip`, `gre`, `vxlan`, `gtp-u`, `capwap`); the addresses and ports are the inner packets' |
 //!
 //! [`Schema::Rampart`] in CSV is the column list CSV has always had (scripts read its columns
 //! by position); JSON, whose readers take fields by name, adds the [`JSON_ONLY`] fields.
@@ -132,6 +133,7 @@ pub const JSON_ONLY: &[&str] = &[
     "lost_rev",
     "zero_window_fwd",
     "zero_window_rev",
+    "tunnel",
 ];
 
 /// What a record's fields are computed from, worked out once per record.
@@ -312,6 +314,7 @@ const RAMPART: &[Field] = &[
     ("lost_rev", |v| v.counter(1, |c| c.lost)),
     ("zero_window_fwd", |v| v.counter(0, |c| c.zero_window)),
     ("zero_window_rev", |v| v.counter(1, |c| c.zero_window)),
+    ("tunnel", tunnel),
 ];
 
 /// Every field of a v2 record, in output order (JSON and CSV alike).
@@ -365,7 +368,16 @@ const V2: &[Field] = &[
     ("assured", assured),
     ("verdict", verdict),
     ("rule", rule),
+    ("tunnel", tunnel),
 ];
+
+/// The tunnel the flow's packets came out of, when they did.
+fn tunnel<'a>(v: &View<'a>) -> Value<'a> {
+    match rampart_wire::Tunnel::from_code(v.r.flow.key.tunnel) {
+        Some(rampart_wire::Tunnel::None) | None => Value::Absent,
+        Some(t) => Value::Name(t.name()),
+    }
+}
 
 fn icmp_id<'a>(v: &View<'a>) -> Value<'a> {
     match v.r.flow.key.kind() {
@@ -866,7 +878,7 @@ mod tests {
         orig_zero_window,resp_retrans,resp_out_of_order,resp_lost,resp_zero_window,end_reason,\
         rtt_orig_samples,rtt_orig_min_us,rtt_orig_median_us,rtt_orig_max_us,rtt_resp_samples,\
         rtt_resp_min_us,rtt_resp_median_us,rtt_resp_max_us,app,app_by,sni,alpn,http_host,\
-        user_agent,dns_query,ssh_banner,ct_state,tcp_state,assured,verdict,rule";
+        user_agent,dns_query,ssh_banner,ct_state,tcp_state,assured,verdict,rule,tunnel";
 
     /// The connection fields in both schemas: Zeek's state and history, the counters per
     /// direction, RTT in whole microseconds in v2.

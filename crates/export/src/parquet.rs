@@ -155,6 +155,7 @@ const COLUMNS: &[(&str, Kind, bool)] = &[
     ("lost_rev", Kind::Int64, true),
     ("zero_window_fwd", Kind::Int64, true),
     ("zero_window_rev", Kind::Int64, true),
+    ("tunnel", Kind::Text, true),
     // Schema::V2's other names.
     ("ts", Kind::Timestamp, false),
     ("ts_end", Kind::Timestamp, false),

@@ -65,8 +65,9 @@ pub struct FlowKey {
     pub family: u8,
     /// What the ports mean, as a [`KeyKind`] value.
     pub kind: u8,
-    /// Always zero.
-    pub pad: u8,
+    /// The tunnel the packets came out of ([`rampart_wire::Tunnel::code`]; 0 outside any):
+    /// the same addresses and ports inside a tunnel and outside are two flows.
+    pub tunnel: u8,
 }
 
 const _: () = assert!(std::mem::size_of::<FlowKey>() == 40);
@@ -90,7 +91,7 @@ impl PartialEq for FlowKey {
                 | u64::from(k.proto) << 32
                 | u64::from(k.family) << 40
                 | u64::from(k.kind) << 48
-                | u64::from(k.pad) << 56
+                | u64::from(k.tunnel) << 56
         };
         (u128::from_ne_bytes(self.addr_a) ^ u128::from_ne_bytes(o.addr_a))
             | (u128::from_ne_bytes(self.addr_b) ^ u128::from_ne_bytes(o.addr_b))
@@ -120,7 +121,9 @@ impl FlowKey {
         } else {
             (KeyKind::Pair, 0, 0)
         };
-        Some(Self::new(meta.src, sp, meta.dst, dp, meta.proto, family, kind))
+        let (mut key, side) = Self::new(meta.src, sp, meta.dst, dp, meta.proto, family, kind);
+        key.tunnel = meta.tunnel.code();
+        Some((key, side))
     }
 
     /// A key from one packet's source and destination, put in canonical order.
@@ -149,7 +152,7 @@ impl FlowKey {
             proto,
             family,
             kind: kind as u8,
-            pad: 0,
+            tunnel: 0,
         };
         (key, side)
     }
@@ -173,7 +176,8 @@ impl FlowKey {
             | u64::from(self.port_b) << 16
             | u64::from(self.proto) << 32
             | u64::from(self.family) << 40
-            | u64::from(self.kind) << 48;
+            | u64::from(self.kind) << 48
+            | u64::from(self.tunnel) << 56;
         [w(&self.addr_a, 0), w(&self.addr_a, 8), w(&self.addr_b, 0), w(&self.addr_b, 8), tail]
     }
 

@@ -40,18 +40,24 @@ pub mod udp;
 
 pub use check::{Checksum, Checksums};
 pub use link::LinkType;
-pub use meta::{Family, Layer, Malformed, PacketMeta, Status, TcpMeta};
+pub use meta::{Family, Layer, Malformed, PacketMeta, Status, TcpMeta, Tunnel};
 
 /// IP protocol numbers this crate gives names to.
 pub mod proto {
     /// ICMP for IPv4.
     pub const ICMP: u8 = 1;
+    /// IPv4 encapsulated in IP.
+    pub const IPIP: u8 = 4;
     /// TCP.
     pub const TCP: u8 = 6;
     /// UDP.
     pub const UDP: u8 = 17;
     /// DCCP (ports at the same place as UDP).
     pub const DCCP: u8 = 33;
+    /// IPv6 encapsulated in IP.
+    pub const IPV6: u8 = 41;
+    /// Generic Routing Encapsulation.
+    pub const GRE: u8 = 47;
     /// ICMPv6.
     pub const ICMPV6: u8 = 58;
     /// SCTP (ports at the same place as UDP).

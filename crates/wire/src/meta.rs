@@ -310,6 +310,9 @@ pub struct PacketMeta {
     /// The UDP header's length field (for UDP-Lite, its checksum coverage) when the UDP header
     /// was read, else 0.
     pub udp_len: u16,
+    /// The tunnel the packet came out of, when [`PacketMeta::decapsulate`] found one: the other
+    /// fields then describe the inner packet.
+    pub tunnel: Tunnel,
     flags: u8,
 }
 
@@ -723,6 +726,9 @@ fn addr(family: Family, a: &[u8; 16]) -> Option<std::net::IpAddr> {
         Family::V6 => Some(std::net::Ipv6Addr::from(*a).into()),
     }
 }
+
+mod tunnel;
+pub use tunnel::Tunnel;
 
 #[cfg(test)]
 mod tests;

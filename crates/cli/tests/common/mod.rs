@@ -95,7 +95,8 @@ pub fn group_json(stdout: &[u8]) -> BTreeMap<ConvKey, Counts> {
 
 /// Compares rampart's flows of `capture` with a tshark fixture; returns the differences.
 pub fn diff_against_fixture(capture: &Path, fixture: &Path) -> Vec<String> {
-    let out = rampart(&["flows", "-q", "-r", capture.to_str().unwrap()]);
+    // tshark's conversations are the outer packets'.
+    let out = rampart(&["flows", "-q", "--tunnels", "outer", "-r", capture.to_str().unwrap()]);
     assert!(
         out.status.success(),
         "{}: {}",
