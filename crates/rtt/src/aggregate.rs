@@ -245,6 +245,8 @@ pub struct IntervalRow<'a> {
     pub count: u64,
     /// Smallest RTT (ns, exact).
     pub min: u64,
+    /// Sum of the RTTs (ns).
+    pub sum: u128,
     /// Mean RTT (ns, exact but for the division).
     pub mean: f64,
     /// Median (nearest rank ⌈n/2⌉) from the bins (ns, within [`RELATIVE_ERROR`]).
@@ -438,6 +440,7 @@ impl Aggregator {
                 prefix: row.prefix,
                 count: row.count,
                 min: row.min,
+                sum: row.sum,
                 mean: row.sum as f64 / row.count as f64,
                 median: quantile(bins, row.count, 50, row.min, row.max),
                 p95: quantile(bins, row.count, 95, row.min, row.max),
