@@ -281,3 +281,71 @@ fn prometheus_scrapes_counts_and_rtt_quantiles_that_match_the_run() {
         rtts[n / 2]
     );
 }
+
+/// A sample line's value on a page (`name{labels} value`), if the series is there.
+fn series(page: &str, name_and_labels: &str) -> Option<f64> {
+    page.lines().find_map(|l| l.strip_prefix(name_and_labels)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[test]
+fn per_prefix_rtt_histograms_pass_promtool_and_count_the_samples() {
+    let test = "per_prefix_rtt_histograms_pass_promtool_and_count_the_samples";
+    let Some(promtool) = rampart_testkit::tool(test, "promtool") else { return };
+    let s = sample();
+    let s = s.to_str().unwrap();
+    // The samples of a plain run, by the /24 or /48 of their `src`.
+    let out = Command::new(env!("CARGO_BIN_EXE_rampart"))
+        .args(["rtt", "-q", "--format", "json", "-r", s])
+        .output()
+        .unwrap();
+    let mut want: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        let src = v["src"].as_str().unwrap();
+        let p = if src.contains(':') { "fd77::/48".to_string() } else { "10.77.0.0/24".into() };
+        want.entry(p).or_default().push(v["rtt"].as_f64().unwrap());
+    }
+    assert_eq!(want.len(), 2, "{want:?}");
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut r = Daemon(
+        Command::new(env!("CARGO_BIN_EXE_rampart"))
+            .args(["rtt", "-q", "-r", s, "--aggregate", "--interval", "1"])
+            .args(["--metrics", &addr, "--metrics-linger", "20"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut page = String::new();
+    wait_for("the final page", 20, || match http(port, "/metrics", None) {
+        Some((200, body)) if body.contains("rampart_run_ended 1\n") => {
+            page = body;
+            true
+        }
+        _ => false,
+    });
+    let _ = r.stop();
+    let mut check =
+        Command::new(promtool).args(["check", "metrics"]).stdin(Stdio::piped()).spawn().unwrap();
+    check.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
+    assert!(check.wait().unwrap().success(), "promtool check metrics failed on:\n{page}");
+    for (prefix, rtts) in &want {
+        let name = |suffix: &str, le: Option<&str>| match le {
+            Some(le) => {
+                format!("rampart_prefix_rtt_seconds{suffix}{{prefix=\"{prefix}\",le=\"{le}\"}}")
+            }
+            None => format!("rampart_prefix_rtt_seconds{suffix}{{prefix=\"{prefix}\"}}"),
+        };
+        let count = series(&page, &name("_count", None));
+        assert_eq!(count, Some(rtts.len() as f64), "{prefix}:\n{page}");
+        for le in rampart_export::prometheus::RTT_BUCKETS {
+            let below = rtts.iter().filter(|v| **v <= le).count() as f64;
+            let got = series(&page, &name("_bucket", Some(&le.to_string())));
+            assert_eq!(got, Some(below), "{prefix} le {le}");
+        }
+        let sum: f64 = rtts.iter().sum();
+        let got = series(&page, &name("_sum", None)).unwrap();
+        assert!((got - sum).abs() < 1e-6, "{prefix}: sum {got} vs {sum}");
+    }
+    assert!(!page.contains("prefix=\"other\""), "{page}");
+}
