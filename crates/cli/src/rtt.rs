@@ -329,6 +329,17 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
         )
         .exit();
     }
+    if args.aggregate.is_some()
+        && (args.machine || matches!(args.format, Some(FormatArg::Text | FormatArg::Machine)))
+    {
+        return Fail(
+            "--aggregate writes JSON lines (one per prefix and interval); --format text and \
+             machine (-m) print samples"
+                .into(),
+            2,
+        )
+        .exit();
+    }
     let mut exporter = match ipfix::open(&args.ipfix) {
         Ok(x) => x,
         Err(e) => return e.exit(),
@@ -341,17 +352,6 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
     let live = capture.is_live();
     let mut watch = input::Watch::new(&capture);
     let filter = filter.as_mut();
-    if args.aggregate.is_some()
-        && (args.machine || matches!(args.format, Some(FormatArg::Text | FormatArg::Machine)))
-    {
-        return Fail(
-            "--aggregate writes JSON lines (one per prefix and interval); --format text and \
-             machine (-m) print samples"
-                .into(),
-            2,
-        )
-        .exit();
-    }
     let mut agg = match args.aggregate {
         Some((v4_len, v6_len)) => {
             let cfg = AggConfig {
