@@ -540,3 +540,53 @@ fn aggregate_options_are_checked() {
         assert!(out.stdout.is_empty() && !err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+/// Ctrl-C while packets are still arriving: the open interval's rows are written, so the
+/// rows count every sample the summary reports.
+#[test]
+fn ctrl_c_writes_the_open_interval() {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    use std::time::Duration;
+    let bytes = std::fs::read(sample()).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rampart"))
+        .args(["rtt", "-r", "-", "--aggregate", "--interval", "60"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let mut stdin = child.stdin.take().unwrap();
+    // The header and the first records, then a trickle through a pipe kept open.
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&bytes[..60_000]);
+        for chunk in bytes[60_000..].chunks(200) {
+            std::thread::sleep(Duration::from_millis(20));
+            if stdin.write_all(chunk).is_err() {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_secs(30));
+    });
+    std::thread::sleep(Duration::from_millis(700));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    drop(feeder);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    let samples: u64 = err
+        .split(" RTT samples")
+        .next()
+        .and_then(|h| h.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{err}"));
+    let counted: u64 = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["count"].as_u64().unwrap())
+        .sum();
+    assert!(samples > 0 && samples < 531, "{err}");
+    assert_eq!(counted, samples, "{err}");
+    assert!(err.contains(" over 1 interval of 60 s (/24 and /48 by src)"), "{err}");
+}
