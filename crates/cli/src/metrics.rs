@@ -15,12 +15,12 @@
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use rampart_capture::{Capture, LiveMonitor};
 use rampart_engine::{Board, Event, Sink};
-use rampart_export::prometheus::{self, FirewallCounts, FlowCounts, LiveCounts, Page};
+use rampart_export::prometheus::{self, FirewallCounts, FlowCounts, LiveCounts, Page, PrefixRtt};
 
 use crate::input::Fail;
 
@@ -53,6 +53,8 @@ struct Shared {
     /// `rampart firewall`'s counters, as last published.
     firewall: Mutex<Option<FirewallCounts>>,
     ended: AtomicBool,
+    /// Per-prefix RTT histograms (`rtt --aggregate`), updated as each interval closes.
+    prefix_rtt: OnceLock<Arc<Mutex<PrefixRtt>>>,
 }
 
 impl Shared {
@@ -69,13 +71,19 @@ impl Shared {
                 freezes: s.freezes,
             }
         });
-        prometheus::render(&Page {
+        let mut page = prometheus::render(&Page {
             summary: &summary,
             flows: &flows,
             live,
             firewall: firewall.as_ref(),
             ended: self.ended.load(Ordering::Acquire),
-        })
+        });
+        if let Some(p) = self.prefix_rtt.get() {
+            let mut e = prometheus::Exposition::new();
+            lock(p).render(&mut e);
+            page.push_str(&e.finish());
+        }
+        page
     }
 }
 
@@ -107,6 +115,7 @@ impl Metrics {
             live: capture.and_then(Capture::live_monitor),
             firewall: Mutex::default(),
             ended: AtomicBool::new(false),
+            prefix_rtt: OnceLock::new(),
         });
         let serving = Arc::clone(&shared);
         std::thread::Builder::new()
@@ -119,6 +128,12 @@ impl Metrics {
     /// The board the run publishes its counters on.
     pub(crate) fn board(&self) -> Board {
         self.shared.board.clone()
+    }
+
+    /// The per-prefix RTT histograms the page shows (`rtt --aggregate`), at most `max`
+    /// prefixes with series of their own; made on the first call.
+    pub(crate) fn prefix_rtt(&self, max: usize) -> Arc<Mutex<PrefixRtt>> {
+        Arc::clone(self.shared.prefix_rtt.get_or_init(|| Arc::new(Mutex::new(PrefixRtt::new(max)))))
     }
 
     /// A counter of records and samples for the run's sink.

@@ -2,13 +2,17 @@
 
 use std::io::{self, Write};
 use std::process::ExitCode;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
 use clap::ValueEnum;
 use rampart_engine::{CompatEvent, Event, FlowsConfig, Outcome, Sink, run, run_pping};
+use rampart_export::prometheus::{PrefixRtt, rtt_bucket_bounds_ns};
 use rampart_export::rtt::{RttFormat, RttWriter};
-use rampart_flow::TableConfig;
+use rampart_flow::{Side, TableConfig};
+use rampart_rtt::aggregate::{AggConfig, AggStats, Aggregator};
 use rampart_rtt::compat::CompatCounters;
-use rampart_rtt::{CompatConfig, Mode, RttConfig};
+use rampart_rtt::{CompatConfig, Mode, RttConfig, Sample};
 
 use crate::input::{self, Fail, LiveArgs, Source};
 use crate::ipfix::{self, IpfixArgs};
@@ -42,6 +46,24 @@ pub(crate) enum FormatArg {
     Machine,
     /// One JSON object per line.
     Json,
+}
+
+/// Which address of a sample `--aggregate` keys by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ByArg {
+    /// The sample's `src`: the end the RTT runs to from the capture point (ePPing's default).
+    Src,
+    /// The sample's `dst`: the other end (ePPing's `--aggregate-reverse`).
+    Dst,
+}
+
+impl ByArg {
+    fn name(self) -> &'static str {
+        match self {
+            ByArg::Src => "src",
+            ByArg::Dst => "dst",
+        }
+    }
 }
 
 /// Arguments of `rampart rtt`.
@@ -105,6 +127,26 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = 1, conflicts_with = "compat",
           value_parser = clap::value_parser!(u16).range(1..=256))]
     workers: u16,
+    /// Aggregate samples per subnet instead of printing them: every --interval seconds of
+    /// capture time, one JSON line per prefix (IPv4 addresses cut to /V4LEN, IPv6 to /V6LEN)
+    /// that had samples, with count, min, mean, median, 95th percentile, max and a histogram.
+    /// Without a value: 24,48.
+    #[arg(long, value_name = "V4LEN,V6LEN", num_args = 0..=1, default_missing_value = "24,48",
+          value_parser = parse_lens, conflicts_with_all = ["compat", "summary"])]
+    aggregate: Option<(u8, u8)>,
+    /// Length of the --aggregate intervals in seconds of capture time (boundaries at
+    /// multiples of it since the epoch) [default: 10].
+    #[arg(long, value_name = "SECONDS", requires = "aggregate", value_parser = parse_interval)]
+    interval: Option<u64>,
+    /// Most prefixes with a row of their own per interval; samples of further prefixes add up
+    /// in one `other` row [default: 65536].
+    #[arg(long, value_name = "N", requires = "aggregate",
+          value_parser = clap::value_parser!(u32).range(1..=16_777_216))]
+    aggregate_max: Option<u32>,
+    /// Which address of each sample --aggregate keys by: src (the end the RTT runs to) or dst
+    /// [default: src].
+    #[arg(long, value_enum, value_name = "SIDE", requires = "aggregate")]
+    aggregate_by: Option<ByArg>,
     #[command(flatten)]
     live: LiveArgs,
     #[command(flatten)]
@@ -117,6 +159,83 @@ fn non_negative(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && (0.0..1e9).contains(&v) => Ok(v),
         _ => Err(format!("'{s}' is not a number of seconds")),
+    }
+}
+
+/// `--aggregate V4LEN,V6LEN`: two prefix lengths (IPv4 0 to 32, IPv6 0 to 128).
+fn parse_lens(s: &str) -> Result<(u8, u8), String> {
+    let Some((a, b)) = s.split_once(',') else {
+        return Err(format!("'{s}' is not V4LEN,V6LEN (two prefix lengths, such as 24,48)"));
+    };
+    let v4 = match a.trim().parse::<u8>() {
+        Ok(v) if v <= 32 => v,
+        _ => return Err(format!("'{a}' is not an IPv4 prefix length (0 to 32)")),
+    };
+    let v6 = match b.trim().parse::<u8>() {
+        Ok(v) if v <= 128 => v,
+        _ => return Err(format!("'{b}' is not an IPv6 prefix length (0 to 128)")),
+    };
+    Ok((v4, v6))
+}
+
+/// `--interval SECONDS`: 1 ms to a year, kept to the microsecond (as nanoseconds).
+fn parse_interval(s: &str) -> Result<u64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.001..=31_536_000.0).contains(&v) => {
+            Ok((v * 1e6).round() as u64 * 1000)
+        }
+        _ => Err(format!("'{s}' is not an interval in seconds (0.001 to 31536000)")),
+    }
+}
+
+/// How long after an interval's end, by the clock, a live capture closes it (the ring hands
+/// packets over within a block timeout; a later sample counts as late).
+const LIVE_GRACE: Duration = Duration::from_secs(1);
+
+/// `--aggregate`: the aggregator, which address it keys by, the metrics' per-prefix
+/// histograms it feeds when intervals close.
+struct Agg {
+    a: Aggregator,
+    by: ByArg,
+    prom: Option<Arc<Mutex<PrefixRtt>>>,
+    live: bool,
+}
+
+impl Agg {
+    #[inline]
+    fn sample<W: Write>(&mut self, w: &mut RttWriter<W>, s: &Sample) -> io::Result<()> {
+        if self.a.due(s.ts) {
+            self.close(w)?;
+        }
+        // `side` sent the packet that carried the echo: the sample's `src`.
+        let addr = match (self.by, s.side) {
+            (ByArg::Src, Side::A) | (ByArg::Dst, Side::B) => &s.key.addr_a,
+            (ByArg::Src, Side::B) | (ByArg::Dst, Side::A) => &s.key.addr_b,
+        };
+        self.a.add(s.ts, s.key.family, addr, s.rtt);
+        Ok(())
+    }
+
+    /// Writes the open interval's rows (and adds them to the metrics).
+    fn close<W: Write>(&mut self, w: &mut RttWriter<W>) -> io::Result<()> {
+        let by = self.by.name();
+        let mut prom = self.prom.as_ref().map(|p| p.lock().unwrap_or_else(|e| e.into_inner()));
+        self.a.close(|r| {
+            if let Some(p) = &mut prom {
+                p.add(r);
+            }
+            w.write_interval(r, by)
+        })
+    }
+
+    /// Live: closes the open interval once the clock is past its end (and the grace).
+    fn tick<W: Write>(&mut self, w: &mut RttWriter<W>) -> io::Result<()> {
+        if !self.live || !self.a.is_open() {
+            return Ok(());
+        }
+        let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+        let now = now.saturating_sub(LIVE_GRACE).as_nanos() as u64;
+        if self.a.due(now) { self.close(w) } else { Ok(()) }
     }
 }
 
@@ -143,12 +262,27 @@ struct Samples<'a, W: Write> {
     summary: bool,
     /// Every flow record (with its RTT summary) also goes here.
     ipfix: Option<&'a mut Exporter>,
+    /// Samples are aggregated here instead of printed.
+    agg: Option<&'a mut Agg>,
+}
+
+impl<W: Write> Samples<'_, W> {
+    /// The input has ended (or the run stopped): the open interval's rows go out.
+    fn finish(&mut self) -> io::Result<()> {
+        match &mut self.agg {
+            Some(a) => a.close(&mut self.out.w),
+            None => Ok(()),
+        }
+    }
 }
 
 impl<W: Write> Sink for Samples<'_, W> {
     fn event(&mut self, e: Event<'_>) -> io::Result<()> {
         match e {
-            Event::Sample(s) => self.out.w.write_sample(s),
+            Event::Sample(s) => match &mut self.agg {
+                Some(a) => a.sample(&mut self.out.w, s),
+                None => self.out.w.write_sample(s),
+            },
             Event::Flow(r) => {
                 match &r.rtt {
                     Some(rtt) if self.summary && rtt.dirs.iter().any(|d| d.count > 0) => {
@@ -169,6 +303,9 @@ impl<W: Write> Sink for Samples<'_, W> {
             && let Some(x) = &mut self.ipfix
         {
             ipfix::flush(x)?;
+        }
+        if let Some(a) = &mut self.agg {
+            a.tick(&mut self.out.w)?;
         }
         self.out.tick()
     }
@@ -196,6 +333,17 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
         )
         .exit();
     }
+    if args.aggregate.is_some()
+        && (args.machine || matches!(args.format, Some(FormatArg::Text | FormatArg::Machine)))
+    {
+        return Fail(
+            "--aggregate writes JSON lines (one per prefix and interval); --format text and \
+             machine (-m) print samples"
+                .into(),
+            2,
+        )
+        .exit();
+    }
     let mut exporter = match ipfix::open(&args.ipfix) {
         Ok(x) => x,
         Err(e) => return e.exit(),
@@ -208,7 +356,26 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
     let live = capture.is_live();
     let mut watch = input::Watch::new(&capture);
     let filter = filter.as_mut();
+    let mut agg = match args.aggregate {
+        Some((v4_len, v6_len)) => {
+            let cfg = AggConfig {
+                v4_len,
+                v6_len,
+                interval_ns: args.interval.unwrap_or(10_000_000_000),
+                max_prefixes: args.aggregate_max.map_or(65_536, |n| n as usize),
+                coarse: if metrics.is_some() { rtt_bucket_bounds_ns() } else { Vec::new() },
+            };
+            let a = match Aggregator::new(cfg) {
+                Ok(a) => a,
+                Err(e) => return Fail(format!("--aggregate: {e}"), 2).exit(),
+            };
+            let prom = metrics.as_ref().map(|m| m.prefix_rtt(a.config().max_prefixes));
+            Some(Agg { a, by: args.aggregate_by.unwrap_or(ByArg::Src), prom, live })
+        }
+        None => None,
+    };
     let format = match (args.machine, args.format) {
+        _ if agg.is_some() => RttFormat::Json,
         (true, _) => RttFormat::Machine,
         (false, Some(FormatArg::Machine)) => RttFormat::Machine,
         (false, Some(FormatArg::Json)) => RttFormat::Json,
@@ -299,13 +466,18 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
                 metrics: metrics.as_ref().map(Metrics::board),
                 ..FlowsConfig::default()
             };
-            let mut samples =
-                Samples { out: &mut out, summary: args.summary, ipfix: exporter.as_mut() };
+            let mut samples = Samples {
+                out: &mut out,
+                summary: args.summary,
+                ipfix: exporter.as_mut(),
+                agg: agg.as_mut(),
+            };
             let mut sink =
                 Metered { inner: &mut samples, meter: meter.take(), samples: !args.summary };
             let r = run(&mut capture, &cfg, filter, &stop, &mut sink, &mut |_| watch.tick());
             meter = sink.meter;
-            r
+            // The last interval is written whatever ended the run, unless the output failed.
+            r.and_then(|o| samples.finish().map(|()| o))
         }
     };
     let flushed = out.w.flush();
@@ -321,6 +493,9 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
         && args.compat.is_none()
     {
         print_summary(capture.name(), o, live);
+        if let Some(a) = &agg {
+            print_aggregated(&a.a.stats(), a.a.config(), a.by);
+        }
     }
     // The collector gets what is waiting whatever ended the run, unless it failed itself.
     let sent = ipfix::end(exporter.as_mut(), failure, args.quiet);
@@ -425,9 +600,52 @@ fn print_summary(name: &str, o: &Outcome, live: bool) {
     }
 }
 
+/// The summary's line about `--aggregate`: rows, intervals, and what did not fit.
+fn print_aggregated(st: &AggStats, cfg: &AggConfig, by: ByArg) {
+    let mut line = format!(
+        "  aggregated: {} over {} of {} s (/{} and /{} by {})",
+        input::count(st.rows, "row"),
+        input::count(st.intervals, "interval"),
+        cfg.interval_ns as f64 / 1e9,
+        cfg.v4_len,
+        cfg.v6_len,
+        by.name()
+    );
+    if st.other > 0 {
+        line.push_str(&format!(
+            "; {} of prefixes beyond --aggregate-max {} counted in 'other' rows ({})",
+            input::count(st.other, "sample"),
+            cfg.max_prefixes,
+            input::count(st.overflowed, "interval")
+        ));
+    }
+    if st.late > 0 {
+        line.push_str(&format!(
+            "; {} earlier than the open interval counted in it",
+            input::count(st.late, "sample")
+        ));
+    }
+    let _ = writeln!(io::stderr().lock(), "{line}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn aggregate_lengths_and_intervals_are_checked() {
+        assert_eq!(parse_lens("24,48"), Ok((24, 48)));
+        assert_eq!(parse_lens("0,128"), Ok((0, 128)));
+        assert_eq!(parse_lens("32,0"), Ok((32, 0)));
+        assert!(parse_lens("33,48").unwrap_err().contains("'33' is not an IPv4 prefix length"));
+        assert!(parse_lens("24,129").unwrap_err().contains("'129' is not an IPv6 prefix length"));
+        assert!(parse_lens("24").unwrap_err().contains("V4LEN,V6LEN"));
+        assert!(parse_lens("-1,48").is_err());
+        assert_eq!(parse_interval("10"), Ok(10_000_000_000));
+        assert_eq!(parse_interval("0.25"), Ok(250_000_000));
+        assert!(parse_interval("0").is_err());
+        assert!(parse_interval("nan").is_err());
+    }
 
     #[test]
     fn g_format_like_cxx_streams() {

@@ -3,8 +3,11 @@
 //! scraping rampart every second while a capture is streamed to it through `-r -`, whose
 //! query API must answer the packet count rampart's summary reports and a
 //! `histogram_quantile(0.5, ...)` within the bucket of the true median of the samples rampart
-//! wrote. Each is skipped (one line) when the tool is not installed, and fails instead under
-//! `RAMPART_REQUIRE_TOOLS`. A port already in use is exit status 2, naming the address.
+//! wrote. With `rtt --aggregate`, the per-prefix histograms pass `promtool` with buckets equal
+//! to the samples counted by hand, and Prometheus' `histogram_quantile` per subnet lies in the
+//! bucket of that subnet's true median. Each is skipped (one line) when the tool is not
+//! installed, and fails instead under `RAMPART_REQUIRE_TOOLS`. A port already in use is exit
+//! status 2, naming the address.
 
 mod common;
 use common::Daemon;
@@ -574,4 +577,146 @@ fn rule_hits_stay_bounded_on_a_large_rule_set() {
     assert_eq!(err.lines().filter(|l| l.contains(" counter packets ")).count(), 1101);
     assert_eq!(on_page, in_summary);
     assert!(on_page > 0);
+}
+
+/// A sample line's value on a page (`name{labels} value`), if the series is there.
+fn series(page: &str, name_and_labels: &str) -> Option<f64> {
+    page.lines().find_map(|l| l.strip_prefix(name_and_labels)?.strip_prefix(' ')?.parse().ok())
+}
+
+#[test]
+fn per_prefix_rtt_histograms_pass_promtool_and_count_the_samples() {
+    let test = "per_prefix_rtt_histograms_pass_promtool_and_count_the_samples";
+    let Some(promtool) = rampart_testkit::tool(test, "promtool") else { return };
+    let s = sample();
+    let s = s.to_str().unwrap();
+    // The samples of a plain run, by the /24 or /48 of their `src`.
+    let out = Command::new(env!("CARGO_BIN_EXE_rampart"))
+        .args(["rtt", "-q", "--format", "json", "-r", s])
+        .output()
+        .unwrap();
+    let mut want: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        let src = v["src"].as_str().unwrap();
+        let p = if src.contains(':') { "fd77::/48".to_string() } else { "10.77.0.0/24".into() };
+        want.entry(p).or_default().push(v["rtt"].as_f64().unwrap());
+    }
+    assert_eq!(want.len(), 2, "{want:?}");
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut r = Daemon(
+        Command::new(env!("CARGO_BIN_EXE_rampart"))
+            .args(["rtt", "-q", "-r", s, "--aggregate", "--interval", "1"])
+            .args(["--metrics", &addr, "--metrics-linger", "20"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut page = String::new();
+    wait_for("the final page", 20, || match http(port, "/metrics", None) {
+        Some((200, body)) if body.contains("rampart_run_ended 1\n") => {
+            page = body;
+            true
+        }
+        _ => false,
+    });
+    let _ = r.stop();
+    let mut check =
+        Command::new(promtool).args(["check", "metrics"]).stdin(Stdio::piped()).spawn().unwrap();
+    check.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
+    assert!(check.wait().unwrap().success(), "promtool check metrics failed on:\n{page}");
+    for (prefix, rtts) in &want {
+        let name = |suffix: &str, le: Option<&str>| match le {
+            Some(le) => {
+                format!("rampart_prefix_rtt_seconds{suffix}{{prefix=\"{prefix}\",le=\"{le}\"}}")
+            }
+            None => format!("rampart_prefix_rtt_seconds{suffix}{{prefix=\"{prefix}\"}}"),
+        };
+        let count = series(&page, &name("_count", None));
+        assert_eq!(count, Some(rtts.len() as f64), "{prefix}:\n{page}");
+        for le in rampart_export::prometheus::RTT_BUCKETS {
+            let below = rtts.iter().filter(|v| **v <= le).count() as f64;
+            let got = series(&page, &name("_bucket", Some(&le.to_string())));
+            assert_eq!(got, Some(below), "{prefix} le {le}");
+        }
+        let sum: f64 = rtts.iter().sum();
+        let got = series(&page, &name("_sum", None)).unwrap();
+        assert!((got - sum).abs() < 1e-6, "{prefix}: sum {got} vs {sum}");
+    }
+    assert!(!page.contains("prefix=\"other\""), "{page}");
+}
+
+#[test]
+fn prometheus_answers_histogram_quantile_per_subnet() {
+    const TEST: &str = "prometheus_answers_histogram_quantile_per_subnet";
+    let Some(prometheus) = rampart_testkit::tool(TEST, "prometheus") else { return };
+    let s = sample();
+    let s = s.to_str().unwrap();
+    // The true medians per prefix, from the samples of a plain run.
+    let out = Command::new(env!("CARGO_BIN_EXE_rampart"))
+        .args(["rtt", "-q", "--format", "json", "-r", s])
+        .output()
+        .unwrap();
+    let mut rtts: std::collections::BTreeMap<&str, Vec<f64>> = Default::default();
+    for l in String::from_utf8_lossy(&out.stdout).lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        let p = if v["src"].as_str().unwrap().contains(':') { "fd77::/48" } else { "10.77.0.0/24" };
+        rtts.entry(p).or_default().push(v["rtt"].as_f64().unwrap());
+    }
+    let dir = temp();
+    let (rport, pport) = (free_port(), free_port());
+    let mut r = Daemon(
+        Command::new(env!("CARGO_BIN_EXE_rampart"))
+            .args(["rtt", "-q", "-r", s, "--aggregate", "--interval", "1"])
+            .args(["--metrics", &format!("127.0.0.1:{rport}"), "--metrics-linger", "60"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global: {{scrape_interval: 1s, evaluation_interval: 1s}}\nscrape_configs:\n  - \
+             job_name: rampart\n    static_configs: [{{targets: [\"127.0.0.1:{rport}\"]}}]\n"
+        ),
+    )
+    .unwrap();
+    let mut p = Daemon(
+        Command::new(prometheus)
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!("--storage.tsdb.path={}", dir.path().join("tsdb").display()))
+            .arg(format!("--web.listen-address=127.0.0.1:{pport}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("Prometheus to be ready", 30, || {
+        http(pport, "/-/ready", None).is_some_and(|(s, _)| s == 200)
+    });
+    wait_for("rampart's final values in Prometheus", 30, || {
+        query(pport, "rampart_run_ended").first() == Some(&1.0)
+    });
+    let bounds = rampart_export::prometheus::RTT_BUCKETS;
+    for (prefix, v) in &mut rtts {
+        v.sort_by(f64::total_cmp);
+        let sel = format!("rampart_prefix_rtt_seconds_bucket{{prefix=\"{prefix}\"}}");
+        let median = query(pport, &format!("histogram_quantile(0.5, {sel})"));
+        let count =
+            query(pport, &format!("rampart_prefix_rtt_seconds_count{{prefix=\"{prefix}\"}}"));
+        assert_eq!(count, vec![v.len() as f64], "{prefix}");
+        // Within the bucket of the true median (from the lower median's to the upper's).
+        let n = v.len();
+        let lo = bounds.iter().rev().find(|b| **b < v[(n - 1) / 2]).copied().unwrap_or(0.0);
+        let hi = bounds.iter().find(|b| **b >= v[n / 2]).copied().unwrap_or(f64::INFINITY);
+        assert!(
+            median.first().is_some_and(|m| (lo..=hi).contains(m)),
+            "{prefix}: histogram_quantile(0.5) {median:?}, the samples' median {} in ({lo}, {hi}]",
+            v[n / 2]
+        );
+    }
+    let _ = r.stop();
+    let _ = p.stop();
 }

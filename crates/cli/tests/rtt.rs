@@ -361,3 +361,232 @@ fn bad_captures_keep_what_was_printed() {
     std::fs::write(&junk, b"this is not a capture at all").unwrap();
     assert_eq!(rampart(&["rtt", "-r", junk.to_str().unwrap()]).status.code(), Some(2));
 }
+
+/// One `--aggregate` row's key: interval start (µs since the epoch) and prefix.
+type RowKey = (u64, String);
+
+/// A JSON number with at most `decimals` places (and 16 significant digits), scaled to an
+/// integer (`1.5`, 3 → 1500).
+fn scaled(v: &serde_json::Value, decimals: i32) -> u64 {
+    (v.as_f64().unwrap_or_else(|| panic!("{v} is not a number")) * 10f64.powi(decimals)).round()
+        as u64
+}
+
+/// The prefix of `addr` as the aggregation names it.
+fn prefix(addr: &str, v4: u32, v6: u32) -> String {
+    match addr.parse::<std::net::IpAddr>().unwrap() {
+        std::net::IpAddr::V4(a) => {
+            let m = if v4 == 0 { 0 } else { u32::MAX << (32 - v4) };
+            format!("{}/{v4}", std::net::Ipv4Addr::from(u32::from(a) & m))
+        }
+        std::net::IpAddr::V6(a) => {
+            let m = if v6 == 0 { 0 } else { u128::MAX << (128 - v6) };
+            format!("{}/{v6}", std::net::Ipv6Addr::from(u128::from(a) & m))
+        }
+    }
+}
+
+/// Per-sample JSON grouped as `--aggregate` groups it: RTTs (ns, sorted) per interval of
+/// `secs` and prefix of `side` (`src` or `dst`).
+fn group_samples(
+    json: &str,
+    secs: u64,
+    side: &str,
+    v4: u32,
+    v6: u32,
+) -> BTreeMap<RowKey, Vec<u64>> {
+    let mut m: BTreeMap<RowKey, Vec<u64>> = BTreeMap::new();
+    for l in json.lines() {
+        let v: serde_json::Value = serde_json::from_str(l).unwrap();
+        let t = scaled(&v["time"], 6);
+        let start = t - t % (secs * 1_000_000);
+        let p = prefix(v[side].as_str().unwrap(), v4, v6);
+        m.entry((start, p)).or_default().push(scaled(&v["rtt"], 9));
+    }
+    m.values_mut().for_each(|v| v.sort_unstable());
+    m
+}
+
+/// Checks `--aggregate` rows against the samples of the same run: the same (interval,
+/// prefix) rows, equal counts, min, max and mean, median and 95th percentile (nearest rank)
+/// within 1/128 of the samples', bins that add up to the count.
+fn check_rows(rows: &str, want: &BTreeMap<RowKey, Vec<u64>>, secs: u64, side: &str) {
+    let mut seen = BTreeMap::new();
+    for l in rows.lines() {
+        let r: serde_json::Value = serde_json::from_str(l).unwrap();
+        let start = scaled(&r["start"], 6);
+        assert_eq!(scaled(&r["end"], 6), start + secs * 1_000_000, "{l}");
+        assert_eq!(start % (secs * 1_000_000), 0, "{l}");
+        assert_eq!(r["by"], side, "{l}");
+        let key = (start, r["prefix"].as_str().unwrap().to_string());
+        let v = want.get(&key).unwrap_or_else(|| panic!("no samples for {key:?}: {l}"));
+        let n = v.len() as u64;
+        assert_eq!(r["count"].as_u64(), Some(n), "{l}");
+        let ms = |k: &str| scaled(&r[k], 6);
+        assert_eq!(ms("min_ms"), v[0], "{l}");
+        assert_eq!(ms("max_ms"), v[v.len() - 1], "{l}");
+        let mean = v.iter().sum::<u64>() as f64 / n as f64;
+        assert!((ms("mean_ms") as f64 - mean).abs() <= 0.5, "{l}: mean {mean}");
+        for (k, pct) in [("median_ms", 50), ("p95_ms", 95)] {
+            let truth = v[(n * pct).div_ceil(100).max(1) as usize - 1];
+            let est = ms(k);
+            assert!(
+                (est as f64 - truth as f64).abs() <= truth as f64 / 128.0,
+                "{k} {est} vs the samples' {truth}: {l}"
+            );
+        }
+        let bins = r["bins_ns"].as_array().unwrap();
+        assert_eq!(bins.iter().map(|b| b[2].as_u64().unwrap()).sum::<u64>(), n, "{l}");
+        for b in bins {
+            let (lo, hi) = (b[0].as_u64().unwrap(), b[1].as_u64().unwrap());
+            assert!(lo < hi && (hi - lo == 1 || (hi - lo) * 64 <= lo), "{l}");
+        }
+        assert!(seen.insert(key, ()).is_none(), "a row twice: {l}");
+    }
+    let missing: Vec<_> = want.keys().filter(|k| !seen.contains_key(*k)).collect();
+    assert!(missing.is_empty(), "prefixes with samples but no row: {missing:?}");
+}
+
+/// `--aggregate` over `file`, checked against the same run's per-sample JSON, with one
+/// worker and with three (the same bytes), by `src` and by `dst`.
+fn aggregate_matches_samples(file: &str, secs: u64, min_rows: usize) {
+    let samples = stdout(&["rtt", "--format", "json", "-q", "-r", file]);
+    assert!(!samples.is_empty());
+    let interval = secs.to_string();
+    for (side, lens, (v4, v6)) in [("src", "24,48", (24, 48)), ("dst", "32,128", (32, 128))] {
+        let args = ["rtt", "-q", "-r", file, "--aggregate", lens, "--interval", &interval];
+        let by = ["--aggregate-by", side];
+        let rows = stdout(&[&args[..], &by].concat());
+        let want = group_samples(&samples, secs, side, v4, v6);
+        assert!(want.len() >= min_rows, "{file}: {} rows", want.len());
+        check_rows(&rows, &want, secs, side);
+        let workers = stdout(&[&args[..], &by, &["--workers", "3"]].concat());
+        assert_eq!(rows, workers, "--workers 3 differs from one worker");
+    }
+    // /0 puts every family's samples in one row per interval.
+    let rows = stdout(&["rtt", "-q", "-r", file, "--aggregate", "0,0", "--interval", &interval]);
+    check_rows(&rows, &group_samples(&samples, secs, "src", 0, 0), secs, "src");
+}
+
+#[test]
+fn aggregate_rows_agree_with_the_samples_of_the_same_run() {
+    aggregate_matches_samples(&sample(), 1, 10);
+    // One interval holds the whole capture by default (10 s, 5.3 s of packets).
+    let rows = stdout(&["rtt", "-q", "-r", &sample(), "--aggregate"]);
+    let prefixes: Vec<String> = rows
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["prefix"].to_string())
+        .collect();
+    assert_eq!(prefixes, ["\"10.77.0.0/24\"", "\"fd77::/48\""]);
+}
+
+#[test]
+fn aggregate_rows_agree_with_the_samples_on_the_shared_captures() {
+    let test = "aggregate_rows_agree_with_the_samples_on_the_shared_captures";
+    let Some(data) = shared_data(test) else { return };
+    let mut checked = 0;
+    for name in ["rtt20-small.pcap", "rtt-mixed.pcap"] {
+        let path = data.join("pcaps/rtt").join(name);
+        if path.exists() {
+            aggregate_matches_samples(&path.display().to_string(), 2, 2);
+            checked += 1;
+        }
+    }
+    assert!(checked > 0, "no RTT capture in {}", data.join("pcaps/rtt").display());
+}
+
+#[test]
+fn aggregate_caps_prefixes_and_says_so() {
+    let out = rampart(&["rtt", "-r", &sample(), "--aggregate", "32,128", "--aggregate-max", "2"]);
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    assert_eq!(rows[2]["prefix"], "other");
+    let other = rows[2]["count"].as_u64().unwrap();
+    let all: u64 = rows.iter().map(|r| r["count"].as_u64().unwrap()).sum();
+    assert_eq!(all, 531);
+    assert!(
+        err.contains(&format!(
+            "{other} samples of prefixes beyond --aggregate-max 2 counted in 'other' rows"
+        )),
+        "{err}"
+    );
+    assert!(err.contains("  aggregated: 3 rows over 1 interval of 10 s (/32 and /128 by src)"));
+}
+
+#[test]
+fn aggregate_options_are_checked() {
+    for (args, says) in [
+        (&["--aggregate", "33,48"][..], "'33' is not an IPv4 prefix length (0 to 32)"),
+        (&["--aggregate", "24,129"], "'129' is not an IPv6 prefix length (0 to 128)"),
+        (&["--aggregate", "24"], "is not V4LEN,V6LEN"),
+        (&["--aggregate", "--interval", "0"], "is not an interval in seconds"),
+        (&["--aggregate", "--aggregate-max", "0"], "--aggregate-max"),
+        (&["--interval", "5"], "--aggregate"),
+        (&["--aggregate", "-m"], "--aggregate writes JSON lines"),
+        (&["--aggregate", "--format", "text"], "--aggregate writes JSON lines"),
+        (&["--aggregate", "--summary"], "cannot be used with"),
+        (&["--aggregate", "--compat", "pping"], "cannot be used with"),
+    ] {
+        let s = sample();
+        let out = rampart(&[&["rtt", "-q", "-r", &s][..], args].concat());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert!(out.stdout.is_empty() && !err.contains("panicked"), "{args:?}: {err}");
+    }
+}
+
+/// Ctrl-C while packets are still arriving: the open interval's rows are written, so the
+/// rows count every sample the summary reports.
+#[test]
+fn ctrl_c_writes_the_open_interval() {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    use std::time::Duration;
+    let bytes = std::fs::read(sample()).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rampart"))
+        .args(["rtt", "-r", "-", "--aggregate", "--interval", "60"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let mut stdin = child.stdin.take().unwrap();
+    // The header and the first records, then a trickle through a pipe kept open.
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&bytes[..60_000]);
+        for chunk in bytes[60_000..].chunks(200) {
+            std::thread::sleep(Duration::from_millis(20));
+            if stdin.write_all(chunk).is_err() {
+                return;
+            }
+        }
+        std::thread::sleep(Duration::from_secs(30));
+    });
+    std::thread::sleep(Duration::from_millis(700));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    drop(feeder);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    let samples: u64 = err
+        .split(" RTT samples")
+        .next()
+        .and_then(|h| h.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{err}"));
+    let counted: u64 = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["count"].as_u64().unwrap())
+        .sum();
+    assert!(samples > 0 && samples < 531, "{err}");
+    assert_eq!(counted, samples, "{err}");
+    assert!(err.contains(" over 1 interval of 60 s (/24 and /48 by src)"), "{err}");
+}

@@ -11,7 +11,8 @@
 //!
 //! Names follow Prometheus' conventions: the `rampart_` prefix, base units (seconds, bytes)
 //! in the name, `_total` on counters. Labels take bounded values only (reasons, directions,
-//! applications, rule names), never addresses or ports.
+//! applications, rule names), never addresses or ports; the one exception, address prefixes
+//! ([`PrefixRtt`], asked for with `rtt --aggregate`), is capped like the application names.
 
 use std::fmt::Write as _;
 
@@ -19,6 +20,7 @@ use rampart_dpi::Label;
 use rampart_engine::{FlowRecord, Summary};
 use rampart_flow::{Dir, EndReason};
 use rampart_rtt::Sample;
+use rampart_rtt::aggregate::{IntervalRow, Prefix};
 use rampart_wire::Status;
 
 /// The `Content-Type` of a page [`render`] writes.
@@ -170,6 +172,93 @@ impl FlowCounts {
     /// Records counted.
     pub fn flows(&self) -> u64 {
         self.ended.iter().sum()
+    }
+}
+
+/// [`RTT_BUCKETS`] in nanoseconds: the coarse buckets an aggregator counts per prefix
+/// ([`rampart_rtt::aggregate::AggConfig::coarse`]) for [`PrefixRtt`].
+pub fn rtt_bucket_bounds_ns() -> Vec<u64> {
+    RTT_BUCKETS.iter().map(|b| (b * 1e9).round() as u64).collect()
+}
+
+/// Per-prefix RTT histograms over a run (`rampart rtt --aggregate --metrics`), fed one
+/// interval row at a time: the first `max` prefixes of the run get series of their own
+/// (`prefix` label), later ones and the intervals' `other` rows add up in `prefix="other"`,
+/// so the page stays bounded.
+#[derive(Clone, Debug)]
+pub struct PrefixRtt {
+    max: usize,
+    index: std::collections::HashMap<Prefix, usize>,
+    rows: Vec<(Prefix, Histogram)>,
+    other: Histogram,
+}
+
+impl PrefixRtt {
+    /// No prefixes yet; at most `max` with series of their own.
+    pub fn new(max: usize) -> Self {
+        Self {
+            max,
+            index: std::collections::HashMap::new(),
+            rows: Vec::new(),
+            other: Histogram::new(&RTT_BUCKETS),
+        }
+    }
+
+    /// Adds an interval's row, whose coarse counts are over [`rtt_bucket_bounds_ns`] (a row
+    /// without them is ignored).
+    pub fn add(&mut self, r: &IntervalRow<'_>) {
+        if r.coarse.len() != RTT_BUCKETS.len() + 1 {
+            return;
+        }
+        let h = match r.prefix {
+            Some(p) => match self.index.get(&p) {
+                Some(&i) => &mut self.rows[i].1,
+                None if self.rows.len() < self.max => {
+                    self.index.insert(p, self.rows.len());
+                    self.rows.push((p, Histogram::new(&RTT_BUCKETS)));
+                    &mut self.rows.last_mut().expect("just pushed").1
+                }
+                None => &mut self.other,
+            },
+            None => &mut self.other,
+        };
+        for (a, b) in h.counts.iter_mut().zip(r.coarse) {
+            *a += b;
+        }
+        h.sum += r.sum as f64 * 1e-9;
+        h.count += r.count;
+    }
+
+    /// Prefixes with series of their own.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    /// Whether no prefix has a series yet.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Writes the `rampart_prefix_rtt_seconds` family: one histogram per prefix, ordered by
+    /// prefix, then `other` if anything fell there.
+    pub fn render(&self, e: &mut Exposition) {
+        e.family(
+            "rampart_prefix_rtt_seconds",
+            Kind::Histogram,
+            "Passive TCP round-trip times per address prefix (rtt --aggregate), from the capture \
+             point to the aggregated end and back.",
+        );
+        let mut order: Vec<&(Prefix, Histogram)> = self.rows.iter().collect();
+        order.sort_unstable_by_key(|r| r.0);
+        let mut name = String::new();
+        for (p, h) in order {
+            name.clear();
+            let _ = write!(name, "{p}");
+            e.histogram("rampart_prefix_rtt_seconds", &[("prefix", &name)], h);
+        }
+        if self.other.count > 0 {
+            e.histogram("rampart_prefix_rtt_seconds", &[("prefix", "other")], &self.other);
+        }
     }
 }
 
@@ -725,6 +814,55 @@ mod tests {
         assert_eq!(cum.last(), Some(&(f64::INFINITY, 10_000)));
         assert_eq!(a.count(), 10_000);
         assert!((a.sum() - total).abs() < 1e-6 * total);
+    }
+
+    #[test]
+    fn prefix_histograms_are_bounded_and_sum_their_rows() {
+        use rampart_rtt::aggregate::{AggConfig, Aggregator};
+        let cfg = AggConfig { coarse: rtt_bucket_bounds_ns(), ..AggConfig::default() };
+        let mut agg = Aggregator::new(cfg).unwrap();
+        let mut prom = PrefixRtt::new(2);
+        let addr = |x: u8| {
+            let mut a = [0u8; 16];
+            a[..4].copy_from_slice(&[10, x, 0, 1]);
+            a
+        };
+        // Two intervals; the third prefix seen in the run goes to other.
+        for (t, x, rtt) in [(0, 1, 20_000_000), (1, 2, 150_000), (1, 2, 3_000_000_000)] {
+            agg.add(t, 4, &addr(x), rtt);
+        }
+        agg.close(|r| {
+            prom.add(r);
+            Ok(())
+        })
+        .unwrap();
+        for (x, rtt) in [(3, 50_000), (1, 20_000_001)] {
+            agg.add(10_000_000_000, 4, &addr(x), rtt);
+        }
+        agg.close(|r| {
+            prom.add(r);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(prom.len(), 2);
+        let mut e = Exposition::new();
+        prom.render(&mut e);
+        let page = e.finish();
+        for want in [
+            "rampart_prefix_rtt_seconds_bucket{prefix=\"10.1.0.0/24\",le=\"0.01\"} 0\n",
+            "rampart_prefix_rtt_seconds_bucket{prefix=\"10.1.0.0/24\",le=\"0.02\"} 1\n",
+            "rampart_prefix_rtt_seconds_bucket{prefix=\"10.1.0.0/24\",le=\"0.05\"} 2\n",
+            "rampart_prefix_rtt_seconds_count{prefix=\"10.1.0.0/24\"} 2\n",
+            "rampart_prefix_rtt_seconds_bucket{prefix=\"10.2.0.0/24\",le=\"0.0002\"} 1\n",
+            "rampart_prefix_rtt_seconds_bucket{prefix=\"10.2.0.0/24\",le=\"2\"} 1\n",
+            "rampart_prefix_rtt_seconds_bucket{prefix=\"10.2.0.0/24\",le=\"5\"} 2\n",
+            "rampart_prefix_rtt_seconds_sum{prefix=\"10.2.0.0/24\"} 3.00015\n",
+            "rampart_prefix_rtt_seconds_bucket{prefix=\"other\",le=\"0.0001\"} 1\n",
+            "rampart_prefix_rtt_seconds_count{prefix=\"other\"} 1\n",
+        ] {
+            assert!(page.contains(want), "{want} not in\n{page}");
+        }
+        assert!(page.starts_with("# HELP rampart_prefix_rtt_seconds "));
     }
 
     #[test]

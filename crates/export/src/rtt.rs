@@ -12,6 +12,10 @@
 //! In every format the flow is that of the packet carrying the echo (or ACK): the RTT runs from
 //! the capture point to `src` and back.
 //!
+//! Aggregated rows ([`RttWriter::write_interval`], `rampart rtt --aggregate`): one JSON object
+//! per prefix and interval of capture time, with the count, min, mean, median, 95th
+//! percentile and max of its samples and their histogram.
+//!
 //! Summaries ([`RttWriter::write_summary`]) give, per flow, the count, min, median and max of
 //! the samples towards each end: `rtt_src_*` (capture point to the initiator) and `rtt_dst_*`
 //! (capture point to the responder).
@@ -19,6 +23,7 @@
 use std::io::{self, Write};
 
 use rampart_flow::{Flow, FlowKey, Side};
+use rampart_rtt::aggregate::{IntervalRow, bin_range};
 use rampart_rtt::{CompatSample, DirSummary, RttSummary, Sample};
 
 use crate::num::{fixed, int, padded, slot_addr, time_diff};
@@ -102,6 +107,13 @@ fn flow_name(l: &mut Vec<u8>, key: &FlowKey, side: Side) {
     slot_addr(l, key.family, d);
     l.push(b':');
     int(l, dp);
+}
+
+/// Nanoseconds as milliseconds with 6 decimals (exact).
+fn millis(l: &mut Vec<u8>, ns: u64) {
+    int(l, ns / 1_000_000);
+    l.push(b'.');
+    padded(l, ns % 1_000_000, 6);
 }
 
 /// Nanoseconds as seconds with `prec` decimals (truncated).
@@ -265,6 +277,66 @@ impl<W: Write> RttWriter<W> {
         self.out.write_all(&self.line)
     }
 
+    /// One row of `rampart rtt --aggregate` (always JSON): `start` and `end` of the interval
+    /// (epoch seconds), `prefix` (`10.1.2.0/24`, `2001:db8::/48`, or `other` for the samples
+    /// of prefixes beyond the cap), `by` (which address of the samples was aggregated: `src`
+    /// or `dst`, as the sample lines name them), `count`, `min_ms`, `mean_ms`, `median_ms`,
+    /// `p95_ms`, `max_ms` (milliseconds, 6 decimals), and `bins_ns`: the non-empty histogram
+    /// bins as `[lower, upper, count]`, bounds in nanoseconds (lower inclusive, upper
+    /// exclusive, `null` for the overflow bin), in the layout of
+    /// [`rampart_rtt::aggregate`].
+    pub fn write_interval(&mut self, r: &IntervalRow<'_>, by: &str) -> io::Result<()> {
+        let l = &mut self.line;
+        l.clear();
+        l.extend_from_slice(b"{\"start\":");
+        secs(l, r.start, 6);
+        l.extend_from_slice(b",\"end\":");
+        secs(l, r.end, 6);
+        l.extend_from_slice(b",\"prefix\":\"");
+        match r.prefix {
+            Some(p) => {
+                slot_addr(l, p.family, &p.addr);
+                l.push(b'/');
+                int(l, p.len);
+            }
+            None => l.extend_from_slice(b"other"),
+        }
+        l.extend_from_slice(b"\",\"by\":\"");
+        l.extend_from_slice(by.as_bytes());
+        l.extend_from_slice(b"\",\"count\":");
+        int(l, r.count);
+        let mean = r.mean.round().clamp(0.0, u64::MAX as f64) as u64;
+        for (k, v) in [
+            (&b",\"min_ms\":"[..], r.min),
+            (b",\"mean_ms\":", mean),
+            (b",\"median_ms\":", r.median),
+            (b",\"p95_ms\":", r.p95),
+            (b",\"max_ms\":", r.max),
+        ] {
+            l.extend_from_slice(k);
+            millis(l, v);
+        }
+        l.extend_from_slice(b",\"bins_ns\":[");
+        for (i, &(b, n)) in r.bins.iter().enumerate() {
+            if i > 0 {
+                l.push(b',');
+            }
+            let (lo, hi) = bin_range(b);
+            l.push(b'[');
+            int(l, lo);
+            l.push(b',');
+            match hi {
+                Some(h) => int(l, h),
+                None => l.extend_from_slice(b"null"),
+            }
+            l.push(b',');
+            int(l, n);
+            l.push(b']');
+        }
+        l.extend_from_slice(b"]}\n");
+        self.out.write_all(&self.line)
+    }
+
     /// Flushes the underlying writer.
     pub fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
@@ -346,6 +418,43 @@ mod tests {
         );
         let text = compat(RttFormat::Text);
         assert!(text.ends_with(" 20.5ms 20.5ms 10.77.0.2:5201+10.77.0.1:41466\n"), "{text}");
+    }
+
+    #[test]
+    fn an_interval_row_has_the_named_fields() {
+        use rampart_rtt::aggregate::{Prefix, bin};
+        let mut a = [0u8; 16];
+        a[..4].copy_from_slice(&[10, 77, 0, 9]);
+        let bins =
+            [(bin(5_000_000), 2), (bin(20_480_123), 1), (rampart_rtt::aggregate::OVERFLOW_BIN, 1)];
+        let r = IntervalRow {
+            start: 1_795_392_310_000_000_000,
+            end: 1_795_392_320_000_000_000,
+            prefix: Some(Prefix::new(4, &a, 24)),
+            count: 4,
+            min: 5_000_000,
+            sum: 4_938_270,
+            mean: 1_234_567.6,
+            median: 5_001_234,
+            p95: 200_000_000_000,
+            max: 200_000_000_000,
+            bins: &bins,
+            coarse: &[],
+        };
+        let mut w = RttWriter::new(Vec::new(), RttFormat::Json);
+        w.write_interval(&r, "src").unwrap();
+        w.write_interval(&IntervalRow { prefix: None, bins: &[], ..r }, "dst").unwrap();
+        assert_eq!(
+            String::from_utf8(w.out).unwrap(),
+            "{\"start\":1795392310.000000,\"end\":1795392320.000000,\"prefix\":\"10.77.0.0/24\",\
+             \"by\":\"src\",\"count\":4,\"min_ms\":5.000000,\"mean_ms\":1.234568,\
+             \"median_ms\":5.001234,\"p95_ms\":200000.000000,\"max_ms\":200000.000000,\
+             \"bins_ns\":[[4980736,5046272,2],[20447232,20709376,1],[137438953472,null,1]]}\n\
+             {\"start\":1795392310.000000,\"end\":1795392320.000000,\"prefix\":\"other\",\
+             \"by\":\"dst\",\"count\":4,\"min_ms\":5.000000,\"mean_ms\":1.234568,\
+             \"median_ms\":5.001234,\"p95_ms\":200000.000000,\"max_ms\":200000.000000,\
+             \"bins_ns\":[]}\n"
+        );
     }
 
     #[test]

@@ -9,6 +9,9 @@
 //!   matching with Karn's rule ([`seq`]) for flows without timestamps, and keeps per-direction
 //!   minimum, median ([`sketch`]) and maximum for each flow.
 //!
+//! [`aggregate`] turns samples into per-prefix rows over fixed intervals of capture time
+//! (ePPing's `-a`), with a log-linear histogram whose quantiles are within 1/128.
+//!
 //! Both key their TSval tables by one `u64` (flow slot, direction, TSval) in a
 //! `hashbrown::HashTable`, hashed by a multiply-fold of that integer; flows are found once per
 //! packet by the 40-byte packed key. Written by hand: the pping state machine (no crate does
@@ -16,6 +19,7 @@
 //! Taken from crates: the hash tables (hashbrown) and key hashing (foldhash).
 #![forbid(unsafe_code)]
 
+pub mod aggregate;
 pub mod compat;
 pub mod seq;
 pub mod sketch;
