@@ -797,7 +797,7 @@ impl Merger {
                 .min();
             let Some((_, k)) = next else { break };
             let (events, at, _) = &mut parts[k];
-            s.flows += 1;
+            s.count_record(&events.records[*at].record);
             sink.event(crate::Event::Flow(&events.records[*at].record))?;
             *at += 1;
         }

@@ -15,7 +15,7 @@
 //! | `packets_rev`, `bytes_rev` | responder to initiator |
 //! | `tcp_flags_fwd`, `tcp_flags_rev` | TCP flags seen each way, as letters `CEUAPRSF` |
 //! | `icmp_id` | the echo identifier of an ICMP echo flow |
-//! | `end_reason` | `idle`, `fin`, `rst`, `evicted` or `end` |
+//! | `end_reason` | `idle`, `fin`, `rst`, `evicted` or `end`; `active` for an interim record of a live flow (`--active-timeout`) |
 //! | `rtt_src_count`, `_min`, `_median`, `_max` | TCP: passive RTT samples from the capture point to the initiator and back (seconds; median within ~3 %) |
 //! | `rtt_dst_count`, `_min`, `_median`, `_max` | the same towards the responder |
 //! | `app` | the application, in nDPI's naming: `MASTER` or `MASTER.APP` (`DNS`, `TLS.YouTube`, `Unknown`) |
@@ -193,7 +193,7 @@ impl<'a> View<'a> {
     }
 
     fn uid(&self) -> Value<'a> {
-        Value::Uid(uid(&self.r.flow, self.seed))
+        Value::Uid(record_uid(self.r, self.seed))
     }
 
     fn rtt(&self, to_dst: bool) -> Option<DirSummary> {
@@ -441,6 +441,15 @@ pub fn uid(flow: &rampart_flow::Flow, seed: u64) -> u64 {
         h = mix(h ^ w).wrapping_add(0x9e37_79b9_7f4a_7c15);
     }
     mix(h)
+}
+
+/// The `uid` of a record's flow: [`uid`] of the flow's key, initiator and first packet
+/// ([`FlowRecord::start`]), so every record of one flow (interim records of an active timeout
+/// and its final one) carries the same uid.
+pub fn record_uid(r: &FlowRecord, seed: u64) -> u64 {
+    let mut flow = r.flow;
+    flow.first = r.start;
+    uid(&flow, seed)
 }
 
 /// Appends a uid as Zeek writes its uids: `C` and then the number in base 62 (11 digits).
@@ -720,6 +729,7 @@ mod tests {
         flow.tcp_flags = [0x1b, 0x12];
         FlowRecord {
             flow,
+            start: flow.first,
             end: EndReason::End,
             rtt: Some(RttSummary::default()),
             app: None,
