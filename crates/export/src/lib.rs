@@ -757,6 +757,38 @@ mod tests {
         format!(",\"uid\":\"{}\"", String::from_utf8(l).unwrap())
     }
 
+    /// An interim record (active timeout) says `active` and carries its flow's uid, in every
+    /// schema; the interval's own times and counters are the record's.
+    #[test]
+    fn interim_records_say_active_and_keep_the_flows_uid() {
+        let whole = ended(6, KeyKind::Ports, 4);
+        let mut part = whole.clone();
+        part.flow.first = whole.flow.first + 700_000_000;
+        part.flow.packets = [1, 1];
+        part.end = EndReason::Active;
+        assert_eq!(record_uid(&part, 0), record_uid(&whole, 0));
+        assert_eq!(record_uid(&whole, 0), uid(&whole.flow, 0));
+        let mut other = whole.clone();
+        other.start += 1;
+        assert_ne!(record_uid(&other, 0), record_uid(&whole, 0));
+        let s = render(FlowFormat::Json, &part);
+        assert!(s.contains("\"first\":1700000000.700001,"), "{s}");
+        assert!(
+            s.contains("\"packets_fwd\":1,") && s.contains("\"end_reason\":\"active\","),
+            "{s}"
+        );
+        assert!(s.ends_with(&format!("{}}}\n", uid_field(&whole))), "{s}");
+        let csv = render(FlowFormat::Csv, &part);
+        assert!(csv.lines().nth(1).unwrap().contains(",active,"), "{csv}");
+        let mut w = FlowWriter::with_schema(Vec::new(), FlowFormat::Json, Schema::V2);
+        w.write(&part).unwrap();
+        w.write(&whole).unwrap();
+        let v2 = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        let uids: Vec<&str> = v2.lines().map(|l| &l[l.find("\"uid\"").unwrap()..][..20]).collect();
+        assert_eq!(uids[0], uids[1]);
+        assert!(v2.lines().next().unwrap().contains("\"end_reason\":\"active\""), "{v2}");
+    }
+
     #[test]
     fn json_tcp() {
         let r = ended(6, KeyKind::Ports, 4);

@@ -592,6 +592,37 @@ mod tests {
         assert!((a.sum() - total).abs() < 1e-6 * total);
     }
 
+    /// Interim records (active timeout) are counted apart: they end no flow, so they count
+    /// neither as flows ended nor per application, and the live gauge is not lowered.
+    #[test]
+    fn interim_records_are_not_flows_ended() {
+        let mut r = crate::tests::ended(6, rampart_flow::KeyKind::Ports, 4);
+        r.app = Some(crate::tests::tls_app());
+        let mut f = FlowCounts::default();
+        r.end = EndReason::Active;
+        f.record(&r);
+        f.record(&r);
+        assert_eq!((f.flows(), f.interim, f.apps.len()), (0, 2, 0));
+        r.end = EndReason::Fin;
+        f.record(&r);
+        assert_eq!((f.flows(), f.interim, f.apps.len()), (1, 2, 1));
+        let mut s = Summary::default();
+        s.table.created = 1;
+        let page =
+            render(&Page { summary: &s, flows: &f, live: None, firewall: None, ended: true });
+        assert!(page.contains("rampart_flow_records_interim_total 2\n"), "{page}");
+        assert!(page.contains("rampart_flows_ended_total{reason=\"fin\"} 1\n"));
+        assert!(page.contains("rampart_flows_active 0\n"));
+        let none = render(&Page {
+            summary: &s,
+            flows: &FlowCounts::default(),
+            live: None,
+            firewall: None,
+            ended: true,
+        });
+        assert!(!none.contains("interim"), "without interim records the page is as before");
+    }
+
     #[test]
     fn a_page_has_help_and_type_for_every_family() {
         let mut f = FlowCounts::default();

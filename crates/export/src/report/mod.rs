@@ -757,6 +757,50 @@ mod tests {
         assert!(page.contains("&lt;b&gt;deny&lt;/b&gt;") && !page.contains("<b>deny"));
     }
 
+    /// The records of one flow (interim ones, then the final one) make one row: counters
+    /// add up, flags join, the final record's fields stand; records without a uid stay rows
+    /// of their own.
+    #[test]
+    fn records_sharing_a_uid_are_one_flow() {
+        let mut r = Report::new();
+        let mut a = flow("10.0.0.1", "10.0.0.9", 1000, 10);
+        a.uid = Some("CAAAAAAAAAA1".into());
+        a.end_reason = "active".into();
+        a.flags = ["S".into(), "SA".into()];
+        a.app = Some("TLS".into());
+        a.rtt[1] = Some(RttStat { count: 1, min: 0.01, median: 0.01, max: 0.01 });
+        let mut b = a.clone();
+        b.first = 101.5;
+        b.last = 102.0;
+        b.flags = ["AF".into(), "A".into()];
+        b.end_reason = "fin".into();
+        b.app = Some("TLS.YouTube".into());
+        b.rtt[1] = Some(RttStat { count: 3, min: 0.01, median: 0.02, max: 0.05 });
+        r.add_flow(a.clone());
+        r.add_flow(b);
+        r.add_flow(flow("10.0.0.2", "10.0.0.9", 100, 5));
+        r.add_flow(flow("10.0.0.2", "10.0.0.9", 100, 5));
+        assert_eq!(r.flows(), 3);
+        let m = Model::build(&r, &Options::default());
+        assert_eq!(m.flows, 3);
+        assert_eq!(m.packets, 10 + 10 + 1 + 1 + 2 * (5 + 1));
+        let row = &r.flows[0];
+        assert_eq!((row.packets, row.bytes), ([20, 2], [2000, 120]));
+        assert_eq!((row.first, row.last), (100.0, 102.0));
+        assert_eq!(row.flags, ["ASF".to_string(), "AS".to_string()]);
+        assert_eq!(row.end_reason, "fin");
+        assert_eq!(row.app.as_deref(), Some("TLS.YouTube"));
+        assert_eq!(row.rtt[1].unwrap().count, 3);
+        assert_eq!(m.end_reasons, vec![("fin".to_string(), 3)]);
+        // A final record read before an interim one of its flow keeps its word.
+        let mut r = Report::new();
+        let mut fin = a.clone();
+        fin.end_reason = "fin".into();
+        r.add_flow(fin);
+        r.add_flow(a);
+        assert_eq!((r.flows(), r.flows[0].end_reason.as_str()), (1, "fin"));
+    }
+
     #[test]
     fn without_samples_the_records_summaries_are_used() {
         let mut r = Report::new();
