@@ -13,7 +13,10 @@
 //!    ([`RttStage`]), application identification ([`DpiTable`]) and Zeek's connection state,
 //!    history and TCP health counters ([`TcpStateStage`]);
 //! 5. events: RTT samples as they are made, flow records as flows end (by a packet, by
-//!    capture time in [`Pipeline::advance`], or at the end in [`Pipeline::finish_flows`]).
+//!    capture time in [`Pipeline::advance`], or at the end in [`Pipeline::finish_flows`]),
+//!    and with an active timeout interim records of live flows, made at step 3 by the
+//!    packet that finds the flow's interval past the timeout, before that packet is
+//!    accounted or seen by the side stages (so the records carry their facts so far).
 //!
 //! Steps 3 and 4 run as a software pipeline over the batch: packet i+2D's index line and
 //! packet i+D's record are prefetched while packet i is accounted, the way DPDK's bulk
