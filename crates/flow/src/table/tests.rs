@@ -558,15 +558,16 @@ proptest! {
     }
 }
 
-/// Active timeout: what one flow instance's records should be, from its packets alone
-/// (`(ts, reverse, flags)`, in time order): intervals cut at each packet that comes more than
-/// `active` after the first packet of the interval it would join.
-#[allow(clippy::type_complexity)]
-fn interval_oracle(
-    packets: &[(u64, bool, u16)],
-    active: u64,
-) -> Vec<(u64, u64, [u64; 2], [u64; 2], [u8; 2])> {
-    let mut out: Vec<(u64, u64, [u64; 2], [u64; 2], [u8; 2])> = Vec::new();
+/// A packet of the active-timeout tests: capture time, sent by the key's other side, flags.
+type Sent = (u64, bool, u16);
+/// A record as the active-timeout tests compare it: first, last, packets, bytes, flags.
+type Cut = (u64, u64, [u64; 2], [u64; 2], [u8; 2]);
+
+/// Active timeout: what one flow instance's records should be, from its packets alone (in
+/// time order): intervals cut at each packet that comes more than `active` after the first
+/// packet of the interval it would join.
+fn interval_oracle(packets: &[Sent], active: u64) -> Vec<Cut> {
+    let mut out: Vec<Cut> = Vec::new();
     let initiator_reverse = packets[0].1;
     for &(ts, reverse, flags) in packets {
         let d = usize::from(reverse != initiator_reverse);
@@ -745,7 +746,7 @@ proptest! {
         // The oracle: each flow's packets (as the plain table grouped them) cut into
         // intervals. Replay the packets into flows by the plain table's boundaries: a packet
         // belongs to the flow of its key whose first packet is the latest at or before it.
-        let mut packets: HashMap<(FlowKey, u64), Vec<(u64, bool, u16)>> = HashMap::new();
+        let mut packets: HashMap<(FlowKey, u64), Vec<Sent>> = HashMap::new();
         let mut firsts: HashMap<FlowKey, Vec<u64>> = HashMap::new();
         for e in &ended_plain {
             firsts.entry(e.flow.key).or_default().push(e.flow.first);
