@@ -1031,9 +1031,10 @@ impl FlowTable {
     }
 
     /// The live flows in the order [`FlowTable::finish`] ends them: by first packet (with an
-    /// active timeout, the first packet of the flow's current interval, which its last record
-    /// carries), then key. A caller that ends them itself, a few at a time ([`FlowTable::end`]), never holds
-    /// more than this list (4 bytes a flow) besides the table.
+    /// active timeout, the first packet of the flow's current interval, which its last
+    /// record carries), then key. A caller that ends them itself, a few at a time
+    /// ([`FlowTable::end`]), never holds more than this list (4 bytes a flow) besides the
+    /// table.
     pub fn live_in_order(&self) -> Vec<FlowId> {
         // By the first packet the flow's record will carry: its current interval's, with an
         // active timeout.
