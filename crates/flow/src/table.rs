@@ -496,6 +496,10 @@ impl FlowTable {
             let p: *const Flow = self.record(e as u32 - 1);
             prefetch(p.cast::<u8>());
             prefetch(p.cast::<u8>().wrapping_add(std::mem::size_of::<Flow>() - 1));
+            if let Some(iv) = self.intervals.get(e as usize - 1) {
+                // With an active timeout the packet also reads its interval's start.
+                prefetch(iv as *const Interval);
+            }
         }
     }
 
