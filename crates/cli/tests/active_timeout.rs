@@ -116,6 +116,16 @@ fn the_records_of_each_flow_add_up_to_its_plain_record() {
     let json = stdout_of(&["flows", "-q", "-r", &sample(), "--active-timeout", "1"]);
     let interim = adds_up(&by_uid(&plain, RAMPART), &by_uid(&json, RAMPART));
     assert!(interim >= 10, "{interim} interim records");
+    // The final records come in the plain run's order.
+    let finals = |json: &[u8]| -> Vec<String> {
+        let text = std::str::from_utf8(json).unwrap().to_owned();
+        text.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|v| v["end_reason"] != "active")
+            .map(|v| v["uid"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(finals(&json), finals(&plain));
     // Each record covers at most the timeout, and a flow's records do not overlap.
     let mut last_end: BTreeMap<String, f64> = BTreeMap::new();
     for line in std::str::from_utf8(&json).unwrap().lines() {
@@ -280,4 +290,26 @@ fn the_firewall_writes_interim_records_too() {
             assert!(v["ct_state"].is_string(), "{line}");
         }
     }
+}
+
+/// `rampart rtt --summary` prints one summary per flow also when interim records go to a
+/// collector (here one nobody listens on: the run goes on and says so once).
+#[test]
+fn rtt_summaries_stay_one_per_flow() {
+    let plain = stdout_of(&["rtt", "-q", "-r", &sample(), "--summary"]);
+    let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let target = format!("127.0.0.1:{port}");
+    let with = stdout_of(&[
+        "rtt",
+        "-q",
+        "-r",
+        &sample(),
+        "--summary",
+        "--ipfix",
+        &target,
+        "--active-timeout",
+        "1",
+    ]);
+    assert!(!plain.is_empty());
+    assert_eq!(String::from_utf8_lossy(&with), String::from_utf8_lossy(&plain));
 }

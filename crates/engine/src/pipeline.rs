@@ -128,13 +128,14 @@ pub struct Ordered {
 }
 
 impl Ordered {
-    /// The output order: by position; flows ended at one tick by last packet, then first
-    /// packet, then key (a total order that does not depend on table layout); flows one packet
-    /// ended in the order it ended them (sort stably).
+    /// The output order: by position; flows ended at one tick by last packet, then the
+    /// flow's first packet ([`FlowRecord::start`], so an active timeout does not reorder
+    /// them), then key (a total order that does not depend on table layout); flows one
+    /// packet ended in the order it ended them (sort stably).
     pub fn order(&self) -> (u32, u64, u64, FlowKey) {
         let f = &self.record.flow;
         if self.tick {
-            (self.pos, f.last, f.first, f.key)
+            (self.pos, f.last, self.record.start, f.key)
         } else {
             (self.pos, 0, 0, FlowKey::default())
         }

@@ -770,7 +770,9 @@ impl Merger {
             }
             parts.push((events, 0, !last));
         }
-        let key = |o: &Ordered| (o.record.flow.first, o.record.flow.key);
+        // The flow's first packet: a record's own `first` is its interval's with an active
+        // timeout, while the table orders live flows by the flow's.
+        let key = |o: &Ordered| (o.record.start, o.record.flow.key);
         loop {
             // Refill every worker whose part is used up and that has more.
             for (k, lane) in lanes.iter_mut().enumerate() {

@@ -1034,18 +1034,14 @@ impl FlowTable {
         }
     }
 
-    /// The live flows in the order [`FlowTable::finish`] ends them: by first packet (with an
-    /// active timeout, the first packet of the flow's current interval, which its last
-    /// record carries), then key. A caller that ends them itself, a few at a time
-    /// ([`FlowTable::end`]), never holds more than this list (4 bytes a flow) besides the
-    /// table.
+    /// The live flows in the order [`FlowTable::finish`] ends them: by first packet (of the
+    /// whole flow, also with an active timeout), then key. A caller that ends them itself, a
+    /// few at a time ([`FlowTable::end`]), never holds more than this list (4 bytes a flow)
+    /// besides the table.
     pub fn live_in_order(&self) -> Vec<FlowId> {
-        // By the first packet the flow's record will carry: its current interval's, with an
-        // active timeout.
-        let first = |r: u32| self.since(r).map_or(self.record(r).first, |iv| iv.start);
         let mut order: Vec<(u64, u32)> = (0..self.allocated as u32)
             .filter(|&r| self.record(r).live())
-            .map(|r| (first(r), r))
+            .map(|r| (self.record(r).first, r))
             .collect();
         order.sort_unstable_by(|&(fa, a), &(fb, b)| {
             fa.cmp(&fb).then_with(|| self.record(a).key.cmp(&self.record(b).key))
