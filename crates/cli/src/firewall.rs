@@ -77,6 +77,10 @@ pub(crate) struct Args {
     #[arg(long, value_name = "N", default_value_t = 262_144,
           value_parser = clap::value_parser!(u64).range(16..=1 << 32))]
     ct_max: u64,
+    /// Also write live flows' records every SECONDS of capture time (interim records,
+    /// `end_reason` `active`), as `rampart flows --active-timeout` does.
+    #[arg(long, value_name = "SECONDS", value_parser = crate::flows::parse_timeout)]
+    active_timeout: Option<f64>,
     /// A conntrack setting by its sysctl name: `tcp_loose`, `tcp_be_liberal`,
     /// `tcp_ignore_invalid_rst`, `checksum` (0 or 1), `tcp_max_retrans`, or a timeout in
     /// seconds (`tcp_timeout_established`, `udp_timeout_stream`, `icmp_timeout`, ...).
@@ -277,8 +281,15 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
             ..TableConfig::default()
         };
         let dpi = if dpi { FlowsConfig::default().dpi } else { None };
-        Pipeline::new(&FlowsConfig { table, rtt: None, dpi, ..FlowsConfig::default() })
-            .with_stateful(Stateful::new(cfg, rules))
+        let active_timeout_ns = args.active_timeout.map(crate::flows::secs_ns);
+        Pipeline::new(&FlowsConfig {
+            table,
+            rtt: None,
+            dpi,
+            active_timeout_ns,
+            ..FlowsConfig::default()
+        })
+        .with_stateful(Stateful::new(cfg, rules))
     };
     // The collector and the endpoint before the outputs: a TCP collector that cannot be
     // reached, or an address that cannot be bound, stops the run before a file is emptied.

@@ -83,6 +83,12 @@ pub(crate) struct Args {
     /// seconds (late retransmissions and the last ACKs still count in it).
     #[arg(long, value_name = "SECONDS", default_value_t = 5.0, value_parser = parse_timeout)]
     tcp_linger: f64,
+    /// Also report live flows every SECONDS of capture time: a flow's packet that comes more
+    /// than this after the start of its current interval first writes an interim record
+    /// (`end_reason` `active`) with the interval's packets and bytes; a flow's records add
+    /// up to its totals and share its `uid`. Off by default.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
+    active_timeout: Option<f64>,
     /// Write records to this file instead of standard output; with `--format parquet`, the
     /// dataset directory (created if missing; new files go beside the ones there).
     #[arg(short = 'o', long, value_name = "FILE")]
@@ -268,6 +274,11 @@ pub(crate) fn parse_timeout(s: &str) -> Result<f64, String> {
     }
 }
 
+/// Seconds as whole nanoseconds (at least one).
+pub(crate) fn secs_ns(s: f64) -> u64 {
+    ((s * 1e9) as u64).max(1)
+}
+
 pub(crate) fn run(args: Args) -> ExitCode {
     let stop = input::stop_flag();
     let sources = match args.source.sources() {
@@ -336,6 +347,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
             close_linger_ns: (args.tcp_linger * 1e9) as u64,
             ..TableConfig::default()
         },
+        active_timeout_ns: args.active_timeout.map(secs_ns),
         count: args.count,
         seconds: args.seconds,
         rtt: if args.no_rtt { None } else { FlowsConfig::default().rtt },
@@ -552,6 +564,9 @@ fn print_summary(name: &str, s: &Summary, live: bool) {
         t.peak,
         s.table_bytes as f64 / (1 << 20) as f64
     );
+    if s.interim > 0 {
+        let _ = writeln!(err, "  interim records of live flows (active timeout): {}", s.interim);
+    }
     if s.filtered > 0 {
         let _ = writeln!(err, "  filtered out: {} packets", s.filtered);
     }

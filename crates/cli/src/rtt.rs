@@ -105,6 +105,12 @@ pub(crate) struct Args {
     /// Flows idle longer than this many seconds are forgotten.
     #[arg(long = "flowMaxIdle", value_name = "SECONDS", default_value_t = 300.0, value_parser = crate::flows::parse_timeout)]
     flow_max_idle: f64,
+    /// With --ipfix: also send live flows' records every SECONDS of capture time (interim
+    /// records, flowEndReason 2, with the interval's delta counters), as `rampart flows
+    /// --active-timeout` does. Not with --compat.
+    #[arg(long, value_name = "SECONDS", value_parser = crate::flows::parse_timeout,
+          conflicts_with = "compat", requires = "ipfix")]
+    active_timeout: Option<f64>,
     /// Also time packets addressed to the capturing host (live capture).
     #[arg(short = 'l', long = "showLocal")]
     show_local: bool,
@@ -285,7 +291,12 @@ impl<W: Write> Sink for Samples<'_, W> {
             },
             Event::Flow(r) => {
                 match &r.rtt {
-                    Some(rtt) if self.summary && rtt.dirs.iter().any(|d| d.count > 0) => {
+                    // One summary per flow: an interim record's (active timeout) is left out.
+                    Some(rtt)
+                        if self.summary
+                            && r.end.is_final()
+                            && rtt.dirs.iter().any(|d| d.count > 0) =>
+                    {
                         self.out.w.write_summary(&r.flow, rtt)?
                     }
                     _ => {}
@@ -442,6 +453,7 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
                     idle_timeout_ns: (args.flow_max_idle * 1e9) as u64,
                     ..TableConfig::default()
                 },
+                active_timeout_ns: args.active_timeout.map(crate::flows::secs_ns),
                 count: args.count,
                 seconds: args.seconds,
                 rtt: Some(RttConfig {

@@ -162,6 +162,12 @@ fn nfdump_flows(raw: &str) -> Vec<Flow> {
 /// Runs rampart with `args` and `--ipfix 127.0.0.1:PORT` into a fresh `nfcapd`, stops it,
 /// and returns what `nfdump` reads, with rampart's standard error.
 fn through_nfcapd(test: &str, args: &[&std::ffi::OsStr]) -> (Vec<Flow>, String) {
+    let (raw, err) = through_nfcapd_raw(test, args);
+    (nfdump_flows(&raw), err)
+}
+
+/// [`through_nfcapd`], with `nfdump -o raw`'s text.
+fn through_nfcapd_raw(test: &str, args: &[&std::ffi::OsStr]) -> (String, String) {
     let dir = tempfile::tempdir().unwrap();
     let store = dir.path().join("nf");
     std::fs::create_dir(&store).unwrap();
@@ -189,7 +195,7 @@ fn through_nfcapd(test: &str, args: &[&std::ffi::OsStr]) -> (Vec<Flow>, String) 
     assert!(nfcapd.stop(), "nfcapd did not stop within 15 s of SIGTERM");
     let raw = Command::new("nfdump").arg("-R").arg(&store).args(["-o", "raw"]).output().unwrap();
     assert!(raw.status.success(), "{}", String::from_utf8_lossy(&raw.stderr));
-    (nfdump_flows(&String::from_utf8_lossy(&raw.stdout)), err)
+    (String::from_utf8_lossy(&raw.stdout).into_owned(), err)
 }
 
 /// Runs `rampart flows -r CAPTURE --ipfix 127.0.0.1:PORT -o records.json` into a fresh
@@ -785,4 +791,80 @@ fn firewall_collector_failures() {
     let flows = std::fs::read_to_string(&out_file).unwrap().lines().count();
     assert!(flows >= 20, "{flows} records");
     assert!(err.contains(&format!(" {flows} flows in ")), "{err}");
+}
+
+/// Flows summed by their key (protocol, endpoints): packets and bytes each way, the first
+/// record's start and the last record's end (ms).
+fn summed(flows: &[Flow]) -> BTreeMap<(u8, String, u16, String, u16), [u64; 6]> {
+    let mut m: BTreeMap<_, [u64; 6]> = BTreeMap::new();
+    for f in flows {
+        let s =
+            m.entry((f.0, f.1.clone(), f.2, f.3.clone(), f.4)).or_insert([u64::MAX, 0, 0, 0, 0, 0]);
+        s[0] = s[0].min(f.5);
+        s[1] = s[1].max(f.6);
+        for (i, v) in [f.7, f.8, f.9, f.10].into_iter().enumerate() {
+            s[2 + i] += v;
+        }
+    }
+    m
+}
+
+/// `--active-timeout`: nfdump stores each interim record as rampart wrote it (flowEndReason
+/// 2, the interval's times and delta counters each way), and its per-flow sums are the
+/// flow's totals of a run without the option; `rampart rtt --ipfix` sends the same intervals.
+#[test]
+fn nfdump_sums_interim_records_to_the_flows_totals() {
+    let test = "nfdump_sums_interim_records_to_the_flows_totals";
+    if rampart_testkit::tool(test, "nfcapd").is_none()
+        || rampart_testkit::tool(test, "nfdump").is_none()
+    {
+        return;
+    }
+    for c in captures(test) {
+        let dir = tempfile::tempdir().unwrap();
+        let records = dir.path().join("records.json");
+        let args = [
+            "flows".as_ref(),
+            "-r".as_ref(),
+            c.as_os_str(),
+            "--active-timeout".as_ref(),
+            "1".as_ref(),
+            "-o".as_ref(),
+            records.as_os_str(),
+        ];
+        let (raw, _) = through_nfcapd_raw(test, &args);
+        let got = nfdump_flows(&raw);
+        let text = std::fs::read_to_string(&records).unwrap();
+        let interim = text.lines().filter(|l| l.contains("\"end_reason\":\"active\"")).count();
+        // nfdump names flowEndReason 2 ("0x02 active timeout").
+        let reasons: Vec<&str> =
+            raw.lines().filter_map(|l| l.split_once("end reason")).map(|(_, r)| r).collect();
+        assert_eq!(reasons.len(), got.len(), "{test}: every record has an end reason");
+        assert_eq!(reasons.iter().filter(|r| r.contains("0x02 active timeout")).count(), interim);
+        // Record for record: what rampart wrote is what nfdump read.
+        assert_eq!(json_flows(&text), got, "{test}: {}", c.display());
+        let plain = rampart(&["flows", "-q", "-r", c.to_str().unwrap()]);
+        let whole = json_flows(&String::from_utf8_lossy(&plain.stdout));
+        assert_eq!(got.len(), whole.len() + interim, "{}", c.display());
+        assert_eq!(
+            summed(&got),
+            summed(&whole),
+            "{test}: {}: nfdump's sums, then rampart's",
+            c.display()
+        );
+        eprintln!("{test}: {}: {} flows in {} records add up", c.display(), whole.len(), got.len());
+        if c.ends_with("samples/mixed.pcap") {
+            assert!(interim >= 10, "{interim}");
+            let rtt = [
+                "rtt".as_ref(),
+                "-r".as_ref(),
+                c.as_os_str(),
+                "--active-timeout".as_ref(),
+                "1".as_ref(),
+            ];
+            let (rtt_got, _) = through_nfcapd(test, &rtt);
+            let tcp: Vec<Flow> = json_flows(&text).into_iter().filter(|f| f.0 == 6).collect();
+            assert_eq!(rtt_got, tcp, "rtt sends the same interval records");
+        }
+    }
 }

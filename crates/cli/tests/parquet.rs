@@ -338,3 +338,64 @@ fn ctrl_c_closes_the_files_with_the_flows_seen() {
         duckdb_sums(&ds).values().flat_map(|m| m.values()).map(|s| s[1] + s[3]).sum();
     assert!(packets > 300 && packets < 3226, "{packets} packets written");
 }
+
+/// `--active-timeout` into a dataset: DuckDB's sums per `uid` (records, packets and bytes
+/// each way, first and last packet) over the interim and final rows are each flow's plain
+/// JSON record, and the interim rows say `active`; rows go to the hour of their own `first`.
+#[test]
+fn interim_rows_add_up_per_uid_in_duckdb() {
+    let test = "interim_rows_add_up_per_uid_in_duckdb";
+    let tmp = tempfile::tempdir().unwrap();
+    let ds = tmp.path().join("ds");
+    let dss = ds.to_str().unwrap();
+    let s = sample();
+    run_ok(&["flows", "-q", "-r", &s, "--format", "parquet", "-o", dss, "--active-timeout", "1"]);
+    let json = run_ok(&["flows", "-q", "-r", &s, "--active-timeout", "1"]);
+    let interim = String::from_utf8_lossy(&json).matches("\"end_reason\":\"active\"").count();
+    assert!(interim >= 10);
+    let plain = run_ok(&["flows", "-q", "-r", &s]);
+    let mut want: BTreeMap<String, [i64; 7]> = BTreeMap::new();
+    for line in std::str::from_utf8(&plain).unwrap().lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let n = |k: &str| v[k].as_i64().unwrap();
+        let sums = [
+            1,
+            n("packets_fwd"),
+            n("bytes_fwd"),
+            n("packets_rev"),
+            n("bytes_rev"),
+            micros(raw(line, "first")),
+            micros(raw(line, "last")),
+        ];
+        want.insert(v["uid"].as_str().unwrap().to_owned(), sums);
+    }
+    if !duckdb(test) {
+        return;
+    }
+    let script = r#"
+import duckdb, json, sys
+c = duckdb.connect()
+src = f"read_parquet('{sys.argv[1]}/**/*.parquet', hive_partitioning=true)"
+bad = c.sql(f"""SELECT count(*) FROM {src}
+    WHERE date <> CAST(first AT TIME ZONE 'UTC' AS DATE)
+       OR CAST(hour AS INTEGER) <> hour(first AT TIME ZONE 'UTC')""").fetchall()[0][0]
+assert bad == 0, bad
+print(json.dumps(c.sql(f"SELECT count(*) FROM {src} WHERE end_reason = 'active'").fetchall()[0][0]))
+for r in c.sql(f"""SELECT uid, count(*), sum(packets_fwd), sum(bytes_fwd), sum(packets_rev),
+        sum(bytes_rev), min(epoch_us(first)), max(epoch_us(last)) FROM {src} GROUP BY uid""").fetchall():
+    print(json.dumps([str(x) for x in r]))
+"#;
+    let out = Command::new("python3").args(["-c", script, dss]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next().unwrap().parse::<usize>().unwrap(), interim);
+    let mut got: BTreeMap<String, [i64; 7]> = BTreeMap::new();
+    for line in lines {
+        let r: Vec<String> = serde_json::from_str(line).unwrap();
+        let n = |i: usize| r[i].parse::<i64>().unwrap();
+        got.insert(r[0].clone(), [1, n(2), n(3), n(4), n(5), n(6), n(7)]);
+        assert!(n(1) >= 1);
+    }
+    assert_eq!(got, want);
+}

@@ -1,5 +1,6 @@
 //! `--workers N` changes nothing in the output: flow records (with the default and a short idle
-//! timeout) and RTT samples are byte-identical for 1, 2 and 3 workers on every shared capture.
+//! timeout, and with interim records of an active timeout) and RTT samples are byte-identical
+//! for 1, 2 and 3 workers on every shared capture.
 
 mod common;
 
@@ -46,9 +47,13 @@ fn same_for_all_workers(file: &Path, args: &[&str]) -> usize {
 #[test]
 fn bundled_sample_is_the_same_for_any_worker_count() {
     let sample = repo().join("samples/mixed.pcap");
-    for args in
-        [&["flows"][..], &["flows", "--flow-timeout", "0.2"], &["rtt"], &["rtt", "--summary"]]
-    {
+    for args in [
+        &["flows"][..],
+        &["flows", "--flow-timeout", "0.2"],
+        &["flows", "--active-timeout", "0.3", "--flow-timeout", "0.5"],
+        &["rtt"],
+        &["rtt", "--summary"],
+    ] {
         assert!(same_for_all_workers(&sample, args) > 0, "{args:?}");
     }
 }
@@ -74,7 +79,9 @@ fn a_stream_is_the_same_for_any_worker_count() {
         assert!(out.status.success());
         out.stdout
     };
-    for args in [&["flows", "--flow-timeout", "0.2"][..], &["rtt"]] {
+    for args in
+        [&["flows", "--flow-timeout", "0.2"][..], &["flows", "--active-timeout", "0.3"], &["rtt"]]
+    {
         let one = run(args, "1");
         assert!(!one.is_empty());
         assert_eq!(run(args, "2"), one, "{args:?}");
@@ -104,6 +111,8 @@ fn every_shared_capture_is_the_same_for_any_worker_count() {
     for f in &files {
         bytes += same_for_all_workers(f, &["flows"]);
         bytes += same_for_all_workers(f, &["flows", "--flow-timeout", "1", "--format", "csv"]);
+        bytes +=
+            same_for_all_workers(f, &["flows", "--active-timeout", "1", "--flow-timeout", "5"]);
         bytes += same_for_all_workers(f, &["rtt"]);
     }
     assert!(bytes > 1_000_000, "{bytes} bytes of output compared");

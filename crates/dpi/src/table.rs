@@ -203,6 +203,28 @@ impl DpiTable {
         }
     }
 
+    /// What is known of the live flow in `slot` so far, as [`DpiTable::retire`] would give it
+    /// now (a flow still under inspection labelled by its port or responder address), while
+    /// the flow goes on being inspected: for an interim record. It allocates only for a flow
+    /// still under inspection (a copy of its state).
+    pub fn current(&self, slot: u32, flow: &FlowInfo<'_>) -> App {
+        match self.slots.get(slot as usize).copied().unwrap_or(FRESH) {
+            DECIDED_NOTHING => App::default(),
+            s if s & DECIDED != 0 => self.decided[(s & !DECIDED) as usize].clone(),
+            FRESH => {
+                let mut f = FlowDpi::new(flow.l4);
+                f.set_responder(flow.family, flow.responder);
+                f.give_up(flow.ports);
+                App::of(&mut f)
+            }
+            s => {
+                let mut f = self.pool[(s - 1) as usize].clone();
+                f.give_up(flow.ports);
+                App::of(&mut f)
+            }
+        }
+    }
+
     /// Ends the flow in `slot` and returns what was found; a flow still under inspection is
     /// labelled by its port or responder address (as when its budget runs out). The slot is
     /// fresh again afterwards.

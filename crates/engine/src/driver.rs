@@ -62,7 +62,7 @@ pub(crate) fn emit(
         while let Some(e) = events.records.get(j)
             && e.pos <= t
         {
-            s.flows += 1;
+            s.count_record(&e.record);
             sink.event(Event::Flow(&e.record))?;
             j += 1;
         }

@@ -88,6 +88,11 @@ pub struct FlowsConfig {
     /// packets' flows, marked with the tunnel ([`PacketMeta::decapsulate`]); else the outer
     /// packets' flows.
     pub tunnels: bool,
+    /// Active timeout (ns of capture time): a live flow is reported every so often by an
+    /// interim record ([`EndReason::Active`](rampart_flow::EndReason::Active)) carrying the
+    /// interval's counters (see [`FlowTable::set_active_timeout`](rampart_flow::FlowTable::set_active_timeout)
+    /// and [`FlowRecord`]); `None`: one record per flow.
+    pub active_timeout_ns: Option<u64>,
 }
 
 impl Default for FlowsConfig {
@@ -106,6 +111,7 @@ impl Default for FlowsConfig {
             tcp_stats: true,
             metrics: None,
             tunnels: true,
+            active_timeout_ns: None,
         }
     }
 }
@@ -142,8 +148,10 @@ pub struct Summary {
     pub tracked: u64,
     /// IP frames not tracked because only TCP was asked for.
     pub not_tcp: u64,
-    /// Flow records handed to the sink.
+    /// Flow records handed to the sink that ended their flow.
     pub flows: u64,
+    /// Interim records of live flows handed to the sink (active timeout).
+    pub interim: u64,
     /// RTT samples handed to the sink.
     pub samples: u64,
     /// Parse problems, indexed by [`Status::problem_index`].
@@ -180,6 +188,16 @@ impl Summary {
         let meta = PacketMeta::parse(frame.link, frame.data);
         self.problem(&meta);
         meta
+    }
+
+    /// Counts a flow record handed to the sink: an ended flow, or an interim record.
+    #[inline]
+    pub(crate) fn count_record(&mut self, r: &FlowRecord) {
+        if r.end.is_final() {
+            self.flows += 1;
+        } else {
+            self.interim += 1;
+        }
     }
 
     /// Counts a frame and its bytes.
@@ -227,6 +245,7 @@ impl Summary {
         self.wire_bytes += o.wire_bytes;
         self.captured_bytes += o.captured_bytes;
         self.flows += o.flows;
+        self.interim += o.interim;
         self.samples += o.samples;
         self.add_worker(o);
         if self.rule_hits.len() < o.rule_hits.len() {

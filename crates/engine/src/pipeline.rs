@@ -13,7 +13,10 @@
 //!    ([`RttStage`]), application identification ([`DpiTable`]) and Zeek's connection state,
 //!    history and TCP health counters ([`TcpStateStage`]);
 //! 5. events: RTT samples as they are made, flow records as flows end (by a packet, by
-//!    capture time in [`Pipeline::advance`], or at the end in [`Pipeline::finish_flows`]).
+//!    capture time in [`Pipeline::advance`], or at the end in [`Pipeline::finish_flows`]),
+//!    and with an active timeout interim records of live flows, made at step 3 by the
+//!    packet that finds the flow's interval past the timeout, before that packet is
+//!    accounted or seen by the side stages (so the records carry their facts so far).
 //!
 //! Steps 3 and 4 run as a software pipeline over the batch: packet i+2D's index line and
 //! packet i+D's record are prefetched while packet i is accounted, the way DPDK's bulk
@@ -69,10 +72,22 @@ impl Verdict {
 
 /// Everything known about a flow when it ends: its record, why it ended, and what each side
 /// stage learnt of it.
+///
+/// With an active timeout ([`FlowsConfig::active_timeout_ns`]) a flow has one record per
+/// interval: interim ones ([`EndReason::Active`]) while it lives, then its final one. Each
+/// carries in `flow` the interval's first and last packet, its packets and bytes per
+/// direction (deltas: a flow's records add up to its totals) and the TCP flags seen within
+/// it; everything else (`start`, so the `uid`; the application; RTT; connection state,
+/// history and TCP health counters; the firewall's connection and verdict) is the flow's as
+/// known when the record was made, so the final record holds the final word.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FlowRecord {
-    /// Key, endpoints, times, counters and TCP flags per direction.
+    /// Key, endpoints, times, counters and TCP flags per direction: of the whole flow, or
+    /// with an active timeout of the interval the record covers.
     pub flow: Flow,
+    /// The flow's first packet (ns since the epoch): `flow.first`, unless the record covers
+    /// a later interval of the flow.
+    pub start: u64,
     /// Why the record was written.
     pub end: EndReason,
     /// Passive RTT towards each end (`None` when RTT matching is off).
@@ -92,15 +107,16 @@ pub struct FlowRecord {
 /// What a run hands to its [`crate::Sink`], in order.
 #[derive(Clone, Copy, Debug)]
 pub enum Event<'a> {
-    /// A flow ended.
+    /// A flow ended, or (with [`EndReason::Active`]) a live flow's interim record.
     Flow(&'a FlowRecord),
     /// An RTT sample was made (only when samples are asked for).
     Sample(&'a Sample),
 }
 
 /// A flow record with the place that orders it among a run's outputs: the position of the
-/// packet that ended it, or for flows ended by capture time (or at the end of input) the
-/// position given for the end of their batch.
+/// packet that ended it (or, for an interim record, the packet that found the flow's active
+/// timeout passed), or for flows ended by capture time (or at the end of input) the position
+/// given for the end of their batch.
 #[derive(Clone, Debug)]
 pub struct Ordered {
     /// Position of the packet that ended the flow, or of its batch's end.
@@ -112,13 +128,14 @@ pub struct Ordered {
 }
 
 impl Ordered {
-    /// The output order: by position; flows ended at one tick by last packet, then first
-    /// packet, then key (a total order that does not depend on table layout); flows one packet
-    /// ended in the order it ended them (sort stably).
+    /// The output order: by position; flows ended at one tick by last packet, then the
+    /// flow's first packet ([`FlowRecord::start`], so an active timeout does not reorder
+    /// them), then key (a total order that does not depend on table layout); flows one
+    /// packet ended in the order it ended them (sort stably).
     pub fn order(&self) -> (u32, u64, u64, FlowKey) {
         let f = &self.record.flow;
         if self.tick {
-            (self.pos, f.last, f.first, f.key)
+            (self.pos, f.last, self.record.start, f.key)
         } else {
             (self.pos, 0, 0, FlowKey::default())
         }
@@ -224,9 +241,11 @@ pub struct Pipeline {
 impl Pipeline {
     /// A pipeline with the table, RTT matching and identification `cfg` asks for.
     pub fn new(cfg: &FlowsConfig) -> Self {
+        let mut table = FlowTable::new(cfg.table);
+        table.set_active_timeout(cfg.active_timeout_ns);
         Self {
             parser: cfg.parser(),
-            table: FlowTable::new(cfg.table),
+            table,
             policy: None,
             stateful: None,
             decisions: Vec::new(),
@@ -261,7 +280,9 @@ impl Pipeline {
     /// flows instead.
     pub fn with_stateful(mut self, st: Stateful) -> Self {
         let cfg = TableConfig { evict_protected: false, ..*self.table.config() };
+        let active = self.table.active_timeout();
         self.table = FlowTable::new(cfg);
+        self.table.set_active_timeout(active);
         self.stateful = Some(Box::new(st));
         self
     }
@@ -612,9 +633,28 @@ impl Pipeline {
     }
 
     /// Turns the flows the table ended into records, each side stage's summary retired before
-    /// any later packet can reuse their ids.
+    /// any later packet can reuse their ids; interim records of live flows take each stage's
+    /// summary so far and leave its state alone.
     fn retire_ended(&mut self, pos: u32, tick: bool, events: &mut Events) {
         for e in self.table.take_ended() {
+            let (flow, start) = (e.reported(), e.flow.first);
+            if e.reason == EndReason::Active {
+                let f = &e.flow;
+                let rtt = self.rtt.as_ref().map(|r| r.summary(e.id));
+                let app = self.dpi.as_ref().map(|d| d.current(e.id.0, &rampart_dpi::flow_info(f)));
+                let conn = self.tcp.as_ref().map(|t| t.current(e.id, f));
+                let (ct, verdict) = match &self.stateful {
+                    Some(st) => {
+                        let r = st.current(e.id);
+                        (r.ct, r.decided)
+                    }
+                    None => (None, None),
+                };
+                let end = e.reason;
+                let record = FlowRecord { flow, start, end, rtt, app, ct, verdict, conn };
+                events.records.push(Ordered { pos, tick, record });
+                continue;
+            }
             let rtt = self.rtt.as_mut().map(|r| SideStage::retire(r, e.id, &e.flow));
             let app = self.dpi.as_mut().map(|d| SideStage::retire(d, e.id, &e.flow));
             let conn = self.tcp.as_mut().map(|t| SideStage::retire(t, e.id, &e.flow));
@@ -625,7 +665,8 @@ impl Pipeline {
                 }
                 None => (None, None),
             };
-            let record = FlowRecord { flow: e.flow, end: e.reason, rtt, app, ct, verdict, conn };
+            let end = e.reason;
+            let record = FlowRecord { flow, start, end, rtt, app, ct, verdict, conn };
             events.records.push(Ordered { pos, tick, record });
         }
     }

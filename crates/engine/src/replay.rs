@@ -172,7 +172,7 @@ impl<S: FirewallSink + ?Sized> Run<'_, S> {
             }
         }
         for o in &self.events.records {
-            s.flows += 1;
+            s.count_record(&o.record);
             self.sink.record(&o.record)?;
         }
         Ok(())
@@ -242,7 +242,7 @@ pub fn replay<S: FirewallSink + ?Sized>(
         run.events.clear();
         run.main.finish_flows(part, &mut run.events);
         for o in &run.events.records {
-            s.flows += 1;
+            s.count_record(&o.record);
             run.sink.record(&o.record)?;
         }
     }

@@ -821,7 +821,21 @@ impl Stateful {
             .last
             .get_mut(id.0 as usize)
             .map(|l| std::mem::replace(l, (Decision::new(Verdict::Accept, None), 0)));
-        let decided = last.filter(|l| l.1 != 0).map(|(decision, generation)| {
+        Retired { ct, decided: self.named(last) }
+    }
+
+    /// The live flow `id`'s connection and last decision so far, kept (for an interim
+    /// record).
+    pub(crate) fn current(&self, id: FlowId) -> Retired {
+        let ct =
+            self.ct.summary(id).or_else(|| self.closed.iter().find(|c| c.0 == id).map(|c| c.1));
+        Retired { ct, decided: self.named(self.last.get(id.0 as usize).copied()) }
+    }
+
+    /// A flow's last decision (and the generation of the rules that made it; 0 for none),
+    /// with the rule's name.
+    fn named(&self, last: Option<(Decision, u32)>) -> Option<(Verdict, Option<Arc<str>>)> {
+        last.filter(|l| l.1 != 0).map(|(decision, generation)| {
             let (verdict, rule) = (decision.verdict(), decision.rule());
             let rules = if generation == self.generation {
                 Some(&self.rules)
@@ -830,8 +844,7 @@ impl Stateful {
             };
             let name = rule.zip(rules).map(|(r, rs)| Arc::clone(rs.rule_name(r)));
             (verdict, name)
-        });
-        Retired { ct, decided }
+        })
     }
 
     /// Bytes held: connection state and the cache.

@@ -766,7 +766,9 @@ impl Merger {
             }
             parts.push((events, 0, !last));
         }
-        let key = |o: &Ordered| (o.record.flow.first, o.record.flow.key);
+        // The flow's first packet: a record's own `first` is its interval's with an active
+        // timeout, while the table orders live flows by the flow's.
+        let key = |o: &Ordered| (o.record.start, o.record.flow.key);
         loop {
             // Refill every worker whose part is used up and that has more.
             for (k, lane) in lanes.iter_mut().enumerate() {
@@ -793,7 +795,7 @@ impl Merger {
                 .min();
             let Some((_, k)) = next else { break };
             let (events, at, _) = &mut parts[k];
-            s.flows += 1;
+            s.count_record(&events.records[*at].record);
             sink.event(crate::Event::Flow(&events.records[*at].record))?;
             *at += 1;
         }

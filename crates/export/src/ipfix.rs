@@ -25,7 +25,7 @@
 //! | octetDeltaCount, packetDeltaCount | 1, 2 | 8 each | initiator to responder: rampart's byte and packet counts |
 //! | the same, reverse (RFC 5103) | 1, 2, PEN 29305 | 8 each | responder to initiator |
 //! | biflowDirection | 239 | 1 | 1, initiator |
-//! | flowEndReason | 136 | 1 | idle 1, fin/rst 3 (end of flow detected), end of input 4 (forced end), evicted 5 (lack of resources) |
+//! | flowEndReason | 136 | 1 | idle 1, active 2 (an interim record, `--active-timeout`), fin/rst 3 (end of flow detected), end of input 4 (forced end), evicted 5 (lack of resources) |
 //! | applicationName | 96 | variable | the `app` label (`TLS.YouTube`), empty when identification is off |
 //!
 //! and rampart's own elements (enterprise bit set, the enterprise number of
@@ -34,6 +34,11 @@
 //! other than TCP), how the application was found, the responder's TCP flags and the
 //! flow's Community ID. These are separate forward elements, not RFC 5103 reverse ones, so a
 //! collector that misreads reverse elements (nfdump) cannot mistake them for forward fields.
+//!
+//! With an active timeout a flow is sent as several data records, interim ones with
+//! flowEndReason 2 and then its final one: each record's start and end times and delta
+//! counters (forward and reverse) cover its own interval, so a collector's sums per flow equal
+//! the flow's totals, and `tcpControlBits` holds the flags seen within the interval.
 //!
 //! # Element groups
 //!
@@ -512,6 +517,7 @@ fn truncate_utf8(s: &mut Vec<u8>, max: usize) {
 pub fn end_reason(e: EndReason) -> u8 {
     match e {
         EndReason::Idle => 1,
+        EndReason::Active => 2,
         EndReason::Fin | EndReason::Rst => 3,
         EndReason::End => 4,
         EndReason::Evicted => 5,

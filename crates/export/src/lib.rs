@@ -15,7 +15,7 @@
 //! | `packets_rev`, `bytes_rev` | responder to initiator |
 //! | `tcp_flags_fwd`, `tcp_flags_rev` | TCP flags seen each way, as letters `CEUAPRSF` |
 //! | `icmp_id` | the echo identifier of an ICMP echo flow |
-//! | `end_reason` | `idle`, `fin`, `rst`, `evicted` or `end` |
+//! | `end_reason` | `idle`, `fin`, `rst`, `evicted` or `end`; `active` for an interim record of a live flow (`--active-timeout`) |
 //! | `rtt_src_count`, `_min`, `_median`, `_max` | TCP: passive RTT samples from the capture point to the initiator and back (seconds; median within ~3 %) |
 //! | `rtt_dst_count`, `_min`, `_median`, `_max` | the same towards the responder |
 //! | `app` | the application, in nDPI's naming: `MASTER` or `MASTER.APP` (`DNS`, `TLS.YouTube`, `Unknown`) |
@@ -195,7 +195,7 @@ impl<'a> View<'a> {
     }
 
     fn uid(&self) -> Value<'a> {
-        Value::Uid(uid(&self.r.flow, self.seed))
+        Value::Uid(record_uid(self.r, self.seed))
     }
 
     fn rtt(&self, to_dst: bool) -> Option<DirSummary> {
@@ -453,6 +453,15 @@ pub fn uid(flow: &rampart_flow::Flow, seed: u64) -> u64 {
         h = mix(h ^ w).wrapping_add(0x9e37_79b9_7f4a_7c15);
     }
     mix(h)
+}
+
+/// The `uid` of a record's flow: [`uid`] of the flow's key, initiator and first packet
+/// ([`FlowRecord::start`]), so every record of one flow (interim records of an active timeout
+/// and its final one) carries the same uid.
+pub fn record_uid(r: &FlowRecord, seed: u64) -> u64 {
+    let mut flow = r.flow;
+    flow.first = r.start;
+    uid(&flow, seed)
 }
 
 /// Appends a uid as Zeek writes its uids: `C` and then the number in base 62 (11 digits).
@@ -732,6 +741,7 @@ mod tests {
         flow.tcp_flags = [0x1b, 0x12];
         FlowRecord {
             flow,
+            start: flow.first,
             end: EndReason::End,
             rtt: Some(RttSummary::default()),
             app: None,
@@ -757,6 +767,38 @@ mod tests {
         let mut l = Vec::new();
         uid_text(&mut l, uid(&r.flow, 0));
         format!(",\"uid\":\"{}\"", String::from_utf8(l).unwrap())
+    }
+
+    /// An interim record (active timeout) says `active` and carries its flow's uid, in every
+    /// schema; the interval's own times and counters are the record's.
+    #[test]
+    fn interim_records_say_active_and_keep_the_flows_uid() {
+        let whole = ended(6, KeyKind::Ports, 4);
+        let mut part = whole.clone();
+        part.flow.first = whole.flow.first + 700_000_000;
+        part.flow.packets = [1, 1];
+        part.end = EndReason::Active;
+        assert_eq!(record_uid(&part, 0), record_uid(&whole, 0));
+        assert_eq!(record_uid(&whole, 0), uid(&whole.flow, 0));
+        let mut other = whole.clone();
+        other.start += 1;
+        assert_ne!(record_uid(&other, 0), record_uid(&whole, 0));
+        let s = render(FlowFormat::Json, &part);
+        assert!(s.contains("\"first\":1700000000.700001,"), "{s}");
+        assert!(
+            s.contains("\"packets_fwd\":1,") && s.contains("\"end_reason\":\"active\","),
+            "{s}"
+        );
+        assert!(s.ends_with(&format!("{}}}\n", uid_field(&whole))), "{s}");
+        let csv = render(FlowFormat::Csv, &part);
+        assert!(csv.lines().nth(1).unwrap().contains(",active,"), "{csv}");
+        let mut w = FlowWriter::with_schema(Vec::new(), FlowFormat::Json, Schema::V2);
+        w.write(&part).unwrap();
+        w.write(&whole).unwrap();
+        let v2 = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        let uids: Vec<&str> = v2.lines().map(|l| &l[l.find("\"uid\"").unwrap()..][..20]).collect();
+        assert_eq!(uids[0], uids[1]);
+        assert!(v2.lines().next().unwrap().contains("\"end_reason\":\"active\""), "{v2}");
     }
 
     #[test]

@@ -120,8 +120,11 @@ impl Histogram {
 /// reading thread), published like the engine's counters.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FlowCounts {
-    /// Records per [`EndReason`], in the order of [`END_REASONS`].
+    /// Records per [`EndReason`], in the order of [`END_REASONS`] (flows ended).
     pub ended: [u64; 5],
+    /// Interim records of live flows ([`EndReason::Active`], an active timeout), counted
+    /// apart: they end no flow.
+    pub interim: u64,
     /// Records per application label, in order of first appearance (at most [`MAX_APPS`]).
     pub apps: Vec<(Label, u64)>,
     /// Records of applications beyond [`MAX_APPS`].
@@ -140,6 +143,7 @@ impl Default for FlowCounts {
     fn default() -> Self {
         Self {
             ended: [0; 5],
+            interim: 0,
             apps: Vec::new(),
             other_apps: 0,
             rtt: [Histogram::new(&RTT_BUCKETS), Histogram::new(&RTT_BUCKETS)],
@@ -148,8 +152,14 @@ impl Default for FlowCounts {
 }
 
 impl FlowCounts {
-    /// Counts a flow record: its end reason and its application.
+    /// Counts a flow record: its end reason and its application. An interim record
+    /// ([`EndReason::Active`]) counts only in [`FlowCounts::interim`], so that each flow is
+    /// counted once, by its final record.
     pub fn record(&mut self, r: &FlowRecord) {
+        if !r.end.is_final() {
+            self.interim += 1;
+            return;
+        }
         let i = END_REASONS.iter().position(|e| *e == r.end).unwrap_or(4);
         self.ended[i] += 1;
         if let Some(app) = &r.app {
@@ -169,7 +179,7 @@ impl FlowCounts {
         self.rtt[s.dir as usize].observe(s.rtt as f64 * 1e-9);
     }
 
-    /// Records counted.
+    /// Flows ended (their final records).
     pub fn flows(&self) -> u64 {
         self.ended.iter().sum()
     }
@@ -560,6 +570,15 @@ pub fn render(p: &Page<'_>) -> String {
         "reason",
         END_REASONS.iter().map(|r| r.name()).zip(p.flows.ended),
     );
+    if p.flows.interim > 0 {
+        // Only with an active timeout, from the first interim record on.
+        e.single(
+            "rampart_flow_records_interim_total",
+            Kind::Counter,
+            "Interim records of live flows (active timeout); not flows ended.",
+            p.flows.interim,
+        );
+    }
     e.single(
         "rampart_flow_table_evictions_total",
         Kind::Counter,
@@ -814,6 +833,37 @@ mod tests {
         assert_eq!(cum.last(), Some(&(f64::INFINITY, 10_000)));
         assert_eq!(a.count(), 10_000);
         assert!((a.sum() - total).abs() < 1e-6 * total);
+    }
+
+    /// Interim records (active timeout) are counted apart: they end no flow, so they count
+    /// neither as flows ended nor per application, and the live gauge is not lowered.
+    #[test]
+    fn interim_records_are_not_flows_ended() {
+        let mut r = crate::tests::ended(6, rampart_flow::KeyKind::Ports, 4);
+        r.app = Some(crate::tests::tls_app());
+        let mut f = FlowCounts::default();
+        r.end = EndReason::Active;
+        f.record(&r);
+        f.record(&r);
+        assert_eq!((f.flows(), f.interim, f.apps.len()), (0, 2, 0));
+        r.end = EndReason::Fin;
+        f.record(&r);
+        assert_eq!((f.flows(), f.interim, f.apps.len()), (1, 2, 1));
+        let mut s = Summary::default();
+        s.table.created = 1;
+        let page =
+            render(&Page { summary: &s, flows: &f, live: None, firewall: None, ended: true });
+        assert!(page.contains("rampart_flow_records_interim_total 2\n"), "{page}");
+        assert!(page.contains("rampart_flows_ended_total{reason=\"fin\"} 1\n"));
+        assert!(page.contains("rampart_flows_active 0\n"));
+        let none = render(&Page {
+            summary: &s,
+            flows: &FlowCounts::default(),
+            live: None,
+            firewall: None,
+            ended: true,
+        });
+        assert!(!none.contains("interim"), "without interim records the page is as before");
     }
 
     #[test]

@@ -23,6 +23,6 @@ mod table;
 pub use key::{Dir, FlowKey, KeyKind, Side};
 pub use stage::{FlowCtx, SideStage};
 pub use table::{
-    EndReason, EndedFlow, Flow, FlowId, FlowTable, Looked, PacketInfo, TableConfig, TableStats,
-    Tracked, prefetch,
+    EndReason, EndedFlow, Flow, FlowId, FlowTable, Interval, Looked, PacketInfo, TableConfig,
+    TableStats, Tracked, prefetch,
 };

@@ -67,10 +67,14 @@ pub enum EndReason {
     Evicted,
     /// The input ended (or the run was stopped) with the flow still live.
     End,
+    /// Not an end: an interim record of a flow that goes on, written because its active
+    /// timeout passed ([`FlowTable::set_active_timeout`]). The flow stays live; the record
+    /// covers one interval of it.
+    Active,
 }
 
 impl EndReason {
-    /// The name used in records: `idle`, `fin`, `rst`, `evicted` or `end`.
+    /// The name used in records: `idle`, `fin`, `rst`, `evicted`, `end` or `active`.
     pub fn name(self) -> &'static str {
         match self {
             Self::Idle => "idle",
@@ -78,7 +82,13 @@ impl EndReason {
             Self::Rst => "rst",
             Self::Evicted => "evicted",
             Self::End => "end",
+            Self::Active => "active",
         }
+    }
+
+    /// Whether the record ends its flow (every reason but [`EndReason::Active`]).
+    pub fn is_final(self) -> bool {
+        self != Self::Active
     }
 }
 
@@ -186,15 +196,69 @@ impl Flow {
     }
 }
 
-/// A flow that has ended, with why.
+/// Where a flow's current reporting interval began, kept beside the table when it has an
+/// active timeout ([`FlowTable::set_active_timeout`]): the interval's first packet, the
+/// flow's counters before it, and the TCP flags seen since.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Interval {
+    /// Capture time of the interval's first packet (ns since the epoch).
+    pub start: u64,
+    /// The flow's packets per direction before the interval.
+    pub packets: [u64; 2],
+    /// The flow's bytes per direction before the interval.
+    pub bytes: [u64; 2],
+    /// TCP flags seen per direction within the interval.
+    pub tcp_flags: [u8; 2],
+}
+
+impl Interval {
+    /// The first interval of a flow whose first packet is `p` (the packet included).
+    fn start(p: &PacketInfo) -> Self {
+        Self { start: p.ts, tcp_flags: [p.tcp_flags as u8, 0], ..Self::default() }
+    }
+}
+
+impl Flow {
+    /// The record of one interval of this flow: the interval's first packet as `first`, the
+    /// packets and bytes counted since the interval began, the TCP flags seen within it;
+    /// the key, the initiator and the last packet as the flow's.
+    pub fn since(&self, iv: &Interval) -> Flow {
+        let sub = |a: [u64; 2], b: [u64; 2]| [a[0].saturating_sub(b[0]), a[1].saturating_sub(b[1])];
+        Flow {
+            first: iv.start,
+            packets: sub(self.packets, iv.packets),
+            bytes: sub(self.bytes, iv.bytes),
+            tcp_flags: iv.tcp_flags,
+            ..*self
+        }
+    }
+}
+
+/// A flow that has ended, with why; or, with [`EndReason::Active`], an interim report of a
+/// flow that goes on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct EndedFlow {
-    /// The record as it stood at the end.
+    /// The record as it stood at the end (at an interim report: before the packet that
+    /// triggered it), with the flow's totals.
     pub flow: Flow,
     /// Why it ended.
     pub reason: EndReason,
     /// The id the flow had; it may already belong to a newer flow.
     pub id: FlowId,
+    /// With an active timeout: where the interval this record reports began (`None` when
+    /// the table has no active timeout, and the record covers the whole flow).
+    pub since: Option<Interval>,
+}
+
+impl EndedFlow {
+    /// What the record reports: the interval since the flow's previous record
+    /// ([`Flow::since`]) with an active timeout, else the whole flow.
+    pub fn reported(&self) -> Flow {
+        match &self.since {
+            Some(iv) => self.flow.since(iv),
+            None => self.flow,
+        }
+    }
 }
 
 /// A flow's slot number: stable while the flow lives, reused afterwards. Stages that keep their
@@ -261,6 +325,8 @@ pub struct TableStats {
     pub refused: u64,
     /// Records the idle timers looked at (ended or put back on a later list).
     pub timer_checks: u64,
+    /// Interim records of live flows whose active timeout passed.
+    pub interim: u64,
 }
 
 impl std::ops::AddAssign for TableStats {
@@ -273,6 +339,7 @@ impl std::ops::AddAssign for TableStats {
         self.peak += o.peak;
         self.refused += o.refused;
         self.timer_checks += o.timer_checks;
+        self.interim += o.interim;
     }
 }
 
@@ -320,6 +387,12 @@ pub struct FlowTable {
     /// current while its record's `prev` is [`NEAR`]; a record taken off its timer list
     /// leaves its entry behind, which is skipped when it comes up.
     near: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u32)>>,
+    /// The active timeout (ns; 0: none): a live flow's next packet more than this after the
+    /// start of its current interval first reports the interval ([`EndReason::Active`]).
+    active_ns: u64,
+    /// With an active timeout, each record's current interval (indexed like the records,
+    /// grown a chunk at a time); empty otherwise.
+    intervals: Vec<Interval>,
 }
 
 #[inline]
@@ -351,7 +424,45 @@ impl FlowTable {
             stats: TableStats::default(),
             timeouts: Vec::new(),
             near: std::collections::BinaryHeap::new(),
+            active_ns: 0,
+            intervals: Vec::new(),
         }
+    }
+
+    /// Reports live flows in intervals (`None`, the default: one record per flow): a flow
+    /// whose next packet comes more than `timeout_ns` of capture time after the first packet
+    /// of its current interval is reported first, as an [`EndedFlow`] with
+    /// [`EndReason::Active`] and the interval's counters ([`EndedFlow::since`]); the flow stays
+    /// live, and that packet begins its next interval. Its records (the interim ones and the
+    /// final one) add up to its totals, and their intervals do not overlap. The check is made
+    /// at packets only: a flow that goes quiet is reported when it ends (idle timeout, close,
+    /// eviction or the end of input), its last record covering everything since the previous
+    /// one. Set it before the first packet (flows live then start their interval at their
+    /// first packet); a zero timeout is none.
+    pub fn set_active_timeout(&mut self, timeout_ns: Option<u64>) {
+        self.active_ns = timeout_ns.unwrap_or(0);
+        self.intervals = Vec::new();
+        if self.active_ns != 0 {
+            self.intervals.resize(self.chunks.len() * CHUNK, Interval::default());
+            for r in 0..self.allocated {
+                let f = &self.chunks[r / CHUNK][r % CHUNK];
+                if f.live() {
+                    self.intervals[r] =
+                        Interval { start: f.first, tcp_flags: f.tcp_flags, ..Interval::default() };
+                }
+            }
+        }
+    }
+
+    /// The active timeout ([`FlowTable::set_active_timeout`]), if any.
+    pub fn active_timeout(&self) -> Option<u64> {
+        (self.active_ns != 0).then_some(self.active_ns)
+    }
+
+    /// Where record `rec`'s current interval began, with an active timeout.
+    #[inline]
+    fn since(&self, rec: u32) -> Option<Interval> {
+        self.intervals.get(rec as usize).copied().filter(|_| self.active_ns != 0)
     }
 
     /// The table's limits.
@@ -385,6 +496,10 @@ impl FlowTable {
             let p: *const Flow = self.record(e as u32 - 1);
             prefetch(p.cast::<u8>());
             prefetch(p.cast::<u8>().wrapping_add(std::mem::size_of::<Flow>() - 1));
+            if let Some(iv) = self.intervals.get(e as usize - 1) {
+                // With an active timeout the packet also reads its interval's start.
+                prefetch(iv as *const Interval);
+            }
         }
     }
 
@@ -637,6 +752,24 @@ impl FlowTable {
                 if !quiet && !reopen {
                     let dir = f.dir(p.side);
                     let d = dir as usize;
+                    if self.active_ns != 0 {
+                        let iv = &mut self.intervals[r];
+                        if p.ts.saturating_sub(iv.start) > self.active_ns {
+                            // Reported on for longer than the active timeout: the interval
+                            // so far is reported, and this packet begins the next one.
+                            self.stats.interim += 1;
+                            let id = FlowId(rec);
+                            let reason = EndReason::Active;
+                            self.ended.push(EndedFlow { flow: *f, reason, id, since: Some(*iv) });
+                            *iv = Interval {
+                                start: p.ts,
+                                packets: f.packets,
+                                bytes: f.bytes,
+                                tcp_flags: [0; 2],
+                            };
+                        }
+                        iv.tcp_flags[d] |= p.tcp_flags as u8;
+                    }
                     f.packets[d] += 1;
                     f.bytes[d] += u64::from(p.wire_len);
                     f.tcp_flags[d] |= p.tcp_flags as u8;
@@ -667,12 +800,16 @@ impl FlowTable {
                 };
                 let old = *f;
                 self.count_end(reason);
-                self.ended.push(EndedFlow { flow: old, reason, id: FlowId(rec) });
+                let since = self.since(rec);
+                self.ended.push(EndedFlow { flow: old, reason, id: FlowId(rec), since });
                 self.unlink(rec);
                 rec
             }
             None => self.insert(slot, p)?,
         };
+        if self.active_ns != 0 {
+            self.intervals[rec as usize] = Interval::start(p);
+        }
         let class = new_timeout.map_or(0, |t| self.class_of(t));
         let f = self.record_mut(rec);
         *f = Flow::start(p);
@@ -697,7 +834,7 @@ impl FlowTable {
             EndReason::Fin => self.stats.fin += 1,
             EndReason::Rst => self.stats.rst += 1,
             EndReason::Evicted => self.stats.evicted += 1,
-            EndReason::End => {}
+            EndReason::End | EndReason::Active => {}
         }
     }
 
@@ -897,9 +1034,10 @@ impl FlowTable {
         }
     }
 
-    /// The live flows in the order [`FlowTable::finish`] ends them: by first packet, then
-    /// key. A caller that ends them itself, a few at a time ([`FlowTable::end`]), never holds
-    /// more than this list (4 bytes a flow) besides the table.
+    /// The live flows in the order [`FlowTable::finish`] ends them: by first packet (of the
+    /// whole flow, also with an active timeout), then key. A caller that ends them itself, a
+    /// few at a time ([`FlowTable::end`]), never holds more than this list (4 bytes a flow)
+    /// besides the table.
     pub fn live_in_order(&self) -> Vec<FlowId> {
         let mut order: Vec<(u64, u32)> = (0..self.allocated as u32)
             .filter(|&r| self.record(r).live())
@@ -962,6 +1100,7 @@ impl FlowTable {
             + self.free.capacity() * 4
             + self.wheel.len() * 4
             + self.near.capacity() * std::mem::size_of::<(u64, u32)>()
+            + self.intervals.capacity() * std::mem::size_of::<Interval>()
     }
 
     #[inline]
@@ -1014,6 +1153,9 @@ impl FlowTable {
                 if self.allocated == self.chunks.len() * CHUNK {
                     let chunk = vec![Flow::default(); CHUNK].into_boxed_slice();
                     self.chunks.push(chunk.try_into().expect("a chunk holds CHUNK records"));
+                    if self.active_ns != 0 {
+                        self.intervals.resize(self.chunks.len() * CHUNK, Interval::default());
+                    }
                 }
                 self.allocated += 1;
                 (self.allocated - 1) as u32
@@ -1063,7 +1205,8 @@ impl FlowTable {
         let flow = *self.record(rec);
         self.record_mut(rec).bits = 0;
         self.count_end(reason);
-        self.ended.push(EndedFlow { flow, reason, id: FlowId(rec) });
+        let since = self.since(rec);
+        self.ended.push(EndedFlow { flow, reason, id: FlowId(rec), since });
         self.free.push(rec);
         self.live -= 1;
         let h = self.hash(&flow.key) as u32;

@@ -412,6 +412,17 @@ impl RttStage {
         })
     }
 
+    /// The summary of the live flow `id` so far, its statistics kept (for an interim record).
+    pub fn summary(&self, id: FlowId) -> RttSummary {
+        match self.flows.get(id.0 as usize).map(|f| f.stats) {
+            Some(s) if s != 0 => {
+                let st = &self.stats[s as usize - 1];
+                RttSummary { dirs: [st[0].summary(), st[1].summary()] }
+            }
+            _ => RttSummary::default(),
+        }
+    }
+
     /// The summary of flow `id`, which has ended; its statistics are released.
     pub fn retire(&mut self, id: FlowId) -> RttSummary {
         let Some(f) = self.flows.get_mut(id.0 as usize) else {

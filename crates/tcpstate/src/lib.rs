@@ -616,22 +616,37 @@ impl TcpStateStage {
 
     /// The summary of a flow that ended (`flow` its record), its slot cleared for the next.
     pub fn retire_flow(&mut self, id: FlowId, flow: &Flow) -> ConnSummary {
-        let mut summary = match self.flows.get_mut(id.0 as usize) {
+        let summary = match self.flows.get_mut(id.0 as usize) {
             Some(f) => std::mem::take(f).summary(flow),
             None => FlowTcp::default().summary(flow),
         };
-        if flow.key.proto == proto::UDP {
-            let mut h = History::default();
-            if flow.packets[0] > 0 {
-                h.push(b'D');
-            }
-            if flow.packets[1] > 0 {
-                h.push(b'd');
-            }
-            summary.history = h;
-        }
-        summary
+        with_udp_history(summary, flow)
     }
+
+    /// The summary of the live flow `id` so far (`flow` its record with the flow's totals),
+    /// its state kept (for an interim record).
+    pub fn current(&self, id: FlowId, flow: &Flow) -> ConnSummary {
+        let summary = match self.flows.get(id.0 as usize) {
+            Some(f) => f.summary(flow),
+            None => FlowTcp::default().summary(flow),
+        };
+        with_udp_history(summary, flow)
+    }
+}
+
+/// A UDP flow's history: `D` if the initiator sent, `d` if the responder did.
+fn with_udp_history(mut summary: ConnSummary, flow: &Flow) -> ConnSummary {
+    if flow.key.proto == proto::UDP {
+        let mut h = History::default();
+        if flow.packets[0] > 0 {
+            h.push(b'D');
+        }
+        if flow.packets[1] > 0 {
+            h.push(b'd');
+        }
+        summary.history = h;
+    }
+    summary
 }
 
 impl SideStage for TcpStateStage {

@@ -30,6 +30,7 @@ fn record(family: u8, proto: u8, sport: u16, dport: u16) -> FlowRecord {
     flow.tcp_flags = [0x1b, 0x12];
     FlowRecord {
         flow,
+        start: flow.first,
         end: EndReason::Fin,
         rtt: None,
         app: None,

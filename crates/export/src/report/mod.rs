@@ -21,6 +21,11 @@
 //! * **Everything from the data is escaped** ([`html::escape`]): server names, HTTP hosts,
 //!   application labels, rule names and addresses are written by whoever sent the packets or
 //!   the records.
+//! * **One row per flow.** Records that share a `uid` (the interim records an active timeout
+//!   writes for a live flow, then its final record) are joined into one row as they arrive
+//!   ([`Report::add_flow`]): their packets and bytes add up, their TCP flags join, and the
+//!   final record's application, RTT, connection state and end reason stand, so no flow is
+//!   counted twice.
 //! * **Memory.** Every flow record is kept (a few hundred bytes each) and every sample in 16
 //!   bytes, as exact percentiles need them all.
 
@@ -79,9 +84,46 @@ pub struct FlowRow {
     pub verdict: Option<String>,
     /// The rule that gave it.
     pub rule: Option<String>,
+    /// The flow's `uid`, when the record has one: every record of one flow carries the same.
+    pub uid: Option<String>,
 }
 
 impl FlowRow {
+    /// Whether this is an interim record of a flow that went on (`end_reason` `active`).
+    pub fn is_interim(&self) -> bool {
+        self.end_reason == "active"
+    }
+
+    /// Joins another record of the same flow into this row: packets and bytes add up, the
+    /// times span both, TCP flags join; the other's end reason, application, RTT, firewall
+    /// fields and server name take over unless it is an interim record and this row is not.
+    pub fn merge(&mut self, o: FlowRow) {
+        for i in 0..2 {
+            self.packets[i] = self.packets[i].saturating_add(o.packets[i]);
+            self.bytes[i] = self.bytes[i].saturating_add(o.bytes[i]);
+            let (a, b) = (&self.flags[i], &o.flags[i]);
+            let joined: String =
+                "CEUAPRSF".chars().filter(|c| a.contains(*c) || b.contains(*c)).collect();
+            self.flags[i] = joined;
+        }
+        self.first = self.first.min(o.first);
+        self.last = self.last.max(o.last);
+        if !o.is_interim() || self.is_interim() {
+            self.end_reason = o.end_reason;
+            self.rtt = [o.rtt[0].or(self.rtt[0]), o.rtt[1].or(self.rtt[1])];
+            let take = |mine: &mut Option<String>, theirs: Option<String>| {
+                if theirs.is_some() {
+                    *mine = theirs;
+                }
+            };
+            take(&mut self.app, o.app);
+            take(&mut self.server_name, o.server_name);
+            take(&mut self.ct_state, o.ct_state);
+            take(&mut self.verdict, o.verdict);
+            take(&mut self.rule, o.rule);
+        }
+    }
+
     /// Packets both ways.
     pub fn total_packets(&self) -> u64 {
         self.packets[0].saturating_add(self.packets[1])
@@ -155,6 +197,8 @@ type Dir = (String, u16, String, u16);
 #[derive(Default)]
 pub struct Report {
     flows: Vec<FlowRow>,
+    /// The row of each `uid` seen, to join the records of one flow.
+    by_uid: HashMap<Box<str>, usize>,
     samples: Vec<Kept>,
     keys: Vec<Dir>,
     key_index: HashMap<Dir, u32>,
@@ -166,8 +210,16 @@ impl Report {
         Self::default()
     }
 
-    /// Adds a flow record.
+    /// Adds a flow record; a record whose `uid` an earlier one had (another interval of the
+    /// same flow, `--active-timeout`) is joined into that row ([`FlowRow::merge`]).
     pub fn add_flow(&mut self, f: FlowRow) {
+        if let Some(uid) = f.uid.as_deref() {
+            if let Some(&i) = self.by_uid.get(uid) {
+                self.flows[i].merge(f);
+                return;
+            }
+            self.by_uid.insert(uid.into(), self.flows.len());
+        }
         self.flows.push(f);
     }
 
@@ -182,7 +234,7 @@ impl Report {
         self.samples.push(Kept { time: s.time, rtt: s.rtt as f32, key: idx });
     }
 
-    /// Flow records collected.
+    /// Flows collected (records of one flow count once).
     pub fn flows(&self) -> usize {
         self.flows.len()
     }
@@ -608,6 +660,7 @@ mod tests {
             ct_state: None,
             verdict: None,
             rule: None,
+            uid: None,
         }
     }
 
@@ -702,6 +755,50 @@ mod tests {
         assert_eq!(m.span, Some((100.0, 103.0)));
         let page = r.render(&RunInfo::default(), &Options::default());
         assert!(page.contains("&lt;b&gt;deny&lt;/b&gt;") && !page.contains("<b>deny"));
+    }
+
+    /// The records of one flow (interim ones, then the final one) make one row: counters
+    /// add up, flags join, the final record's fields stand; records without a uid stay rows
+    /// of their own.
+    #[test]
+    fn records_sharing_a_uid_are_one_flow() {
+        let mut r = Report::new();
+        let mut a = flow("10.0.0.1", "10.0.0.9", 1000, 10);
+        a.uid = Some("CAAAAAAAAAA1".into());
+        a.end_reason = "active".into();
+        a.flags = ["S".into(), "SA".into()];
+        a.app = Some("TLS".into());
+        a.rtt[1] = Some(RttStat { count: 1, min: 0.01, median: 0.01, max: 0.01 });
+        let mut b = a.clone();
+        b.first = 101.5;
+        b.last = 102.0;
+        b.flags = ["AF".into(), "A".into()];
+        b.end_reason = "fin".into();
+        b.app = Some("TLS.YouTube".into());
+        b.rtt[1] = Some(RttStat { count: 3, min: 0.01, median: 0.02, max: 0.05 });
+        r.add_flow(a.clone());
+        r.add_flow(b);
+        r.add_flow(flow("10.0.0.2", "10.0.0.9", 100, 5));
+        r.add_flow(flow("10.0.0.2", "10.0.0.9", 100, 5));
+        assert_eq!(r.flows(), 3);
+        let m = Model::build(&r, &Options::default());
+        assert_eq!(m.flows, 3);
+        assert_eq!(m.packets, 10 + 10 + 1 + 1 + 2 * (5 + 1));
+        let row = &r.flows[0];
+        assert_eq!((row.packets, row.bytes), ([20, 2], [2000, 120]));
+        assert_eq!((row.first, row.last), (100.0, 102.0));
+        assert_eq!(row.flags, ["ASF".to_string(), "AS".to_string()]);
+        assert_eq!(row.end_reason, "fin");
+        assert_eq!(row.app.as_deref(), Some("TLS.YouTube"));
+        assert_eq!(row.rtt[1].unwrap().count, 3);
+        assert_eq!(m.end_reasons, vec![("fin".to_string(), 3)]);
+        // A final record read before an interim one of its flow keeps its word.
+        let mut r = Report::new();
+        let mut fin = a.clone();
+        fin.end_reason = "fin".into();
+        r.add_flow(fin);
+        r.add_flow(a);
+        assert_eq!((r.flows(), r.flows[0].end_reason.as_str()), (1, "fin"));
     }
 
     #[test]

@@ -354,6 +354,7 @@ pub fn parse_flow(line: &[u8]) -> Result<FlowRow, String> {
         ct_state: f.text("ct_state")?,
         verdict: f.text("verdict")?,
         rule: f.text("rule")?,
+        uid: f.text("uid")?,
     })
 }
 

@@ -557,3 +557,219 @@ proptest! {
         }
     }
 }
+
+/// A packet of the active-timeout tests: capture time, sent by the key's other side, flags.
+type Sent = (u64, bool, u16);
+/// A record as the active-timeout tests compare it: first, last, packets, bytes, flags.
+type Cut = (u64, u64, [u64; 2], [u64; 2], [u8; 2]);
+
+/// Active timeout: what one flow instance's records should be, from its packets alone (in
+/// time order): intervals cut at each packet that comes more than `active` after the first
+/// packet of the interval it would join.
+fn interval_oracle(packets: &[Sent], active: u64) -> Vec<Cut> {
+    let mut out: Vec<Cut> = Vec::new();
+    let initiator_reverse = packets[0].1;
+    for &(ts, reverse, flags) in packets {
+        let d = usize::from(reverse != initiator_reverse);
+        if out.last().is_none_or(|iv| ts - iv.0 > active) {
+            out.push((ts, ts, [0; 2], [0; 2], [0; 2]));
+        }
+        let iv = out.last_mut().unwrap();
+        iv.1 = ts;
+        iv.2[d] += 1;
+        iv.3[d] += 100;
+        iv.4[d] |= flags as u8;
+    }
+    out
+}
+
+#[test]
+fn an_active_timeout_reports_a_long_flow_in_intervals_that_add_up() {
+    let s = 1_000_000_000u64;
+    let base = 1_700_000_000 * s;
+    // One flow, a packet every 150 ms for 10 s, alternating directions, then a FIN each way.
+    let mut plain = FlowTable::new(cfg(10, 300 * s));
+    let mut active = FlowTable::new(cfg(10, 300 * s));
+    active.set_active_timeout(Some(s));
+    assert_eq!(active.active_timeout(), Some(s));
+    let mut sent = Vec::new();
+    for i in 0..=67u64 {
+        let ts = base + i * 150_000_000;
+        let flags = match i {
+            0 => 0x02,
+            66 | 67 => 0x11,
+            _ => 0x18,
+        };
+        sent.push((ts, i % 2 == 1, flags));
+        for t in [&mut plain, &mut active] {
+            let mut p = packet(t, 0, i % 2 == 1, ts);
+            p.tcp_flags = flags;
+            t.track(&p);
+        }
+    }
+    // Interim records come out at the packets that cross the timeout, and the flow lives on.
+    let interim: Vec<EndedFlow> = active.take_ended().collect();
+    assert!(interim.iter().all(|e| e.reason == EndReason::Active));
+    assert_eq!(active.len(), 1);
+    assert!(plain.ended().is_empty());
+    plain.finish();
+    active.finish();
+    let whole = plain.take_ended().next().unwrap();
+    assert_eq!(whole.since, None);
+    assert_eq!(whole.reported(), whole.flow);
+    let mut records = interim;
+    records.extend(active.take_ended());
+    assert_eq!(records.last().unwrap().reason, EndReason::End);
+    let reported: Vec<Flow> = records.iter().map(EndedFlow::reported).collect();
+    // 10 s in intervals of at most 1 s whose first packets are more than 1 s apart: 1.05 s
+    // each (7 packets), the last one what is left.
+    assert_eq!(reported.len(), 10);
+    for (r, e) in reported.iter().zip(&records) {
+        assert_eq!(e.flow.first, base, "every record knows the flow's first packet");
+        assert!(r.last - r.first <= s, "an interval lasts at most the timeout");
+        assert!(r.first >= base && r.last <= whole.flow.last);
+        assert_eq!((r.key, r.initiator), (whole.flow.key, whole.flow.initiator));
+    }
+    for w in reported.windows(2) {
+        assert!(w[0].last < w[1].first, "intervals do not overlap");
+        assert!(w[1].first - w[0].first > s, "the next interval starts past the timeout");
+    }
+    let sum = |f: fn(&Flow) -> [u64; 2]| {
+        reported.iter().fold([0, 0], |a, r| [a[0] + f(r)[0], a[1] + f(r)[1]])
+    };
+    assert_eq!(sum(|f| f.packets), whole.flow.packets);
+    assert_eq!(sum(|f| f.bytes), whole.flow.bytes);
+    let flags = reported.iter().fold([0, 0], |a, r| [a[0] | r.tcp_flags[0], a[1] | r.tcp_flags[1]]);
+    assert_eq!(flags, whole.flow.tcp_flags);
+    // The flags are the interval's: the SYN only in the first, the FINs only in the last.
+    assert_eq!(reported[0].tcp_flags[0] & 0x02, 0x02);
+    assert!(reported[1..].iter().all(|r| r.tcp_flags[0] & 0x02 == 0));
+    assert!(reported[..9].iter().all(|r| (r.tcp_flags[0] | r.tcp_flags[1]) & 0x01 == 0));
+    let got: Vec<_> =
+        reported.iter().map(|r| (r.first, r.last, r.packets, r.bytes, r.tcp_flags)).collect();
+    assert_eq!(got, interval_oracle(&sent, s));
+    // The table counted each interim record, and no flow end for them.
+    assert_eq!(active.stats().interim, 9);
+    assert_eq!(active.stats().idle + active.stats().fin + active.stats().rst, 0);
+}
+
+#[test]
+fn a_flow_quiet_after_its_active_timeout_ends_by_the_idle_timeout_with_the_rest() {
+    let s = 1_000_000_000u64;
+    let mut t = FlowTable::new(cfg(10, 30 * s));
+    t.set_active_timeout(Some(5 * s));
+    // Packets over 6 s: the one at 6 s crosses the timeout and begins the second interval;
+    // then silence, and the idle timeout ends the flow with that interval.
+    for (i, ts) in [0, s, 2 * s, 6 * s].into_iter().enumerate() {
+        let p = packet(&t, 0, i % 2 == 1, s + ts);
+        t.track(&p);
+    }
+    t.advance(100 * s);
+    let records: Vec<(EndReason, Flow)> =
+        t.take_ended().map(|e| (e.reason, e.reported())).collect();
+    assert_eq!(records.len(), 2);
+    assert_eq!(records[0].0, EndReason::Active);
+    assert_eq!((records[0].1.first, records[0].1.last, records[0].1.packets), (s, 3 * s, [2, 1]));
+    assert_eq!(records[1].0, EndReason::Idle);
+    assert_eq!(
+        (records[1].1.first, records[1].1.last, records[1].1.packets),
+        (7 * s, 7 * s, [0, 1])
+    );
+    assert!(t.is_empty());
+}
+
+fn timings() -> impl Strategy<Value = Vec<(u16, bool, u64, u16)>> {
+    // (flow, reverse, time step in ms, flags): mostly small steps, sometimes long pauses that
+    // pass the active timeout or the idle timeout. Time always moves (a flow evicted and
+    // started again then has a later first packet, which tells the two apart).
+    let step = prop_oneof![6 => 1u64..400, 2 => 400u64..3_000, 1 => 3_000u64..40_000];
+    let flags = prop_oneof![Just(0x10u16), Just(0x18), Just(0x02), Just(0x12), Just(0x20)];
+    proptest::collection::vec((0u16..6, any::<bool>(), step, flags), 1..300)
+}
+
+proptest! {
+    /// With any active timeout, over random packet timings (idle ends included), the records
+    /// of every flow add up to the one record the table gives without it, and each flow's
+    /// records are exactly the intervals a simple model cuts from its packets.
+    #[test]
+    fn interim_records_add_up_to_the_flows_of_a_run_without_them(
+        ops in timings(),
+        active_ms in 1u64..5_000,
+        evict in any::<bool>(),
+    ) {
+        const MS: u64 = 1_000_000;
+        let idle = 20_000 * MS;
+        let active_ns = active_ms * MS;
+        // With a small table, flows are evicted (and start again): the records still add up.
+        let max = if evict { 3 } else { 100 };
+        let mut plain = FlowTable::new(cfg(max, idle));
+        let mut act = FlowTable::new(cfg(max, idle));
+        act.set_active_timeout(Some(active_ns));
+        let mut ts = 1_000_000 * MS;
+        let (mut ended_plain, mut ended_act) = (Vec::new(), Vec::new());
+        for &(flow, reverse, dt, flags) in &ops {
+            ts += dt * MS;
+            for (t, out) in [(&mut plain, &mut ended_plain), (&mut act, &mut ended_act)] {
+                let mut p = packet(t, flow, reverse, ts);
+                p.tcp_flags = flags;
+                t.track(&p);
+                out.extend(t.take_ended());
+            }
+        }
+        plain.finish();
+        act.finish();
+        ended_plain.extend(plain.take_ended());
+        ended_act.extend(act.take_ended());
+        // Flows are known by key and first packet.
+        let mut by_flow: HashMap<(FlowKey, u64), Vec<EndedFlow>> = HashMap::new();
+        for e in &ended_act {
+            by_flow.entry((e.flow.key, e.flow.first)).or_default().push(*e);
+        }
+        prop_assert_eq!(by_flow.len(), ended_plain.len());
+        for whole in &ended_plain {
+            let recs = &by_flow[&(whole.flow.key, whole.flow.first)];
+            let (last, interim) = recs.split_last().unwrap();
+            prop_assert_eq!(last.reason, whole.reason);
+            prop_assert!(interim.iter().all(|e| e.reason == EndReason::Active));
+            let mut sums = ([0u64; 2], [0u64; 2], [0u8; 2]);
+            for r in recs.iter().map(EndedFlow::reported) {
+                for d in 0..2 {
+                    sums.0[d] += r.packets[d];
+                    sums.1[d] += r.bytes[d];
+                    sums.2[d] |= r.tcp_flags[d];
+                }
+                prop_assert!(r.packets[0] + r.packets[1] > 0);
+            }
+            prop_assert_eq!(sums, (whole.flow.packets, whole.flow.bytes, whole.flow.tcp_flags));
+            prop_assert_eq!(last.flow.last, whole.flow.last);
+        }
+        // The oracle: each flow's packets (as the plain table grouped them) cut into
+        // intervals. Replay the packets into flows by the plain table's boundaries: a packet
+        // belongs to the flow of its key whose first packet is the latest at or before it.
+        let mut packets: HashMap<(FlowKey, u64), Vec<Sent>> = HashMap::new();
+        let mut firsts: HashMap<FlowKey, Vec<u64>> = HashMap::new();
+        for e in &ended_plain {
+            firsts.entry(e.flow.key).or_default().push(e.flow.first);
+        }
+        for v in firsts.values_mut() {
+            v.sort_unstable();
+        }
+        let mut ts = 1_000_000 * MS;
+        for &(flow, reverse, dt, flags) in &ops {
+            ts += dt * MS;
+            let k = key(flow).0;
+            let fs = &firsts[&k];
+            let first = fs[fs.partition_point(|&f| f <= ts) - 1];
+            packets.entry((k, first)).or_default().push((ts, reverse, flags));
+        }
+        for (id, pk) in &packets {
+            let want = interval_oracle(pk, active_ns);
+            let got: Vec<_> = by_flow[id]
+                .iter()
+                .map(EndedFlow::reported)
+                .map(|r| (r.first, r.last, r.packets, r.bytes, r.tcp_flags))
+                .collect();
+            prop_assert_eq!(got, want);
+        }
+    }
+}
