@@ -169,6 +169,46 @@ fn tcp_view(tcp: &[u8], src: [u8; 16], dst: [u8; 16], family: u8, pdu_size: usiz
     CompatView::Usable(CompatPacket { key, side, tsval, tsecr, pdu_size: pdu_size as u32 })
 }
 
+/// The common case, read from the parser's fields: a well-formed IPv4 packet without IP
+/// options, through [`plain_tcp`]. libtins reads such a packet as the parser does; anything
+/// else goes through [`libtins_v4`].
+#[inline]
+fn plain_v4(frame: &[u8], meta: &PacketMeta) -> Option<CompatView> {
+    let l3 = usize::from(meta.l3_offset);
+    if meta.family != Family::V4
+        || meta.is_fragment()
+        || *frame.get(l3)? != 0x45
+        || usize::from(meta.l4_offset) != l3 + 20
+    {
+        return None;
+    }
+    let captured_ip = frame.len().saturating_sub(l3);
+    plain_tcp(frame, meta, l3 + captured_ip.min(meta.ip_wire_len as usize))
+}
+
+/// A TCP segment the parser read whole, whose options are none or exactly NOP, NOP,
+/// timestamps: libtins reads it as the parser does, so pping's view comes from the parser's
+/// fields (`None`: anything else, for [`libtins_tcp`]).
+#[inline]
+fn plain_tcp(frame: &[u8], meta: &PacketMeta, pdu_size: usize) -> Option<CompatView> {
+    let l4 = usize::from(meta.l4_offset);
+    if meta.status != Status::Ok || meta.proto != rampart_wire::proto::TCP {
+        return None;
+    }
+    let options = frame.get(l4 + 20..l4 + usize::from(*frame.get(l4 + 12)? >> 4) * 4)?;
+    let ts = match options {
+        [] => None,
+        [1, 1, 8, 10, ..] if options.len() == 12 => meta.tcp.timestamps(),
+        _ => return None,
+    };
+    let Some((tsval, tsecr)) = ts else { return Some(CompatView::NoTs) };
+    if tsval == 0 || (tsecr == 0 && meta.tcp.flags != flags::SYN) {
+        return Some(CompatView::Skip);
+    }
+    let (key, side) = FlowKey::from_meta(meta)?;
+    Some(CompatView::Usable(CompatPacket { key, side, tsval, tsecr, pdu_size: pdu_size as u32 }))
+}
+
 /// IPv4 as libtins 4.0 parses it (`b` from the IP header to the end of the capture): the
 /// version nibble is not looked at; the header length must be at least 5 words and captured;
 /// options must be well formed, an END option only as the header's last byte; a total length
@@ -218,13 +258,15 @@ fn libtins_v4(b: &[u8], l3: usize) -> CompatView {
 }
 
 /// Classifies a frame as pping (the `tcp` filter, then libtins 4.0) would.
+#[inline]
 pub fn compat_view(link: LinkType, frame: &[u8], meta: &PacketMeta) -> CompatView {
     if !bpf_tcp(link, frame, meta) {
         return CompatView::Filtered;
     }
     let l3 = usize::from(meta.l3_offset);
     if meta.ethertype == ethertype::IPV4 {
-        return libtins_v4(frame.get(l3..).unwrap_or_default(), l3);
+        return plain_v4(frame, meta)
+            .unwrap_or_else(|| libtins_v4(frame.get(l3..).unwrap_or_default(), l3));
     }
     if meta.status == Status::Malformed(rampart_wire::Malformed::IpVersion) {
         // libtins trusts the EtherType: parse the packet as IPv6 whatever its version nibble.
@@ -244,6 +286,7 @@ pub fn compat_view(link: LinkType, frame: &[u8], meta: &PacketMeta) -> CompatVie
 
 /// IPv6: extension headers as the parser walks them; libtins refuses a packet captured shorter
 /// than its payload length, and hands TCP exactly the payload.
+#[inline]
 fn v6_view(frame: &[u8], meta: &PacketMeta) -> CompatView {
     let l3 = usize::from(meta.l3_offset);
     let captured_ip = frame.len().saturating_sub(l3);
@@ -265,7 +308,8 @@ fn v6_view(frame: &[u8], meta: &PacketMeta) -> CompatView {
         // The extension headers did not lead to TCP as the parser reads them.
         return CompatView::Filtered;
     }
-    tcp_view(&frame[l4..l3 + ip_len], meta.src, meta.dst, 6, l3 + ip_len)
+    plain_tcp(frame, meta, l3 + ip_len)
+        .unwrap_or_else(|| tcp_view(&frame[l4..l3 + ip_len], meta.src, meta.dst, 6, l3 + ip_len))
 }
 
 /// pping's settings.

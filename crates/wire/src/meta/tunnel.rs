@@ -210,7 +210,24 @@ impl PacketMeta {
     /// added to the outer ones) and [`PacketMeta::tunnel`] says which tunnel it came through.
     /// One level only; a packet that is not a well-formed tunnel, or whose inner packet is not
     /// IP, keeps its outer fields. Never panics, never allocates.
+    #[inline]
     pub fn decapsulate(&mut self, f: &[u8]) {
+        // Most packets are not a tunnel's: tell them by protocol and port, inline.
+        let maybe = match self.proto {
+            proto::TCP => false,
+            proto::UDP => {
+                matches!(self.dport, VXLAN_PORT | GTPU_PORT | CAPWAP_DATA_PORT)
+                    || matches!(self.sport, GTPU_PORT | CAPWAP_DATA_PORT)
+            }
+            p => matches!(p, proto::IPIP | proto::IPV6 | proto::GRE),
+        };
+        if maybe {
+            self.decapsulate_tunnel(f);
+        }
+    }
+
+    /// [`PacketMeta::decapsulate`] once the protocol or port says it may be a tunnel.
+    fn decapsulate_tunnel(&mut self, f: &[u8]) {
         if self.status != Status::Ok || self.is_fragment() || self.tunnel != Tunnel::None {
             return;
         }
