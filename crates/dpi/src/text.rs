@@ -38,7 +38,8 @@ pub(crate) const UDP: Detector = Detector {
     protos: &[Proto::Sip, Proto::Ssdp],
     transport: Transport::Udp,
     first: First::Text(&[]),
-    evidence: "a SIP request or status line, or an SSDP M-SEARCH or NOTIFY request",
+    evidence: "a SIP request or status line, an SSDP M-SEARCH or NOTIFY request, or an \
+               HTTP 200 response with the ST and USN headers (a search response)",
     source: "RFC 3261, UPnP Device Architecture 2.0",
     detect: udp,
 };
@@ -271,6 +272,24 @@ fn mail_and_ftp(p: &Packet<'_>) -> Seen {
     Seen::No
 }
 
+/// Whether an HTTP response over UDP is an SSDP search response: it is sent unicast from
+/// any port, and carries the `ST` (search target) and `USN` (unique service name) headers
+/// (UPnP Device Architecture 2.0, section 1.3.3).
+fn search_response(b: &[u8]) -> bool {
+    let (mut st, mut usn) = (false, false);
+    for line in b.split(|&c| c == b'\n').skip(1).take(32) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            break;
+        }
+        let Some(colon) = line.iter().position(|&c| c == b':') else { continue };
+        let name = &line[..colon];
+        st |= name.eq_ignore_ascii_case(b"st");
+        usn |= name.eq_ignore_ascii_case(b"usn");
+    }
+    st && usn
+}
+
 /// SIP and SSDP over UDP.
 pub(crate) fn udp(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     let b = p.payload;
@@ -285,7 +304,7 @@ pub(crate) fn udp(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         return Seen::Is(Label::of(Proto::BitTorrent));
     }
     if (starts(b, b"M-SEARCH * HTTP/1.1") || starts(b, b"NOTIFY * HTTP/1.1"))
-        || (starts(b, b"HTTP/1.1 200 OK") && p.port(1900))
+        || (starts(b, b"HTTP/1.1 200 OK") && (p.port(1900) || search_response(b)))
     {
         return Seen::Is(Label::of(Proto::Ssdp));
     }
@@ -328,6 +347,20 @@ mod tests {
         // Not a listing: the permission letters are wrong, or there is no line end.
         assert_eq!(seen(b"-rw-r--r-x-q 1 0 0 1 Feb 19 2016 a\r\n", [1, 2]).0, Seen::No);
         assert_eq!(seen(b"-rw-r--r--    1 0        0        10 Feb", [1, 2]).0, Seen::No);
+    }
+
+    #[test]
+    fn ssdp_search_responses_from_any_port() {
+        let ok = b"HTTP/1.1 200 OK\r\nCACHE-CONTROL: max-age=1800\r\nEXT:\r\n\
+                   LOCATION: http://192.0.2.7:80/desc.xml\r\nST: upnp:rootdevice\r\n\
+                   USN: uuid:2fac1234-31f8-11b4-a222-08002b34c003::upnp:rootdevice\r\n\r\n";
+        let mut m = Meta::default();
+        let p = Packet { payload: ok, from_initiator: true, ports: [38616, 61328], index: 0 };
+        assert_eq!(udp(&p, &mut m), Seen::Is(Label::of(Proto::Ssdp)));
+        // Without the search headers, an HTTP response over UDP is not SSDP.
+        let plain = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nServer: x\r\n\r\n";
+        let p = Packet { payload: plain, from_initiator: true, ports: [38616, 61328], index: 0 };
+        assert_eq!(udp(&p, &mut m), Seen::No);
     }
 
     #[test]

@@ -221,6 +221,15 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
     if p.port(17500) && b.starts_with(b"{\"") && b.windows(10).any(|w| w == b"\"host_int\"") {
         return is(Proto::Dropbox);
     }
+    // LAN sync's message bus: datagrams to the LAN sync port name the bus `Bus17Cmd` near
+    // their start (nDPI's dropbox.c).
+    if p.ports[1] == 17500
+        && p.ports[0] != 17500
+        && b.len() > 16
+        && b[..b.len().min(40)].windows(8).any(|w| w == b"Bus17Cmd")
+    {
+        return is(Proto::Dropbox);
+    }
     if p.port(57621) && b.starts_with(b"SpotUdp0") {
         return is(Proto::Spotify);
     }

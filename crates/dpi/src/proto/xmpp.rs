@@ -4,7 +4,7 @@
 use crate::registry::{Detector, First, Transport};
 use crate::{Meta, Packet, Seen};
 
-const NAME: &str = "Jabber";
+pub(crate) const NAME: &str = "Jabber";
 
 pub(crate) const DETECTOR: Detector = Detector {
     protos: &[crate::Proto::Other(&NAME)],
