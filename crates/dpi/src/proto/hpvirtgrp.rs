@@ -5,8 +5,8 @@
 //! reply 0x26); both then exchange data messages of type 0x30.
 //!
 //! A flow is labelled once its first three messages fit one of the two openings: the
-//! client's hello first, the server's reply second, then data, each message's length its
-//! segment's. The data messages alone never decide which.
+//! client's hello first, the server's reply second, then a data message, each message's
+//! length its segment's. Data messages alone never decide which.
 //!
 //! Sources: nDPI's `hpvirtgrp.c` (the hello's type, the length at offset 1, a zero at offset
 //! 3) and `jabber.c` (the types 0x25, 0x26 and 0x30 and the same length field).
@@ -38,7 +38,7 @@ pub(crate) const JABBER: Detector = Detector {
 };
 
 /// Whether `p` is the message its place in the flow calls for: `hello` from the client
-/// first, `reply` from the server second, data (0x30) third or fourth.
+/// first, `reply` from the server second, data (0x30) third.
 fn fits(p: &Packet<'_>, hello: u8, reply: u8) -> bool {
     let b = p.payload;
     if b.len() < 4 || be16(b, 1).map(usize::from) != Some(b.len()) {
@@ -47,7 +47,7 @@ fn fits(p: &Packet<'_>, hello: u8, reply: u8) -> bool {
     match p.index {
         0 => b[0] == hello && p.from_initiator,
         1 => b[0] == reply && !p.from_initiator,
-        2 | 3 => b[0] == 0x30,
+        2 => b[0] == 0x30,
         _ => false,
     }
 }
