@@ -22,14 +22,20 @@ pub(crate) const DETECTOR: Detector = Detector {
         Proto::Imap,
         Proto::FtpControl,
         Proto::FtpData,
+        Proto::Smtps,
+        Proto::Pop3s,
+        Proto::Imaps,
+        Proto::Other(&FTPS),
     ],
     transport: Transport::Tcp,
     first: First::Text(&[0xff]),
     evidence: "a whole request or status line (HTTP, RTSP), a banner (SSH), a greeting or \
                command line ending in a line break (mail, FTP, IRC, NNTP), Telnet option \
-               negotiation, or an `ls -l` listing line (FTP data)",
+               negotiation, or an `ls -l` listing line (FTP data); a client's STARTTLS, \
+               STLS or AUTH TLS line within the inspected packets (SMTPS, POPS, IMAPS, FTPS)",
     source: "RFC 9112, RFC 9113 (HTTP/2 preface), RFC 6455 (WebSocket), RFC 2326 (RTSP), \
-             RFC 4253 (SSH), RFC 5321, RFC 1939, RFC 9051, RFC 959, RFC 1459, RFC 3977, RFC 854",
+             RFC 4253 (SSH), RFC 5321, RFC 1939, RFC 9051, RFC 959, RFC 1459, RFC 3977, RFC 854, \
+             RFC 3207, RFC 2595, RFC 4217 (STARTTLS, STLS, AUTH TLS)",
     detect,
 };
 
@@ -125,7 +131,8 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
             meta.user_agent = Some(text_of(ua));
         }
         if h.content_type.is_some_and(|v| starts(v, b"application/ipp")) {
-            return Seen::Is(Label::of(Proto::Ipp));
+            // nDPI names IPP over HTTP as an application of HTTP.
+            return Seen::Is(Label { master: Proto::Http, app: Some("IPP") });
         }
         // A request for an absolute URI goes to a proxy (RFC 9112, 3.2.2).
         let target = line.get(m.len()..).unwrap_or(b"");
@@ -215,7 +222,11 @@ fn chat_and_news(p: &Packet<'_>) -> Seen {
     Seen::No
 }
 
-/// SMTP, POP3, IMAP and FTP, from either side's first lines.
+/// FTP over TLS after `AUTH TLS` (nDPI's name).
+pub(crate) const FTPS: &str = "FTPS";
+
+/// SMTP, POP3, IMAP and FTP, from either side's first lines, and a client's request to
+/// continue over TLS (SMTPS, POPS, IMAPS, FTPS, as nDPI names the upgraded sessions).
 fn mail_and_ftp(p: &Packet<'_>) -> Seen {
     let b = p.payload;
     if is_listing(b) {
@@ -225,14 +236,35 @@ fn mail_and_ftp(p: &Packet<'_>) -> Seen {
         return Seen::No;
     }
     let mail = |proto| Seen::Is(Label::of(proto));
+    // A client's request to continue over TLS: SMTP's STARTTLS (RFC 3207), POP3's STLS
+    // (RFC 2595), IMAP's tagged STARTTLS (RFC 9051), FTP's AUTH TLS (RFC 4217).
+    if p.from_initiator {
+        let line = b.trim_ascii_end();
+        if line.eq_ignore_ascii_case(b"STARTTLS") {
+            return mail(Proto::Smtps);
+        }
+        if line.eq_ignore_ascii_case(b"STLS") {
+            return mail(Proto::Pop3s);
+        }
+        if line.eq_ignore_ascii_case(b"AUTH TLS") || line.eq_ignore_ascii_case(b"AUTH SSL") {
+            return mail(Proto::Other(&FTPS));
+        }
+        if let Some(sp) = line.iter().position(|&c| c == b' ')
+            && (1..=10).contains(&sp)
+            && line[..sp].iter().all(u8::is_ascii_alphanumeric)
+            && line[sp + 1..].eq_ignore_ascii_case(b"STARTTLS")
+        {
+            return mail(Proto::Imaps);
+        }
+    }
     // Clients.
     if starts(b, b"EHLO ") || starts(b, b"HELO ") {
         return mail(Proto::Smtp);
     }
-    if starts(b, b"USER ") || starts(b, b"AUTH ") || starts(b, b"CAPA\r") || starts(b, b"STLS\r") {
+    if starts(b, b"USER ") || starts(b, b"AUTH ") || starts(b, b"CAPA\r") {
         return if p.port(21) {
             mail(Proto::FtpControl)
-        } else if p.port(110) || p.port(995) || starts(b, b"CAPA") || starts(b, b"STLS") {
+        } else if p.port(110) || p.port(995) || starts(b, b"CAPA") {
             mail(Proto::Pop3)
         } else {
             mail(Proto::FtpControl)
@@ -347,6 +379,34 @@ mod tests {
         // Not a listing: the permission letters are wrong, or there is no line end.
         assert_eq!(seen(b"-rw-r--r-x-q 1 0 0 1 Feb 19 2016 a\r\n", [1, 2]).0, Seen::No);
         assert_eq!(seen(b"-rw-r--r--    1 0        0        10 Feb", [1, 2]).0, Seen::No);
+    }
+
+    #[test]
+    fn starttls_upgrades() {
+        let cfg = crate::Config::default();
+        let session = |lines: &[(bool, &[u8])], port: u16| {
+            let mut f = crate::FlowDpi::new(6);
+            for (client, line) in lines {
+                f.feed(&cfg, *client, [50000, port], line);
+            }
+            f.give_up([50000, port]);
+            f.label().master.name()
+        };
+        let greet: &[u8] = b"220 mx.example.org ESMTP ready\r\n";
+        let ehlo: &[u8] = b"EHLO client.example.org\r\n";
+        let caps: &[u8] = b"250-mx.example.org\r\n250 STARTTLS\r\n";
+        assert_eq!(session(&[(false, greet), (true, ehlo), (false, caps)], 25), "SMTP");
+        let upgraded = [(false, greet), (true, ehlo), (false, caps), (true, b"STARTTLS\r\n")];
+        assert_eq!(session(&upgraded, 25), "SMTPS");
+        let pop: [(bool, &[u8]); 2] = [(false, b"+OK POP3 ready\r\n"), (true, b"STLS\r\n")];
+        assert_eq!(session(&pop, 110), "POPS");
+        let imap: [(bool, &[u8]); 2] = [(false, b"* OK IMAP4rev1\r\n"), (true, b"a1 STARTTLS\r\n")];
+        assert_eq!(session(&imap, 143), "IMAPS");
+        let ftp: [(bool, &[u8]); 2] = [(false, b"220 FTP server ready\r\n"), (true, b"AUTH TLS\r\n")];
+        assert_eq!(session(&ftp, 21), "FTPS");
+        // The server naming the extension is no request.
+        let from_server: [(bool, &[u8]); 2] = [(false, greet), (false, b"STARTTLS\r\n")];
+        assert_eq!(session(&from_server, 25), "SMTP");
     }
 
     #[test]
