@@ -237,8 +237,10 @@ fn mail_and_ftp(p: &Packet<'_>) -> Seen {
     }
     let mail = |proto| Seen::Is(Label::of(proto));
     // A client's request to continue over TLS: SMTP's STARTTLS (RFC 3207), POP3's STLS
-    // (RFC 2595), IMAP's tagged STARTTLS (RFC 9051), FTP's AUTH TLS (RFC 4217).
-    if p.from_initiator {
+    // (RFC 2595), IMAP's tagged STARTTLS (RFC 9051), FTP's AUTH TLS (RFC 4217). Servers
+    // never send these lines bare (they list the extension in longer lines), so the side
+    // need not be known (a capture may miss the connection's start).
+    {
         let line = b.trim_ascii_end();
         if line.eq_ignore_ascii_case(b"STARTTLS") {
             return mail(Proto::Smtps);
@@ -251,7 +253,7 @@ fn mail_and_ftp(p: &Packet<'_>) -> Seen {
         }
         if let Some(sp) = line.iter().position(|&c| c == b' ')
             && (1..=10).contains(&sp)
-            && line[..sp].iter().all(u8::is_ascii_alphanumeric)
+            && line[..sp].iter().all(|&c| c.is_ascii_graphic() && !b"(){%*\"\\+".contains(&c))
             && line[sp + 1..].eq_ignore_ascii_case(b"STARTTLS")
         {
             return mail(Proto::Imaps);
@@ -400,13 +402,16 @@ mod tests {
         assert_eq!(session(&upgraded, 25), "SMTPS");
         let pop: [(bool, &[u8]); 2] = [(false, b"+OK POP3 ready\r\n"), (true, b"STLS\r\n")];
         assert_eq!(session(&pop, 110), "POPS");
-        let imap: [(bool, &[u8]); 2] = [(false, b"* OK IMAP4rev1\r\n"), (true, b"a1 STARTTLS\r\n")];
+        let imap: [(bool, &[u8]); 2] = [(false, b"* OK IMAP4rev1\r\n"), (true, b". STARTTLS\r\n")];
         assert_eq!(session(&imap, 143), "IMAPS");
         let ftp: [(bool, &[u8]); 2] = [(false, b"220 FTP server ready\r\n"), (true, b"AUTH TLS\r\n")];
         assert_eq!(session(&ftp, 21), "FTPS");
         // The server naming the extension is no request.
-        let from_server: [(bool, &[u8]); 2] = [(false, greet), (false, b"STARTTLS\r\n")];
+        let from_server: [(bool, &[u8]); 2] = [(false, greet), (false, b"250-STARTTLS\r\n")];
         assert_eq!(session(&from_server, 25), "SMTP");
+        let listed: [(bool, &[u8]); 2] =
+            [(false, b"* OK IMAP4rev1\r\n"), (false, b"* CAPABILITY IMAP4rev1 STARTTLS\r\n")];
+        assert_eq!(session(&listed, 143), "IMAP");
     }
 
     #[test]
