@@ -63,6 +63,20 @@ const METHODS: &[&[u8]] = &[
     b"PROPFIND ",
 ];
 
+/// RTSP's methods that HTTP does not have (RFC 2326 section 10; OPTIONS is with HTTP's).
+const RTSP_METHODS: &[&[u8]] = &[
+    b"DESCRIBE ",
+    b"ANNOUNCE ",
+    b"GET_PARAMETER ",
+    b"SET_PARAMETER ",
+    b"PAUSE ",
+    b"PLAY ",
+    b"RECORD ",
+    b"REDIRECT ",
+    b"SETUP ",
+    b"TEARDOWN ",
+];
+
 /// The headers of an HTTP head that identification reads, found in one pass.
 #[derive(Default)]
 struct Headers<'a> {
@@ -152,6 +166,16 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
     }
     if b.starts_with(b"RTSP/1.0 ") {
         return Seen::Is(Label::of(Proto::Rtsp));
+    }
+    // RTSP's own methods (RFC 2326 section 10): `SETUP rtsp://... RTSP/1.0`.
+    if let Some(m) = RTSP_METHODS.iter().find(|m| b.starts_with(m)) {
+        let line = b.split(|&c| c == b'\n').next().unwrap_or(b).trim_ascii_end();
+        let target = &line[m.len()..];
+        if (starts(target, b"rtsp://") || starts(target, b"rtsps://") || target.starts_with(b"*"))
+            && line.ends_with(b" RTSP/1.0")
+        {
+            return Seen::Is(Label::of(Proto::Rtsp));
+        }
     }
     if b.starts_with(b"SSH-") {
         if b.len() > 8 && (b.starts_with(b"SSH-2.0-") || b.starts_with(b"SSH-1.")) {
@@ -381,6 +405,16 @@ mod tests {
         // Not a listing: the permission letters are wrong, or there is no line end.
         assert_eq!(seen(b"-rw-r--r-x-q 1 0 0 1 Feb 19 2016 a\r\n", [1, 2]).0, Seen::No);
         assert_eq!(seen(b"-rw-r--r--    1 0        0        10 Feb", [1, 2]).0, Seen::No);
+    }
+
+    #[test]
+    fn rtsp_requests() {
+        let setup = b"SETUP rtsp://192.0.2.5:8554/trackID=1 RTSP/1.0\r\nCSeq: 4\r\n\r\n";
+        let p = Packet { payload: setup, from_initiator: true, ports: [63840, 8554], index: 0 };
+        assert_eq!(detect(&p, &mut Meta::default()), Seen::Is(Label::of(Proto::Rtsp)));
+        let play = b"PLAY something else\r\n";
+        let p = Packet { payload: play, from_initiator: true, ports: [63840, 8554], index: 0 };
+        assert_ne!(detect(&p, &mut Meta::default()), Seen::Is(Label::of(Proto::Rtsp)));
     }
 
     #[test]

@@ -43,8 +43,8 @@ pub(crate) const UDP_BINARY: Detector = Detector {
                cookie, WireGuard and QUIC types and versions), lengths that match the datagram, \
                ASN.1 structure (SNMP, Kerberos); OpenVPN needs a control packet from each side \
                or three with one session id",
-    source: "RFC 9000/9369 (QUIC), RFC 8489 (STUN), RFC 2131/8415 (DHCP), RFC 3411 (SNMP), \
-             RFC 4120 (Kerberos), RFC 7296 (IKEv2), RFC 5905 (NTP), RFC 5424 (syslog), \
+    source: "RFC 9000/9369 (QUIC), RFC 8489 and RFC 3489 (STUN), RFC 2131/8415 (DHCP), \
+             RFC 3411 (SNMP), RFC 4120 (Kerberos), RFC 7296 (IKEv2), RFC 5905 (NTP), RFC 5424 (syslog), \
              RFC 1002 (NetBIOS), RFC 1350 (TFTP), RFC 5531 (ONC RPC), BEP 5/29 (BitTorrent), \
              WireGuard paper, OpenVPN protocol docs",
     detect,
@@ -171,6 +171,29 @@ fn stun(b: &[u8]) -> bool {
     false
 }
 
+/// A STUN message of RFC 3489 (no magic cookie): a Binding or Shared Secret request,
+/// response or error, a length equal to the rest after the 20-byte header, and attributes of
+/// the types RFC 3489 defines (1-11) or comprehension-optional ones (0x8000 and above),
+/// each with a length that fits, ending exactly with the message.
+fn classic_stun(b: &[u8]) -> bool {
+    let (Some(kind), Some(len)) = (be16(b, 0), be16(b, 2)) else { return false };
+    if !matches!(kind, 0x0001 | 0x0101 | 0x0111 | 0x0002 | 0x0102 | 0x0112)
+        || len == 0
+        || usize::from(len) + 20 != b.len()
+    {
+        return false;
+    }
+    let mut at = 20;
+    while at < b.len() {
+        let (Some(t), Some(l)) = (be16(b, at), be16(b, at + 2)) else { return false };
+        if !((1..=11).contains(&t) || t >= 0x8000) {
+            return false;
+        }
+        at += 4 + usize::from(l);
+    }
+    at == b.len()
+}
+
 /// A QUIC version this code knows: 1, 2, the IETF drafts (0xff0000xx), version
 /// negotiation (0), the reserved versions that force negotiation (0x?a?a?a?a, RFC 9000
 /// section 15), Facebook's mvfst (0xfaceb00x) and Google's Q05x/T05x.
@@ -261,7 +284,7 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
     {
         return is(Proto::Quic);
     }
-    if stun(b) {
+    if stun(b) || classic_stun(b) {
         return is(Proto::Stun);
     }
     // Tailscale's discovery messages: the magic `TS` and a speech balloon (U+1F4AC).
@@ -667,6 +690,27 @@ mod tests {
 
     fn udp(b: &[u8], ports: [u16; 2]) -> Seen {
         detect(&Packet { payload: b, from_initiator: true, ports, index: 0 }, &mut Meta::default())
+    }
+
+    #[test]
+    fn classic_stun_binding() {
+        // RFC 3489 Binding Request with CHANGE-REQUEST, and the response with MAPPED-ADDRESS.
+        let mut req = vec![0, 1, 0, 8];
+        req.extend_from_slice(&[0x94; 16]);
+        req.extend_from_slice(&[0, 3, 0, 4, 0, 0, 0, 0]);
+        assert_eq!(udp(&req, [55050, 13958]), is(Proto::Stun));
+        let mut resp = vec![1, 1, 0, 12];
+        resp.extend_from_slice(&[0x94; 16]);
+        resp.extend_from_slice(&[0, 1, 0, 8, 0, 1, 0xd7, 0x0a, 172, 16, 63, 224]);
+        assert_eq!(udp(&resp, [13958, 55050]), is(Proto::Stun));
+        // An undefined attribute type, or a length that does not end the message.
+        let mut bad = req.clone();
+        bad[21] = 0x30;
+        assert_ne!(udp(&bad, [55050, 13958]), is(Proto::Stun));
+        assert_ne!(udp(&req[..27], [55050, 13958]), is(Proto::Stun));
+        for cut in 0..resp.len() {
+            let _ = classic_stun(&resp[..cut]);
+        }
     }
 
     #[test]
