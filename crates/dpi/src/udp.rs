@@ -42,7 +42,8 @@ pub(crate) const UDP_BINARY: Detector = Detector {
     evidence: "one datagram with the protocol's header: magic values (STUN cookie, DHCP \
                cookie, WireGuard and QUIC types and versions), lengths that match the datagram, \
                ASN.1 structure (SNMP, Kerberos); OpenVPN needs a control packet from each side \
-               or three with one session id",
+               or three with one session id; WireGuard data off port 51820 three packets with \
+               one receiver index and an advancing counter",
     source: "RFC 9000/9369 (QUIC), RFC 8489 and RFC 3489 (STUN), RFC 2131/8415 (DHCP), \
              RFC 3411 (SNMP), RFC 4120 (Kerberos), RFC 7296 (IKEv2), RFC 5905 (NTP), RFC 5424 (syslog), \
              RFC 1002 (NetBIOS), RFC 1350 (TFTP), RFC 5531 (ONC RPC), BEP 5/29 (BitTorrent), \
@@ -296,6 +297,13 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
         match (b[0], b.len()) {
             (1, 148) | (2, 92) | (3, 64) => return is(Proto::WireGuard),
             (4, n) if n >= 32 && n % 16 == 0 && p.port(51820) => return is(Proto::WireGuard),
+            // Transport data off the usual port: the receiver index stays the same and the
+            // 64-bit little-endian counter advances, packet after packet.
+            (4, n) if n >= 32 && n % 16 == 0 => {
+                let receiver = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+                let counter = u16::from_le_bytes([b[8], b[9]]);
+                return Seen::Maybe(Label::of(Proto::WireGuard), receiver, Some(counter));
+            }
             _ => {}
         }
     }
@@ -690,6 +698,29 @@ mod tests {
 
     fn udp(b: &[u8], ports: [u16; 2]) -> Seen {
         detect(&Packet { payload: b, from_initiator: true, ports, index: 0 }, &mut Meta::default())
+    }
+
+    #[test]
+    fn wireguard_data_off_its_port() {
+        let data = |counter: u16| {
+            let mut d = vec![4, 0, 0, 0, 0x15, 0x76, 0x49, 0x79];
+            d.extend_from_slice(&u64::from(counter).to_le_bytes());
+            d.resize(96, 0xa7);
+            d
+        };
+        assert!(matches!(udp(&data(0x13), [22595, 5060]), Seen::Maybe(..)));
+        let cfg = crate::Config::default();
+        let mut f = crate::FlowDpi::new(17);
+        for c in 0x13..0x16 {
+            f.feed(&cfg, true, [22595, 5060], &data(c));
+        }
+        assert_eq!(f.label().master, Proto::WireGuard);
+        // A counter that stands still is no evidence.
+        let mut f = crate::FlowDpi::new(17);
+        for _ in 0..8 {
+            f.feed(&cfg, true, [22595, 5060], &data(7));
+        }
+        assert_ne!(f.label().master, Proto::WireGuard);
     }
 
     #[test]
