@@ -635,8 +635,7 @@ fn upgradable(p: Proto) -> bool {
 
 /// The names of such sessions once the client asked for TLS.
 fn upgraded(p: Proto) -> bool {
-    matches!(p, Proto::Smtps | Proto::Pop3s | Proto::Imaps)
-        || p == Proto::Other(&crate::text::FTPS)
+    matches!(p, Proto::Smtps | Proto::Pop3s | Proto::Imaps) || p == Proto::Other(&crate::text::FTPS)
 }
 
 /// Adds a heuristic match to a flow's evidence; true once it is enough for `label`. Each

@@ -438,7 +438,8 @@ mod tests {
         assert_eq!(session(&pop, 110), "POPS");
         let imap: [(bool, &[u8]); 2] = [(false, b"* OK IMAP4rev1\r\n"), (true, b". STARTTLS\r\n")];
         assert_eq!(session(&imap, 143), "IMAPS");
-        let ftp: [(bool, &[u8]); 2] = [(false, b"220 FTP server ready\r\n"), (true, b"AUTH TLS\r\n")];
+        let ftp: [(bool, &[u8]); 2] =
+            [(false, b"220 FTP server ready\r\n"), (true, b"AUTH TLS\r\n")];
         assert_eq!(session(&ftp, 21), "FTPS");
         // The server naming the extension is no request.
         let from_server: [(bool, &[u8]); 2] = [(false, greet), (false, b"250-STARTTLS\r\n")];

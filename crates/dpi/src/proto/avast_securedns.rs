@@ -62,7 +62,10 @@ mod tests {
         assert!(matches!(run(detect, &q, [57970, 443]), Seen::Is(_)));
         robust(detect, &q, [57970, 443]);
         // Another provider, another type, or a longer name: not this.
-        assert_eq!(run(detect, &query(&["2", "securedns", "avast", "org"], 16), [1, 443]), Seen::No);
+        assert_eq!(
+            run(detect, &query(&["2", "securedns", "avast", "org"], 16), [1, 443]),
+            Seen::No
+        );
         assert_eq!(run(detect, &query(&["2", "securedns", "avast", "com"], 1), [1, 443]), Seen::No);
         let longer = query(&["2", "securedns", "avast", "com", "evil"], 16);
         assert_eq!(run(detect, &longer, [1, 443]), Seen::No);

@@ -52,7 +52,8 @@ mod tests {
 
     #[test]
     fn handshakes() {
-        let hello = [0, 0, 0, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0x49, 0x96, 0x02, 0xd2, 0xff, 0xff, 0xff, 0xff];
+        let hello =
+            [0, 0, 0, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0x49, 0x96, 0x02, 0xd2, 0xff, 0xff, 0xff, 0xff];
         assert!(matches!(run(detect, &hello, [58766, 22101]), Seen::Is(_)));
         robust(detect, &hello, [58766, 22101]);
         let mut reply = hello;

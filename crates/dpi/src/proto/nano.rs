@@ -26,7 +26,8 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         return Seen::No;
     }
     let (max, using, min, kind) = (b[2], b[3], b[4], b[5]);
-    if !(15..=48).contains(&max) || !(min <= using && using <= max) || !(2..=15).contains(&kind) {
+    let versions = (15..=48).contains(&max) && min <= using && using <= max;
+    if !versions || !(2..=15).contains(&kind) {
         return Seen::No;
     }
     super::is(&NAME)

@@ -22,7 +22,11 @@ pub(crate) const DETECTOR: Detector = Detector {
 
 fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     let b = p.payload;
-    if b.len() != 1078 || b[0] != 0 || &b[1..12] != b"NETCODE 1.0" || !b[12].is_ascii_digit() || b[13] != 0
+    if b.len() != 1078
+        || b[0] != 0
+        || &b[1..12] != b"NETCODE 1.0"
+        || !b[12].is_ascii_digit()
+        || b[13] != 0
     {
         return Seen::No;
     }

@@ -62,7 +62,8 @@ mod tests {
         let refusal = b"\x01Password incorrect.\n";
         let p = Packet { payload: refusal, from_initiator: false, ports: [1023, 514], index: 2 };
         assert!(matches!(detect(&p, &mut Meta::default()), Seen::Maybe(..)));
-        let p = Packet { payload: b"\x01\x02\n", from_initiator: false, ports: [1023, 514], index: 2 };
+        let p =
+            Packet { payload: b"\x01\x02\n", from_initiator: false, ports: [1023, 514], index: 2 };
         assert_eq!(detect(&p, &mut Meta::default()), Seen::No);
     }
 }

@@ -37,8 +37,10 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     let rfc5424 = h.starts_with(b"1 ")
         && (h.get(2) == Some(&b'-')
             || h.get(2..7).is_some_and(|y| y[..4].iter().all(u8::is_ascii_digit) && y[4] == b'-'));
-    const MONTHS: [&[u8]; 12] =
-        [b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec"];
+    const MONTHS: [&[u8]; 12] = [
+        b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov",
+        b"Dec",
+    ];
     let rfc3164 = h.len() >= 15
         && MONTHS.contains(&&h[..3])
         && h[3] == b' '
@@ -51,7 +53,9 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
             && [4, 7].iter().all(|&i| t[i] == b'-')
             && t[10] == b'T'
             && [13, 16].iter().all(|&i| t[i] == b':')
-            && [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18].iter().all(|&i| t[i].is_ascii_digit())
+            && [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18]
+                .iter()
+                .all(|&i| t[i].is_ascii_digit())
     };
     if rfc5424 || rfc3164 || iso(h) { Seen::Is(Label::of(Proto::Syslog)) } else { Seen::No }
 }
@@ -66,7 +70,10 @@ mod tests {
         let m = b"<22>1 2021-04-18T14:51:48+04:00 host app - - - hello\n";
         assert!(matches!(run(detect, m, [49948, 601]), Seen::Is(_)));
         assert!(matches!(run(detect, b"52 <34>1 - host su - - - x\n", [1, 601]), Seen::Is(_)));
-        assert!(matches!(run(detect, b"<34>Oct 11 22:14:15 mymachine su: x\n", [1, 514]), Seen::Is(_)));
+        assert!(matches!(
+            run(detect, b"<34>Oct 11 22:14:15 mymachine su: x\n", [1, 514]),
+            Seen::Is(_)
+        ));
         robust(detect, m, [49948, 601]);
         let iso = b"<167>2016-05-24T09:50:52.926451+02:00 ldap01 slapd[3453]: conn=1\n";
         assert!(matches!(run(detect, iso, [9039, 514]), Seen::Is(_)));

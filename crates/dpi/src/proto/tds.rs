@@ -67,7 +67,14 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
 /// Whether `n` UTF-16LE code units at `at` are printable ASCII (SQL text, procedure names).
 fn utf16_text(b: &[u8], at: usize, n: usize) -> Option<()> {
     let s = b.get(at..at + 2 * n)?;
-    s.chunks_exact(2).all(|c| c[1] == 0 && (0x20..0x7f).contains(&c[0]) || c == b"\t\0" || c == b"\r\0" || c == b"\n\0").then_some(())
+    s.chunks_exact(2)
+        .all(|c| {
+            c[1] == 0 && (0x20..0x7f).contains(&c[0])
+                || c == b"\t\0"
+                || c == b"\r\0"
+                || c == b"\n\0"
+        })
+        .then_some(())
 }
 
 /// The body of a SQL batch (type 1) or RPC request (type 3): the optional ALL_HEADERS

@@ -42,7 +42,11 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         }
         _ => false,
     };
-    if fits { Seen::Maybe(Label { master: Proto::Other(&NAME), app: None }, 0, None) } else { Seen::No }
+    if fits {
+        Seen::Maybe(Label { master: Proto::Other(&NAME), app: None }, 0, None)
+    } else {
+        Seen::No
+    }
 }
 
 #[cfg(test)]
@@ -58,7 +62,8 @@ mod tests {
         assert_eq!(run(detect, b"0 alpha 16\n", [59244, 655]), Seen::No);
         assert_eq!(run(detect, b"0 al-pha 17\n", [59244, 655]), Seen::No);
         assert_eq!(run(detect, b"0 alpha 17", [59244, 655]), Seen::No);
-        let key = format!("1 429 672 0 0 {}\n", "2CDA99D7120FD6DEBC0BE0B08528876B4AB62DCFB1E".repeat(2));
+        let key =
+            format!("1 429 672 0 0 {}\n", "2CDA99D7120FD6DEBC0BE0B08528876B4AB62DCFB1E".repeat(2));
         assert!(matches!(run(detect, key.as_bytes(), [59244, 655]), Seen::Maybe(..)));
         robust(detect, key.as_bytes(), [59244, 655]);
         let cfg = Config::default();

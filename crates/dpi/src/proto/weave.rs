@@ -38,8 +38,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     let version = field >> 12;
     let encryption = (field >> 4) & 0xf;
     let ids = usize::from(field & 0x0100 != 0) + usize::from(field & 0x0200 != 0);
-    if len + 2 != b.len() || !(1..=2).contains(&version) || encryption > 4 || len < 6 + 8 * ids
-    {
+    if len + 2 != b.len() || !(1..=2).contains(&version) || encryption > 4 || len < 6 + 8 * ids {
         return Seen::No;
     }
     // The node ids, the same pair whichever side sends (XOR is symmetric).
