@@ -227,6 +227,8 @@ pub(crate) const DETECTORS: &[Detector] = &[
     proto::c1222::DETECTOR,
     proto::atg::DETECTOR,
     proto::among_us::DETECTOR,
+    proto::nomachine::DETECTOR,
+    proto::spotify_ap::DETECTOR,
     crate::udp::TCP_BINARY,
     crate::udp::UDP_BINARY,
     crate::udp::RTP,

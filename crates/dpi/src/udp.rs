@@ -235,6 +235,10 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
     if p.from_initiator && b.len() > 20 && crate::quic::gquic_hello(b, meta) {
         return is(Proto::Quic);
     }
+    // Its server's rejection, when the capture holds no hello.
+    if crate::quic::gquic_reject(b) {
+        return is(Proto::Quic);
+    }
     // Discord voice: IP discovery (type 1 or 2, length 70) and its keep-alive.
     if (b.len() == 74 && (b[..4] == [0, 1, 0, 0x46] || b[..4] == [0, 2, 0, 0x46]))
         || b.starts_with(&[0x13, 0x37, 0xca, 0xfe])
