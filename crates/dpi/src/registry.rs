@@ -232,6 +232,8 @@ pub(crate) const DETECTORS: &[Detector] = &[
     proto::xiaomi::DETECTOR,
     proto::nintendo::DETECTOR,
     proto::riotgames::DETECTOR,
+    proto::h323::DETECTOR,
+    proto::wow::DETECTOR,
     crate::udp::TCP_BINARY,
     crate::udp::UDP_BINARY,
     crate::udp::RTP,
