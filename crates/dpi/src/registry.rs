@@ -234,6 +234,8 @@ pub(crate) const DETECTORS: &[Detector] = &[
     proto::riotgames::DETECTOR,
     proto::h323::DETECTOR,
     proto::wow::DETECTOR,
+    proto::jsonrpc::DETECTOR,
+    proto::miop::DETECTOR,
     crate::udp::TCP_BINARY,
     crate::udp::UDP_BINARY,
     crate::udp::RTP,
