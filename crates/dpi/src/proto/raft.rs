@@ -33,7 +33,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         return Seen::No;
     };
     // The handshake.
-    if first == 1 && third > 0 && third % 8 == 0 && 24 + third as usize == b.len() {
+    if first == 1 && third > 0 && third % 8 == 0 && third.checked_add(24) == Some(b.len() as u64) {
         let addr = &b[24..];
         let text = addr.iter().position(|&c| c == 0).map_or(addr, |n| &addr[..n]);
         let padding = &addr[text.len()..];
@@ -70,6 +70,10 @@ mod tests {
         unpadded[38] = b'1';
         unpadded[39] = b'2';
         assert!(!matches!(run(detect, &unpadded, [46286, 9002]), Seen::Is(_)));
+        // An address length near 2^64 must not overflow.
+        let mut huge = h.clone();
+        huge[16..24].copy_from_slice(&(u64::MAX - 7).to_le_bytes());
+        assert_eq!(run(detect, &huge, [46286, 9002]), Seen::No);
         let mut vote = Vec::new();
         for v in [3u64, 40, 6, 1, 198, 4, 2] {
             vote.extend_from_slice(&v.to_le_bytes());

@@ -84,7 +84,7 @@ fn utf16_text(b: &[u8], at: usize, n: usize) -> Option<()> {
 fn request_body(kind: u8, b: &[u8]) -> Option<()> {
     let mut at = 8;
     let total = super::le32(b, 8)? as usize;
-    if total >= 4 + 6 && total <= b.len() - 8 {
+    if total >= 4 + 6 && total <= b.len().saturating_sub(8) {
         let first = super::le32(b, 12)? as usize;
         let ty = u16::from_le_bytes([*b.get(16)?, *b.get(17)?]);
         if first >= 6 && first <= total - 4 && (1..=3).contains(&ty) {
