@@ -529,8 +529,11 @@ impl FlowDpi {
             }
             _ => {}
         }
-        // A flow gathering heuristic evidence may take twice the budget to complete it.
-        let extend = !self.candidates.is_empty() || self.provisional.is_some();
+        // A flow gathering heuristic evidence may take twice the budget to complete it, and
+        // STUN may wait as long for its DTLS; a mail or FTP session waits for its STARTTLS
+        // only within the budget.
+        let waiting_dtls = self.provisional.is_some_and(|l| l.master == Proto::Stun);
+        let extend = !self.candidates.is_empty() || waiting_dtls;
         let limit = if extend { limit.saturating_mul(2) } else { limit };
         if self.packets >= limit || self.bytes as usize >= cfg.max_bytes * 2 {
             self.give_up(ports);
