@@ -170,7 +170,7 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
     // RTSP's own methods (RFC 2326 section 10): `SETUP rtsp://... RTSP/1.0`.
     if let Some(m) = RTSP_METHODS.iter().find(|m| b.starts_with(m)) {
         let line = b.split(|&c| c == b'\n').next().unwrap_or(b).trim_ascii_end();
-        let target = &line[m.len()..];
+        let target = line.get(m.len()..).unwrap_or(b"");
         if (starts(target, b"rtsp://") || starts(target, b"rtsps://") || target.starts_with(b"*"))
             && line.ends_with(b" RTSP/1.0")
         {
@@ -412,6 +412,11 @@ mod tests {
         let setup = b"SETUP rtsp://192.0.2.5:8554/trackID=1 RTSP/1.0\r\nCSeq: 4\r\n\r\n";
         let p = Packet { payload: setup, from_initiator: true, ports: [63840, 8554], index: 0 };
         assert_eq!(detect(&p, &mut Meta::default()), Seen::Is(Label::of(Proto::Rtsp)));
+        // A method and nothing else (the line, trimmed, is shorter than the method).
+        for short in [&b"PLAY \r\n"[..], b"SETUP \n", b"TEARDOWN "] {
+            let p = Packet { payload: short, from_initiator: true, ports: [1, 554], index: 0 };
+            assert_ne!(detect(&p, &mut Meta::default()), Seen::Is(Label::of(Proto::Rtsp)));
+        }
         let play = b"PLAY something else\r\n";
         let p = Packet { payload: play, from_initiator: true, ports: [63840, 8554], index: 0 };
         assert_ne!(detect(&p, &mut Meta::default()), Seen::Is(Label::of(Proto::Rtsp)));
