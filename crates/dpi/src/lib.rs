@@ -165,7 +165,7 @@ impl Proto {
             TeamViewer => "TeamViewer",
             Telnet => "Telnet",
             Imaps => "IMAPS",
-            Pop3s => "POP3S",
+            Pop3s => "POPS",
             Smtps => "SMTPS",
             Discord => "Discord",
             Dropbox => "Dropbox",
@@ -509,7 +509,16 @@ impl FlowDpi {
             Seen::Is(label) if label.master == Proto::Stun && self.l4 == UDP => {
                 self.provisional.get_or_insert(label);
             }
-            Seen::Is(label) if self.provisional.is_none() || label.master == Proto::Dtls => {
+            // A mail or FTP session may go on over TLS (STARTTLS): keep looking for the
+            // client's request within the budget.
+            Seen::Is(label) if self.l4 == TCP && upgradable(label.master) => {
+                self.provisional.get_or_insert(label);
+            }
+            Seen::Is(label)
+                if self.provisional.is_none()
+                    || label.master == Proto::Dtls
+                    || upgraded(label.master) =>
+            {
                 self.decide(label, By::Dpi);
                 return true;
             }
@@ -520,8 +529,11 @@ impl FlowDpi {
             }
             _ => {}
         }
-        // A flow gathering heuristic evidence may take twice the budget to complete it.
-        let extend = !self.candidates.is_empty() || self.provisional.is_some();
+        // A flow gathering heuristic evidence may take twice the budget to complete it, and
+        // STUN may wait as long for its DTLS; a mail or FTP session waits for its STARTTLS
+        // only within the budget.
+        let waiting_dtls = self.provisional.is_some_and(|l| l.master == Proto::Stun);
+        let extend = !self.candidates.is_empty() || waiting_dtls;
         let limit = if extend { limit.saturating_mul(2) } else { limit };
         if self.packets >= limit || self.bytes as usize >= cfg.max_bytes * 2 {
             self.give_up(ports);
@@ -617,6 +629,16 @@ impl FlowDpi {
             seen => seen,
         }
     }
+}
+
+/// Protocols whose sessions a client can move to TLS with a command (STARTTLS and kin).
+fn upgradable(p: Proto) -> bool {
+    matches!(p, Proto::Smtp | Proto::Pop3 | Proto::Imap | Proto::FtpControl)
+}
+
+/// The names of such sessions once the client asked for TLS.
+fn upgraded(p: Proto) -> bool {
+    matches!(p, Proto::Smtps | Proto::Pop3s | Proto::Imaps) || p == Proto::Other(&crate::text::FTPS)
 }
 
 /// Adds a heuristic match to a flow's evidence; true once it is enough for `label`. Each

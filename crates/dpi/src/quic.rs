@@ -272,9 +272,53 @@ pub(crate) fn gquic_hello(b: &[u8], meta: &mut Meta) -> bool {
     true
 }
 
+/// Google QUIC's server rejection (`REJ`), which a capture may hold without the client's
+/// hello: a public header without the version flag (a server's) and with the 8-byte
+/// connection id, then within the first bytes a STREAM frame for the crypto stream (id 1)
+/// with a data length that fits, carrying the message tag `REJ` and a tag count of 1-64.
+pub(crate) fn gquic_reject(b: &[u8]) -> bool {
+    if b.len() < 40 || b[0] & 0x81 != 0 || b[0] & 0x08 == 0 {
+        return false;
+    }
+    let window = &b[..b.len().min(64)];
+    let Some(at) = window.windows(4).position(|w| w == b"REJ\0") else { return false };
+    if at < 13 {
+        return false;
+    }
+    let (frame, stream) = (b[at - 4], b[at - 3]);
+    let len =
+        [u16::from_be_bytes([b[at - 2], b[at - 1]]), u16::from_le_bytes([b[at - 2], b[at - 1]])];
+    let tags = b.get(at + 4..at + 6).map(|s| u16::from_le_bytes([s[0], s[1]]));
+    frame & 0xe0 == 0xa0
+        && stream == 1
+        && len.iter().any(|&l| usize::from(l) >= 8 && usize::from(l) <= b.len() - at)
+        && tags.is_some_and(|n| (1..=64).contains(&n))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn gquic_server_reject() {
+        let mut d = vec![0x08, 0x25, 0x42, 0xda, 0xab, 0xb0, 0x35, 0x31, 0x7b, 0x01];
+        d.extend_from_slice(&[0x6b; 12]);
+        d.extend_from_slice(&[
+            0x40, 0x01, 0x03, 0xa5, 0x01, 0x00, 0x06, 0x00, 0xa0, 0x01, 0x02, 0x5b,
+        ]);
+        d.extend_from_slice(b"REJ\0\x06\x00\x00\x00STK\0");
+        d.resize(1350, 0);
+        assert!(gquic_reject(&d));
+        let mut client = d.clone();
+        client[0] |= 0x01;
+        assert!(!gquic_reject(&client));
+        let mut stream = d.clone();
+        stream[31] = 3;
+        assert!(!gquic_reject(&stream));
+        for cut in 0..60 {
+            let _ = gquic_reject(&d[..cut]);
+        }
+    }
 
     fn unhex(s: &str) -> Vec<u8> {
         (0..s.len() / 2).map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap()).collect()

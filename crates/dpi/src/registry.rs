@@ -194,6 +194,48 @@ pub(crate) const DETECTORS: &[Detector] = &[
     proto::wsd::DETECTOR,
     proto::syncthing::DETECTOR,
     proto::pfcp::DETECTOR,
+    proto::avast_securedns::DETECTOR,
+    proto::sd_rtn::DETECTOR,
+    proto::photon::DETECTOR,
+    proto::alicloud::DETECTOR,
+    proto::avast::DETECTOR,
+    proto::weave::DETECTOR,
+    proto::hpvirtgrp::DETECTOR,
+    proto::hpvirtgrp::JABBER,
+    proto::caneth::DETECTOR,
+    proto::eaq::DETECTOR,
+    proto::ripe_atlas::DETECTOR,
+    proto::zug::DETECTOR,
+    proto::crynet::DETECTOR,
+    proto::genshin::DETECTOR,
+    proto::kcp::DETECTOR,
+    proto::netcode::DETECTOR,
+    proto::tinc::DETECTOR,
+    proto::uftp::DETECTOR,
+    proto::websocket::DETECTOR,
+    proto::syslog_tcp::DETECTOR,
+    proto::rdp_udp::DETECTOR,
+    proto::raft::DETECTOR,
+    proto::mms::DETECTOR,
+    proto::nano::DETECTOR,
+    proto::lustre::DETECTOR,
+    proto::merakicloud::DETECTOR,
+    proto::path_of_exile::DETECTOR,
+    proto::flute::DETECTOR,
+    proto::ethersio::DETECTOR,
+    proto::cnp_ip::DETECTOR,
+    proto::c1222::DETECTOR,
+    proto::atg::DETECTOR,
+    proto::among_us::DETECTOR,
+    proto::nomachine::DETECTOR,
+    proto::spotify_ap::DETECTOR,
+    proto::xiaomi::DETECTOR,
+    proto::nintendo::DETECTOR,
+    proto::riotgames::DETECTOR,
+    proto::h323::DETECTOR,
+    proto::wow::DETECTOR,
+    proto::jsonrpc::DETECTOR,
+    proto::miop::DETECTOR,
     crate::udp::TCP_BINARY,
     crate::udp::UDP_BINARY,
     crate::udp::RTP,
@@ -280,11 +322,12 @@ pub struct ProtocolInfo {
     /// The protocol's name (nDPI's).
     pub name: &'static str,
     /// The transports it is recognised on.
-    pub transport: &'static str,
-    /// What the detector needs before it labels a flow.
-    pub evidence: &'static str,
-    /// Where the facts it checks come from.
-    pub source: &'static str,
+    pub transport: String,
+    /// What the detectors need before they label a flow (one clause per detector, when
+    /// several recognise the protocol).
+    pub evidence: String,
+    /// Where the facts they check come from.
+    pub source: String,
 }
 
 /// Every protocol the detectors recognise, one row each, sorted by name (case-insensitive).
@@ -294,14 +337,25 @@ pub fn protocols() -> Vec<ProtocolInfo> {
     let mut rows: Vec<ProtocolInfo> = Vec::new();
     for d in DETECTORS {
         for p in d.protos {
-            if rows.iter().any(|r| r.name == p.name()) {
+            // A protocol several detectors recognise (over TCP and UDP, or from different
+            // messages) gets one row with each detector's evidence and sources.
+            if let Some(r) = rows.iter_mut().find(|r| r.name == p.name()) {
+                if r.transport != d.transport.name() {
+                    r.transport = Transport::Both.name().to_string();
+                }
+                if !r.evidence.contains(d.evidence) {
+                    r.evidence = format!("{}; also {}", r.evidence, d.evidence);
+                }
+                if !r.source.contains(d.source) {
+                    r.source = format!("{}; {}", r.source, d.source);
+                }
                 continue;
             }
             rows.push(ProtocolInfo {
                 name: p.name(),
-                transport: d.transport.name(),
-                evidence: d.evidence,
-                source: d.source,
+                transport: d.transport.name().to_string(),
+                evidence: d.evidence.to_string(),
+                source: d.source.to_string(),
             });
         }
     }
@@ -311,9 +365,9 @@ pub fn protocols() -> Vec<ProtocolInfo> {
         {
             rows.push(ProtocolInfo {
                 name: p.name(),
-                transport: "IP",
-                evidence: "the IP header's protocol number",
-                source: "IANA protocol numbers",
+                transport: "IP".to_string(),
+                evidence: "the IP header's protocol number".to_string(),
+                source: "IANA protocol numbers".to_string(),
             });
         }
     }

@@ -22,14 +22,20 @@ pub(crate) const DETECTOR: Detector = Detector {
         Proto::Imap,
         Proto::FtpControl,
         Proto::FtpData,
+        Proto::Smtps,
+        Proto::Pop3s,
+        Proto::Imaps,
+        Proto::Other(&FTPS),
     ],
     transport: Transport::Tcp,
     first: First::Text(&[0xff]),
     evidence: "a whole request or status line (HTTP, RTSP), a banner (SSH), a greeting or \
                command line ending in a line break (mail, FTP, IRC, NNTP), Telnet option \
-               negotiation, or an `ls -l` listing line (FTP data)",
+               negotiation, or an `ls -l` listing line (FTP data); a client's STARTTLS, \
+               STLS or AUTH TLS line within the inspected packets (SMTPS, POPS, IMAPS, FTPS)",
     source: "RFC 9112, RFC 9113 (HTTP/2 preface), RFC 6455 (WebSocket), RFC 2326 (RTSP), \
-             RFC 4253 (SSH), RFC 5321, RFC 1939, RFC 9051, RFC 959, RFC 1459, RFC 3977, RFC 854",
+             RFC 4253 (SSH), RFC 5321, RFC 1939, RFC 9051, RFC 959, RFC 1459, RFC 3977, RFC 854, \
+             RFC 3207, RFC 2595, RFC 4217 (STARTTLS, STLS, AUTH TLS)",
     detect,
 };
 
@@ -38,7 +44,8 @@ pub(crate) const UDP: Detector = Detector {
     protos: &[Proto::Sip, Proto::Ssdp],
     transport: Transport::Udp,
     first: First::Text(&[]),
-    evidence: "a SIP request or status line, or an SSDP M-SEARCH or NOTIFY request",
+    evidence: "a SIP request or status line, an SSDP M-SEARCH or NOTIFY request, or an \
+               HTTP 200 response with the ST and USN headers (a search response)",
     source: "RFC 3261, UPnP Device Architecture 2.0",
     detect: udp,
 };
@@ -54,6 +61,20 @@ const METHODS: &[&[u8]] = &[
     b"CONNECT ",
     b"TRACE ",
     b"PROPFIND ",
+];
+
+/// RTSP's methods that HTTP does not have (RFC 2326 section 10; OPTIONS is with HTTP's).
+const RTSP_METHODS: &[&[u8]] = &[
+    b"DESCRIBE ",
+    b"ANNOUNCE ",
+    b"GET_PARAMETER ",
+    b"SET_PARAMETER ",
+    b"PAUSE ",
+    b"PLAY ",
+    b"RECORD ",
+    b"REDIRECT ",
+    b"SETUP ",
+    b"TEARDOWN ",
 ];
 
 /// The headers of an HTTP head that identification reads, found in one pass.
@@ -124,7 +145,8 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
             meta.user_agent = Some(text_of(ua));
         }
         if h.content_type.is_some_and(|v| starts(v, b"application/ipp")) {
-            return Seen::Is(Label::of(Proto::Ipp));
+            // nDPI names IPP over HTTP as an application of HTTP.
+            return Seen::Is(Label { master: Proto::Http, app: Some("IPP") });
         }
         // A request for an absolute URI goes to a proxy (RFC 9112, 3.2.2).
         let target = line.get(m.len()..).unwrap_or(b"");
@@ -144,6 +166,16 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
     }
     if b.starts_with(b"RTSP/1.0 ") {
         return Seen::Is(Label::of(Proto::Rtsp));
+    }
+    // RTSP's own methods (RFC 2326 section 10): `SETUP rtsp://... RTSP/1.0`.
+    if let Some(m) = RTSP_METHODS.iter().find(|m| b.starts_with(m)) {
+        let line = b.split(|&c| c == b'\n').next().unwrap_or(b).trim_ascii_end();
+        let target = line.get(m.len()..).unwrap_or(b"");
+        if (starts(target, b"rtsp://") || starts(target, b"rtsps://") || target.starts_with(b"*"))
+            && line.ends_with(b" RTSP/1.0")
+        {
+            return Seen::Is(Label::of(Proto::Rtsp));
+        }
     }
     if b.starts_with(b"SSH-") {
         if b.len() > 8 && (b.starts_with(b"SSH-2.0-") || b.starts_with(b"SSH-1.")) {
@@ -214,7 +246,11 @@ fn chat_and_news(p: &Packet<'_>) -> Seen {
     Seen::No
 }
 
-/// SMTP, POP3, IMAP and FTP, from either side's first lines.
+/// FTP over TLS after `AUTH TLS` (nDPI's name).
+pub(crate) const FTPS: &str = "FTPS";
+
+/// SMTP, POP3, IMAP and FTP, from either side's first lines, and a client's request to
+/// continue over TLS (SMTPS, POPS, IMAPS, FTPS, as nDPI names the upgraded sessions).
 fn mail_and_ftp(p: &Packet<'_>) -> Seen {
     let b = p.payload;
     if is_listing(b) {
@@ -224,14 +260,37 @@ fn mail_and_ftp(p: &Packet<'_>) -> Seen {
         return Seen::No;
     }
     let mail = |proto| Seen::Is(Label::of(proto));
+    // A client's request to continue over TLS: SMTP's STARTTLS (RFC 3207), POP3's STLS
+    // (RFC 2595), IMAP's tagged STARTTLS (RFC 9051), FTP's AUTH TLS (RFC 4217). Servers
+    // never send these lines bare (they list the extension in longer lines), so the side
+    // need not be known (a capture may miss the connection's start).
+    {
+        let line = b.trim_ascii_end();
+        if line.eq_ignore_ascii_case(b"STARTTLS") {
+            return mail(Proto::Smtps);
+        }
+        if line.eq_ignore_ascii_case(b"STLS") {
+            return mail(Proto::Pop3s);
+        }
+        if line.eq_ignore_ascii_case(b"AUTH TLS") || line.eq_ignore_ascii_case(b"AUTH SSL") {
+            return mail(Proto::Other(&FTPS));
+        }
+        if let Some(sp) = line.iter().position(|&c| c == b' ')
+            && (1..=10).contains(&sp)
+            && line[..sp].iter().all(|&c| c.is_ascii_graphic() && !b"(){%*\"\\+".contains(&c))
+            && line[sp + 1..].eq_ignore_ascii_case(b"STARTTLS")
+        {
+            return mail(Proto::Imaps);
+        }
+    }
     // Clients.
     if starts(b, b"EHLO ") || starts(b, b"HELO ") {
         return mail(Proto::Smtp);
     }
-    if starts(b, b"USER ") || starts(b, b"AUTH ") || starts(b, b"CAPA\r") || starts(b, b"STLS\r") {
+    if starts(b, b"USER ") || starts(b, b"AUTH ") || starts(b, b"CAPA\r") {
         return if p.port(21) {
             mail(Proto::FtpControl)
-        } else if p.port(110) || p.port(995) || starts(b, b"CAPA") || starts(b, b"STLS") {
+        } else if p.port(110) || p.port(995) || starts(b, b"CAPA") {
             mail(Proto::Pop3)
         } else {
             mail(Proto::FtpControl)
@@ -271,6 +330,24 @@ fn mail_and_ftp(p: &Packet<'_>) -> Seen {
     Seen::No
 }
 
+/// Whether an HTTP response over UDP is an SSDP search response: it is sent unicast from
+/// any port, and carries the `ST` (search target) and `USN` (unique service name) headers
+/// (UPnP Device Architecture 2.0, section 1.3.3).
+fn search_response(b: &[u8]) -> bool {
+    let (mut st, mut usn) = (false, false);
+    for line in b.split(|&c| c == b'\n').skip(1).take(32) {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            break;
+        }
+        let Some(colon) = line.iter().position(|&c| c == b':') else { continue };
+        let name = &line[..colon];
+        st |= name.eq_ignore_ascii_case(b"st");
+        usn |= name.eq_ignore_ascii_case(b"usn");
+    }
+    st && usn
+}
+
 /// SIP and SSDP over UDP.
 pub(crate) fn udp(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     let b = p.payload;
@@ -285,7 +362,7 @@ pub(crate) fn udp(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
         return Seen::Is(Label::of(Proto::BitTorrent));
     }
     if (starts(b, b"M-SEARCH * HTTP/1.1") || starts(b, b"NOTIFY * HTTP/1.1"))
-        || (starts(b, b"HTTP/1.1 200 OK") && p.port(1900))
+        || (starts(b, b"HTTP/1.1 200 OK") && (p.port(1900) || search_response(b)))
     {
         return Seen::Is(Label::of(Proto::Ssdp));
     }
@@ -328,6 +405,67 @@ mod tests {
         // Not a listing: the permission letters are wrong, or there is no line end.
         assert_eq!(seen(b"-rw-r--r-x-q 1 0 0 1 Feb 19 2016 a\r\n", [1, 2]).0, Seen::No);
         assert_eq!(seen(b"-rw-r--r--    1 0        0        10 Feb", [1, 2]).0, Seen::No);
+    }
+
+    #[test]
+    fn rtsp_requests() {
+        let setup = b"SETUP rtsp://192.0.2.5:8554/trackID=1 RTSP/1.0\r\nCSeq: 4\r\n\r\n";
+        let p = Packet { payload: setup, from_initiator: true, ports: [63840, 8554], index: 0 };
+        assert_eq!(detect(&p, &mut Meta::default()), Seen::Is(Label::of(Proto::Rtsp)));
+        // A method and nothing else (the line, trimmed, is shorter than the method).
+        for short in [&b"PLAY \r\n"[..], b"SETUP \n", b"TEARDOWN "] {
+            let p = Packet { payload: short, from_initiator: true, ports: [1, 554], index: 0 };
+            assert_ne!(detect(&p, &mut Meta::default()), Seen::Is(Label::of(Proto::Rtsp)));
+        }
+        let play = b"PLAY something else\r\n";
+        let p = Packet { payload: play, from_initiator: true, ports: [63840, 8554], index: 0 };
+        assert_ne!(detect(&p, &mut Meta::default()), Seen::Is(Label::of(Proto::Rtsp)));
+    }
+
+    #[test]
+    fn starttls_upgrades() {
+        let cfg = crate::Config::default();
+        let session = |lines: &[(bool, &[u8])], port: u16| {
+            let mut f = crate::FlowDpi::new(6);
+            for (client, line) in lines {
+                f.feed(&cfg, *client, [50000, port], line);
+            }
+            f.give_up([50000, port]);
+            f.label().master.name()
+        };
+        let greet: &[u8] = b"220 mx.example.org ESMTP ready\r\n";
+        let ehlo: &[u8] = b"EHLO client.example.org\r\n";
+        let caps: &[u8] = b"250-mx.example.org\r\n250 STARTTLS\r\n";
+        assert_eq!(session(&[(false, greet), (true, ehlo), (false, caps)], 25), "SMTP");
+        let upgraded = [(false, greet), (true, ehlo), (false, caps), (true, b"STARTTLS\r\n")];
+        assert_eq!(session(&upgraded, 25), "SMTPS");
+        let pop: [(bool, &[u8]); 2] = [(false, b"+OK POP3 ready\r\n"), (true, b"STLS\r\n")];
+        assert_eq!(session(&pop, 110), "POPS");
+        let imap: [(bool, &[u8]); 2] = [(false, b"* OK IMAP4rev1\r\n"), (true, b". STARTTLS\r\n")];
+        assert_eq!(session(&imap, 143), "IMAPS");
+        let ftp: [(bool, &[u8]); 2] =
+            [(false, b"220 FTP server ready\r\n"), (true, b"AUTH TLS\r\n")];
+        assert_eq!(session(&ftp, 21), "FTPS");
+        // The server naming the extension is no request.
+        let from_server: [(bool, &[u8]); 2] = [(false, greet), (false, b"250-STARTTLS\r\n")];
+        assert_eq!(session(&from_server, 25), "SMTP");
+        let listed: [(bool, &[u8]); 2] =
+            [(false, b"* OK IMAP4rev1\r\n"), (false, b"* CAPABILITY IMAP4rev1 STARTTLS\r\n")];
+        assert_eq!(session(&listed, 143), "IMAP");
+    }
+
+    #[test]
+    fn ssdp_search_responses_from_any_port() {
+        let ok = b"HTTP/1.1 200 OK\r\nCACHE-CONTROL: max-age=1800\r\nEXT:\r\n\
+                   LOCATION: http://192.0.2.7:80/desc.xml\r\nST: upnp:rootdevice\r\n\
+                   USN: uuid:2fac1234-31f8-11b4-a222-08002b34c003::upnp:rootdevice\r\n\r\n";
+        let mut m = Meta::default();
+        let p = Packet { payload: ok, from_initiator: true, ports: [38616, 61328], index: 0 };
+        assert_eq!(udp(&p, &mut m), Seen::Is(Label::of(Proto::Ssdp)));
+        // Without the search headers, an HTTP response over UDP is not SSDP.
+        let plain = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nServer: x\r\n\r\n";
+        let p = Packet { payload: plain, from_initiator: true, ports: [38616, 61328], index: 0 };
+        assert_eq!(udp(&p, &mut m), Seen::No);
     }
 
     #[test]

@@ -42,9 +42,10 @@ pub(crate) const UDP_BINARY: Detector = Detector {
     evidence: "one datagram with the protocol's header: magic values (STUN cookie, DHCP \
                cookie, WireGuard and QUIC types and versions), lengths that match the datagram, \
                ASN.1 structure (SNMP, Kerberos); OpenVPN needs a control packet from each side \
-               or three with one session id",
-    source: "RFC 9000/9369 (QUIC), RFC 8489 (STUN), RFC 2131/8415 (DHCP), RFC 3411 (SNMP), \
-             RFC 4120 (Kerberos), RFC 7296 (IKEv2), RFC 5905 (NTP), RFC 5424 (syslog), \
+               or three with one session id; WireGuard data off port 51820 three packets with \
+               one receiver index and an advancing counter",
+    source: "RFC 9000/9369 (QUIC), RFC 8489 and RFC 3489 (STUN), RFC 2131/8415 (DHCP), \
+             RFC 3411 (SNMP), RFC 4120 (Kerberos), RFC 7296 (IKEv2), RFC 5905 (NTP), RFC 5424 (syslog), \
              RFC 1002 (NetBIOS), RFC 1350 (TFTP), RFC 5531 (ONC RPC), BEP 5/29 (BitTorrent), \
              WireGuard paper, OpenVPN protocol docs",
     detect,
@@ -171,6 +172,29 @@ fn stun(b: &[u8]) -> bool {
     false
 }
 
+/// A STUN message of RFC 3489 (no magic cookie): a Binding or Shared Secret request,
+/// response or error, a length equal to the rest after the 20-byte header, and attributes of
+/// the types RFC 3489 defines (1-11) or comprehension-optional ones (0x8000 and above),
+/// each with a length that fits, ending exactly with the message.
+fn classic_stun(b: &[u8]) -> bool {
+    let (Some(kind), Some(len)) = (be16(b, 0), be16(b, 2)) else { return false };
+    if !matches!(kind, 0x0001 | 0x0101 | 0x0111 | 0x0002 | 0x0102 | 0x0112)
+        || len == 0
+        || usize::from(len) + 20 != b.len()
+    {
+        return false;
+    }
+    let mut at = 20;
+    while at < b.len() {
+        let (Some(t), Some(l)) = (be16(b, at), be16(b, at + 2)) else { return false };
+        if !((1..=11).contains(&t) || t >= 0x8000) {
+            return false;
+        }
+        at += 4 + usize::from(l);
+    }
+    at == b.len()
+}
+
 /// A QUIC version this code knows: 1, 2, the IETF drafts (0xff0000xx), version
 /// negotiation (0), the reserved versions that force negotiation (0x?a?a?a?a, RFC 9000
 /// section 15), Facebook's mvfst (0xfaceb00x) and Google's Q05x/T05x.
@@ -211,6 +235,10 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
     if p.from_initiator && b.len() > 20 && crate::quic::gquic_hello(b, meta) {
         return is(Proto::Quic);
     }
+    // Its server's rejection, when the capture holds no hello.
+    if crate::quic::gquic_reject(b) {
+        return is(Proto::Quic);
+    }
     // Discord voice: IP discovery (type 1 or 2, length 70) and its keep-alive.
     if (b.len() == 74 && (b[..4] == [0, 1, 0, 0x46] || b[..4] == [0, 2, 0, 0x46]))
         || b.starts_with(&[0x13, 0x37, 0xca, 0xfe])
@@ -219,6 +247,15 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
     }
     // LAN discovery broadcasts.
     if p.port(17500) && b.starts_with(b"{\"") && b.windows(10).any(|w| w == b"\"host_int\"") {
+        return is(Proto::Dropbox);
+    }
+    // LAN sync's message bus: datagrams to the LAN sync port name the bus `Bus17Cmd` near
+    // their start (nDPI's dropbox.c).
+    if p.ports[1] == 17500
+        && p.ports[0] != 17500
+        && b.len() > 16
+        && b[..b.len().min(40)].windows(8).any(|w| w == b"Bus17Cmd")
+    {
         return is(Proto::Dropbox);
     }
     if p.port(57621) && b.starts_with(b"SpotUdp0") {
@@ -252,7 +289,7 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
     {
         return is(Proto::Quic);
     }
-    if stun(b) {
+    if stun(b) || classic_stun(b) {
         return is(Proto::Stun);
     }
     // Tailscale's discovery messages: the magic `TS` and a speech balloon (U+1F4AC).
@@ -264,6 +301,13 @@ pub(crate) fn detect(p: &Packet<'_>, meta: &mut Meta) -> Seen {
         match (b[0], b.len()) {
             (1, 148) | (2, 92) | (3, 64) => return is(Proto::WireGuard),
             (4, n) if n >= 32 && n % 16 == 0 && p.port(51820) => return is(Proto::WireGuard),
+            // Transport data off the usual port: the receiver index stays the same and the
+            // 64-bit little-endian counter advances, packet after packet.
+            (4, n) if n >= 32 && n % 16 == 0 => {
+                let receiver = u32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+                let counter = u16::from_le_bytes([b[8], b[9]]);
+                return Seen::Maybe(Label::of(Proto::WireGuard), receiver, Some(counter));
+            }
             _ => {}
         }
     }
@@ -658,6 +702,50 @@ mod tests {
 
     fn udp(b: &[u8], ports: [u16; 2]) -> Seen {
         detect(&Packet { payload: b, from_initiator: true, ports, index: 0 }, &mut Meta::default())
+    }
+
+    #[test]
+    fn wireguard_data_off_its_port() {
+        let data = |counter: u16| {
+            let mut d = vec![4, 0, 0, 0, 0x15, 0x76, 0x49, 0x79];
+            d.extend_from_slice(&u64::from(counter).to_le_bytes());
+            d.resize(96, 0xa7);
+            d
+        };
+        assert!(matches!(udp(&data(0x13), [22595, 5060]), Seen::Maybe(..)));
+        let cfg = crate::Config::default();
+        let mut f = crate::FlowDpi::new(17);
+        for c in 0x13..0x16 {
+            f.feed(&cfg, true, [22595, 5060], &data(c));
+        }
+        assert_eq!(f.label().master, Proto::WireGuard);
+        // A counter that stands still is no evidence.
+        let mut f = crate::FlowDpi::new(17);
+        for _ in 0..8 {
+            f.feed(&cfg, true, [22595, 5060], &data(7));
+        }
+        assert_ne!(f.label().master, Proto::WireGuard);
+    }
+
+    #[test]
+    fn classic_stun_binding() {
+        // RFC 3489 Binding Request with CHANGE-REQUEST, and the response with MAPPED-ADDRESS.
+        let mut req = vec![0, 1, 0, 8];
+        req.extend_from_slice(&[0x94; 16]);
+        req.extend_from_slice(&[0, 3, 0, 4, 0, 0, 0, 0]);
+        assert_eq!(udp(&req, [55050, 13958]), is(Proto::Stun));
+        let mut resp = vec![1, 1, 0, 12];
+        resp.extend_from_slice(&[0x94; 16]);
+        resp.extend_from_slice(&[0, 1, 0, 8, 0, 1, 0xd7, 0x0a, 172, 16, 63, 224]);
+        assert_eq!(udp(&resp, [13958, 55050]), is(Proto::Stun));
+        // An undefined attribute type, or a length that does not end the message.
+        let mut bad = req.clone();
+        bad[21] = 0x30;
+        assert_ne!(udp(&bad, [55050, 13958]), is(Proto::Stun));
+        assert_ne!(udp(&req[..27], [55050, 13958]), is(Proto::Stun));
+        for cut in 0..resp.len() {
+            let _ = classic_stun(&resp[..cut]);
+        }
     }
 
     #[test]

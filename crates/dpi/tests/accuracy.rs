@@ -220,8 +220,8 @@ fn agreement_with_ndpi() {
     assert!(t.pct(t.label) >= FLOOR_WHOLE, "label agreement {}", t.summary());
 }
 
-const FLOOR_MASTER: f64 = 98.1;
-const FLOOR_WHOLE: f64 = 93.9;
+const FLOOR_MASTER: f64 = 98.8;
+const FLOOR_WHOLE: f64 = 94.4;
 
 /// The whole of nDPI's regression suite: the curated captures and the rest (`ndpi-suite/`).
 #[test]
@@ -242,10 +242,10 @@ fn agreement_with_ndpi_suite() {
     assert!(t.pct(t.wrong) <= SUITE_FALSE, "false labels: {}", t.summary());
 }
 
-const SUITE_MASTER: f64 = 91.0;
-const SUITE_LABEL: f64 = 87.1;
-const SUITE_PER_CAPTURE: f64 = 81.4;
-const SUITE_FALSE: f64 = 0.9;
+const SUITE_MASTER: f64 = 97.1;
+const SUITE_LABEL: f64 = 93.1;
+const SUITE_PER_CAPTURE: f64 = 93.2;
+const SUITE_FALSE: f64 = 0.5;
 
 #[test]
 fn snabbwall_expected_protocols() {

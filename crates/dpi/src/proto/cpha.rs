@@ -10,8 +10,8 @@ pub(crate) const DETECTOR: Detector = Detector {
     protos: &[crate::Proto::Other(&NAME)],
     transport: Transport::Udp,
     first: First::Bytes(&[0x1a]),
-    evidence: "on port 8116: the magic number 0x1A90, a protocol version of 1-10, and an \
-               opcode 1-8",
+    evidence: "on port 8116: the magic number 0x1A90, a protocol version of 1-4096 (product \
+               releases number it, e.g. 3121), and an opcode 1-8",
     source: "Check Point ClusterXL documentation (CCP packets) and Wireshark's CPHA dissector \
              documentation",
     detect,
@@ -22,7 +22,7 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if p.port(8116)
         && b.len() >= 16
         && be16(b, 0) == Some(0x1a90)
-        && be16(b, 2).is_some_and(|v| (1..=3000).contains(&v))
+        && be16(b, 2).is_some_and(|v| (1..=4096).contains(&v))
         && be16(b, 6).is_some_and(|op| (1..=8).contains(&op))
     {
         return super::is(&NAME);

@@ -24,8 +24,8 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
     if !VERBS.iter().any(|v| b.starts_with(v)) {
         return Seen::No;
     }
-    let line = b.split(|&c| c == b'\n').next().unwrap_or(b);
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    // The command line ends in CR LF, LF, or a bare CR (as some gateways send).
+    let line = b.split(|&c| c == b'\n' || c == b'\r').next().unwrap_or(b);
     let mut words = line.split(|&c| c == b' ');
     let (_, tid, ep) = (words.next(), words.next(), words.next());
     let rest: Vec<&[u8]> = words.collect();
@@ -48,6 +48,10 @@ mod tests {
         let m = b"AUEP 1200 aaln/1@gw.example.net MGCP 1.0\r\nF: A\r\n";
         assert!(matches!(run(detect, m, [2727, 2427]), Seen::Is(_)));
         assert_eq!(run(detect, b"AUEP 12x0 aaln/1@gw MGCP 1.0\r\n", [1, 2]), Seen::No);
+        assert!(matches!(
+            run(detect, b"RQNT 1 *@gw.example.com MGCP 0.1\rR: l/hd(n)\rX: 1\r", [1, 2427]),
+            Seen::Is(_)
+        ));
         robust(detect, m, [1, 2427]);
     }
 }

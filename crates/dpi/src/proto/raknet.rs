@@ -15,12 +15,14 @@ pub(crate) const DETECTOR: Detector = Detector {
     transport: Transport::Udp,
     first: First::Bytes(&[
         0x01, 0x02, 0x05, 0x06, 0x07, 0x08, 0x1c, 0x19, 0x80, 0x81, 0x82, 0x83, 0x84, 0x85, 0x86,
-        0x87, 0x88, 0x89, 0x8a, 0x8b, 0x8c, 0x8d, 0x8e, 0x8f,
+        0x87, 0x88, 0x89, 0x8a, 0x8b, 0x8c, 0x8d, 0x8e, 0x8f, 0xa0, 0xc0,
     ]),
     evidence: "an offline message id (ping, pong, open-connection request/reply, \
                incompatible version) with the 16-byte offline magic where that id puts it; or \
                connected frame sets (a valid datagram, a reliability 0-7 and a frame length \
-               that fits) whose 24-bit sequence numbers advance, three from a side or from both",
+               that fits) whose 24-bit sequence numbers advance, three from a side or from both; \
+               or acknowledgements (ACK 0xc0, NAK 0xa0: a record count and single or range \
+               records that end exactly with the datagram), three",
     source: "RakNet's MessageIdentifiers.h and the documented offline message layouts",
     detect,
 };
@@ -51,6 +53,27 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
             }
             return Seen::No;
         }
+        // ACK and NAK: a record count, then records (1 and a 24-bit sequence number, or 0
+        // and a range of two) that end exactly with the datagram.
+        Some(0xa0 | 0xc0) => {
+            let count = crate::be16(b, 1).unwrap_or(0);
+            let mut at = 3;
+            for _ in 0..count {
+                at += match b.get(at) {
+                    Some(1) => 4,
+                    Some(0) => 7,
+                    _ => return Seen::No,
+                };
+            }
+            if count == 0 || at != b.len() {
+                return Seen::No;
+            }
+            return Seen::Maybe(
+                crate::Label { master: crate::Proto::Other(&NAME), app: None },
+                0,
+                None,
+            );
+        }
         _ => return Seen::No,
     };
     if b.get(at..at + 16) == Some(&MAGIC[..]) { super::is(&NAME) } else { Seen::No }
@@ -60,6 +83,24 @@ fn detect(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
 mod tests {
     use super::*;
     use crate::proto::testing::{robust, run};
+
+    #[test]
+    fn acknowledgements() {
+        // One range record (1-2), and five single records.
+        let range = [0xc0, 0, 1, 0, 1, 0, 0, 2, 0, 0];
+        assert!(matches!(run(detect, &range, [60005, 32951]), Seen::Maybe(..)));
+        let mut singles = vec![0xa0, 0, 5];
+        for n in 1..=5u8 {
+            singles.extend_from_slice(&[1, n, 0, 0]);
+        }
+        assert!(matches!(run(detect, &singles, [1, 2]), Seen::Maybe(..)));
+        robust(detect, &singles, [1, 2]);
+        assert_eq!(run(detect, &range[..9], [1, 2]), Seen::No);
+        assert_eq!(run(detect, &[0xc0, 0, 0], [1, 2]), Seen::No);
+        let mut kind = range;
+        kind[3] = 2;
+        assert_eq!(run(detect, &kind, [1, 2]), Seen::No);
+    }
 
     #[test]
     fn open_connection_request() {
