@@ -102,6 +102,28 @@ fn wait_for(what: &str, secs: u64, mut ok: impl FnMut() -> bool) {
 }
 
 /// A temporary directory removed when dropped.
+/// The page rampart serves once its run has ended (it lingers for the scrape), waiting up to
+/// `secs` for it.
+fn final_page(port: u16, secs: u64) -> String {
+    let mut page = String::new();
+    wait_for("the final page", secs, || match http(port, "/metrics", None) {
+        Some((200, body)) if body.contains("rampart_run_ended 1\n") => {
+            page = body;
+            true
+        }
+        _ => false,
+    });
+    page
+}
+
+/// `promtool check metrics` accepts `page`.
+fn promtool_accepts(promtool: &std::path::Path, page: &str) {
+    let mut check =
+        Command::new(promtool).args(["check", "metrics"]).stdin(Stdio::piped()).spawn().unwrap();
+    check.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
+    assert!(check.wait().unwrap().success(), "promtool check metrics failed on:\n{page}");
+}
+
 fn temp() -> tempfile::TempDir {
     tempfile::Builder::new().prefix("rampart-metrics").tempdir().unwrap()
 }
@@ -137,21 +159,10 @@ fn promtool_accepts_a_scraped_page() {
             .spawn()
             .unwrap(),
     );
-    let mut page = String::new();
-    wait_for("the final page", 20, || match http(port, "/metrics", None) {
-        Some((200, body)) if body.contains("rampart_run_ended 1\n") => {
-            page = body;
-            true
-        }
-        _ => false,
-    });
+    let page = final_page(port, 20);
     assert_eq!(http(port, "/nothing", None).map(|(s, _)| s), Some(404));
     let _ = r.stop();
-    let mut check =
-        Command::new(promtool).args(["check", "metrics"]).stdin(Stdio::piped()).spawn().unwrap();
-    check.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
-    let status = check.wait().unwrap();
-    assert!(status.success(), "promtool check metrics failed on:\n{page}");
+    promtool_accepts(&promtool, &page);
     assert!(page.contains("rampart_packets_total 3226\n"), "{page}");
 }
 
@@ -354,21 +365,11 @@ fn firewall_page_passes_promtool_and_equals_the_summary() {
             .spawn()
             .unwrap(),
     );
-    let mut page = String::new();
-    wait_for("the final page", 30, || match http(port, "/metrics", None) {
-        Some((200, body)) if body.contains("rampart_run_ended 1\n") => {
-            page = body;
-            true
-        }
-        _ => false,
-    });
+    let page = final_page(port, 30);
     // The summary is written before the linger.
     let err = std::fs::read_to_string(&stderr).unwrap();
     let _ = r.stop();
-    let mut check =
-        Command::new(promtool).args(["check", "metrics"]).stdin(Stdio::piped()).spawn().unwrap();
-    check.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
-    assert!(check.wait().unwrap().success(), "promtool check metrics failed on:\n{page}");
+    promtool_accepts(&promtool, &page);
 
     let samples = page_samples(&page);
     let one = |name: &str, labels: &str| -> u64 {
@@ -546,20 +547,10 @@ fn rule_hits_stay_bounded_on_a_large_rule_set() {
             .spawn()
             .unwrap(),
     );
-    let mut page = String::new();
-    wait_for("the final page", 30, || match http(port, "/metrics", None) {
-        Some((200, body)) if body.contains("rampart_run_ended 1\n") => {
-            page = body;
-            true
-        }
-        _ => false,
-    });
+    let page = final_page(port, 30);
     let err = std::fs::read_to_string(&stderr).unwrap();
     let _ = r.stop();
-    let mut check =
-        Command::new(promtool).args(["check", "metrics"]).stdin(Stdio::piped()).spawn().unwrap();
-    check.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
-    assert!(check.wait().unwrap().success(), "promtool check metrics failed");
+    promtool_accepts(&promtool, &page);
     let hits: Vec<(String, String, f64)> = page_samples(&page)
         .into_iter()
         .filter(|(n, _, _)| n == "rampart_rule_hits_total")
@@ -613,19 +604,9 @@ fn per_prefix_rtt_histograms_pass_promtool_and_count_the_samples() {
             .spawn()
             .unwrap(),
     );
-    let mut page = String::new();
-    wait_for("the final page", 20, || match http(port, "/metrics", None) {
-        Some((200, body)) if body.contains("rampart_run_ended 1\n") => {
-            page = body;
-            true
-        }
-        _ => false,
-    });
+    let page = final_page(port, 20);
     let _ = r.stop();
-    let mut check =
-        Command::new(promtool).args(["check", "metrics"]).stdin(Stdio::piped()).spawn().unwrap();
-    check.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
-    assert!(check.wait().unwrap().success(), "promtool check metrics failed on:\n{page}");
+    promtool_accepts(&promtool, &page);
     for (prefix, rtts) in &want {
         let name = |suffix: &str, le: Option<&str>| match le {
             Some(le) => {
