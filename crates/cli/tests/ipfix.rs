@@ -232,6 +232,32 @@ fn captures(test: &str) -> Vec<PathBuf> {
     v
 }
 
+/// tshark's output on `pcap` (IPFIX messages to UDP `port`, decoded as IPFIX) with the extra
+/// arguments given.
+fn tshark_cflow(pcap: &[u8], port: u16, extra: &[&str]) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ipfix.pcap");
+    std::fs::write(&file, pcap).unwrap();
+    let o = Command::new("tshark")
+        .arg("-r")
+        .arg(&file)
+        .args(["-d", &format!("udp.port=={port},cflow")])
+        .args(extra)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// tshark's verbose decoding of `pcap` ([`tshark_cflow`]), which must have no malformed
+/// packet and no expert info.
+fn tshark_clean(pcap: &[u8], port: u16) -> String {
+    let verbose = tshark_cflow(pcap, port, &["-V"]);
+    assert!(!verbose.contains("Malformed"), "tshark: malformed packet");
+    assert!(!verbose.contains("Expert Info"), "tshark: expert info in its decoding");
+    verbose
+}
+
 #[test]
 fn nfdump_reads_every_flow_as_rampart_wrote_it() {
     let test = "nfdump_reads_every_flow_as_rampart_wrote_it";
@@ -320,23 +346,7 @@ fn tshark_decodes_every_message_cleanly() {
     for (sport, m) in &all {
         pcap_udp(&mut pcap, *sport, port, m);
     }
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("ipfix.pcap");
-    std::fs::write(&file, &pcap).unwrap();
-    let decode = |extra: &[&str]| {
-        let o = Command::new("tshark")
-            .arg("-r")
-            .arg(&file)
-            .args(["-d", &format!("udp.port=={port},cflow")])
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    };
-    let verbose = decode(&["-V"]);
-    assert!(!verbose.contains("Malformed"), "tshark: malformed packet");
-    assert!(!verbose.contains("Expert Info"), "tshark: expert info in its decoding");
+    let verbose = tshark_clean(&pcap, port);
     // One flow per data record, each with its reverse octet count.
     let flows = verbose
         .lines()
@@ -706,23 +716,8 @@ fn tshark_decodes_the_firewall_templates_cleanly() {
         }
         messages += msgs.len();
     }
-    let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("ipfix.pcap");
-    std::fs::write(&file, &pcap).unwrap();
-    let tshark = |extra: &[&str]| {
-        let o = Command::new("tshark")
-            .arg("-r")
-            .arg(&file)
-            .args(["-d", &format!("udp.port=={collector},cflow")])
-            .args(extra)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-        String::from_utf8_lossy(&o.stdout).into_owned()
-    };
-    let verbose = tshark(&["-V"]);
-    assert!(!verbose.contains("Malformed"), "tshark: malformed packet");
-    assert!(!verbose.contains("Expert Info"), "tshark: expert info in its decoding");
+    let tshark = |extra: &[&str]| tshark_cflow(&pcap, collector, extra);
+    let verbose = tshark_clean(&pcap, collector);
     let flagged = tshark(&["-Y", "_ws.malformed || _ws.expert"]);
     assert!(flagged.trim().is_empty(), "tshark flags: {flagged}");
     for t in ["Template Id: 262", "Template Id: 263", "FlowSet Id: (Data) (262)"] {
