@@ -73,7 +73,8 @@ pub(crate) const TCP_BINARY: Detector = Detector {
     first: First::Any,
     evidence: "the first message's header: magic strings (BitTorrent, MQTT), lengths that \
                match the segment (TPKT, MySQL, PostgreSQL, Kerberos), SMB's magic in a \
-               NetBIOS session; OpenVPN needs a control packet from each side",
+               NetBIOS session, RTMP's C0 and C1 (exactly 1537 bytes in the client's first \
+               flight); OpenVPN needs a control packet from each side",
     source: "BEP 3 (BitTorrent), RFC 1006 and MS-RDPBCGR (RDP), MySQL and PostgreSQL \
              protocol docs, MQTT 3.1.1/5.0, RFC 4120 (Kerberos), RFC 4511 (LDAP), Adobe \
              RTMP spec, MS-SMB/MS-SMB2",
@@ -575,9 +576,22 @@ pub(crate) fn tcp_binary(p: &Packet<'_>, _meta: &mut Meta) -> Seen {
             return is(Proto::Ldap);
         }
     }
-    // RTMP: the C0 version byte 3 and a 1536-byte C1.
-    if b.len() >= 1537 && b[0] == 3 && p.index == 0 && (p.port(1935) || b[5..9] == [0, 0, 0, 0]) {
-        return is(Proto::Rtmp);
+    // RTMP: the C0 version byte 3 and a 1536-byte C1. The client sends nothing more before
+    // the server's S0 and S1, so its first flight is exactly 1537 bytes (often over two
+    // segments, gathered here); on port 1935, or with C1's zero field zero, a first packet
+    // that already holds more will do.
+    if b.first() == Some(&3) && p.from_initiator && p.index <= 2 {
+        let exact = b.len() == 1537;
+        let simple = b.len() > 1537 && p.index == 0 && (p.port(1935) || b[5..9] == [0, 0, 0, 0]);
+        if exact || simple {
+            return is(Proto::Rtmp);
+        }
+        // A first segment cut by the MSS: wait for the rest of C1 (not a whole TPKT, whose
+        // first byte is 3 too).
+        let tpkt = b.get(1) == Some(&0) && be16(b, 2).is_some_and(|l| usize::from(l) == b.len());
+        if p.index == 0 && (536..1537).contains(&b.len()) && !tpkt {
+            return Seen::More;
+        }
     }
     // TeamViewer: its magic.
     if b.len() >= 4 && b[0] == 0x17 && b[1] == 0x24 && p.port(5938) {
@@ -725,6 +739,33 @@ mod tests {
             f.feed(&cfg, true, [22595, 5060], &data(7));
         }
         assert_ne!(f.label().master, Proto::WireGuard);
+    }
+
+    #[test]
+    fn rtmp_handshake_over_two_segments_on_any_port() {
+        // C0 (3) and C1 (time, Flash's version where the zero field is, 1528 random bytes),
+        // cut by a 1348-byte MSS; then S0 S1 S2 from the server.
+        let mut c1 = vec![3, 0, 0, 0, 0, 0x09, 0x00, 0x7c, 0x02];
+        c1.extend((0..1528u32).map(|i| (i * 131 % 251) as u8));
+        assert_eq!(c1.len(), 1537);
+        let cfg = crate::Config::default();
+        let mut f = crate::FlowDpi::new(6);
+        f.feed(&cfg, true, [59509, 6002], &c1[..1348]);
+        assert_eq!(f.label().master, Proto::Unknown, "one segment is not enough");
+        f.feed(&cfg, true, [59509, 6002], &c1[1348..]);
+        assert_eq!(f.label().master, Proto::Rtmp);
+        // Exactly 1537 bytes in one segment, too; one byte short or a whole TPKT, not.
+        let mut f = crate::FlowDpi::new(6);
+        f.feed(&cfg, true, [40000, 8080], &c1);
+        assert_eq!(f.label().master, Proto::Rtmp);
+        let mut f = crate::FlowDpi::new(6);
+        f.feed(&cfg, true, [40000, 8080], &c1[..1348]);
+        f.feed(&cfg, true, [40000, 8080], &c1[1348..1536]);
+        assert_ne!(f.label().master, Proto::Rtmp);
+        let mut tpkt = vec![3, 0, 0x02, 0x58];
+        tpkt.resize(600, 0x41);
+        let p = Packet { payload: &tpkt, from_initiator: true, ports: [40000, 102], index: 0 };
+        assert_ne!(tcp_binary(&p, &mut Meta::default()), Seen::More);
     }
 
     #[test]
