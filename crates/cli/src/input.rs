@@ -293,14 +293,17 @@ pub(crate) fn stop_flag() -> Arc<AtomicBool> {
 
 /// Reports on a live capture while it runs: loss as it happens (at most one line per
 /// [`Watch::EVERY`] while the kernel keeps dropping) and the interface going down, up, away
-/// and back. Its [`Watch::tick`] is cheap enough to call for every batch; it does nothing for
-/// files.
+/// and back. A link is called down once it has stayed down from one look to the next (an
+/// interface being deleted goes down first, and is then only said to have gone away). Its
+/// [`Watch::tick`] is cheap enough to call for every batch; it does nothing for files.
 pub(crate) struct Watch {
     monitor: Option<Arc<LiveMonitor>>,
     name: String,
     last_look: Instant,
     last_report: Option<(Instant, u64)>,
     seen: LiveStats,
+    /// "link down" was said, and "link up" is owed.
+    down_said: bool,
 }
 
 impl Watch {
@@ -325,6 +328,7 @@ impl Watch {
             last_look: Instant::now(),
             last_report: None,
             seen,
+            down_said: false,
         };
         if w.seen.state == LinkState::Gone {
             w.say("no such interface yet; waiting for it (--wait-for-interface)");
@@ -350,10 +354,17 @@ impl Watch {
         }
         if now.found > was.found {
             self.say("the interface is back; capturing again");
-        } else if now.state != was.state {
-            match now.state {
-                LinkState::Down => self.say("link down; capturing again when it comes up"),
-                LinkState::Up if was.state == LinkState::Down => self.say("link up"),
+            self.down_said = false;
+        } else {
+            match (was.state, now.state) {
+                (LinkState::Down, LinkState::Down) if !self.down_said => {
+                    self.say("link down; capturing again when it comes up");
+                    self.down_said = true;
+                }
+                (LinkState::Down, LinkState::Up) if self.down_said => {
+                    self.say("link up");
+                    self.down_said = false;
+                }
                 _ => {}
             }
         }
