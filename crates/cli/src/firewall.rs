@@ -352,13 +352,8 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
             let code = if e.kind() == io::ErrorKind::BrokenPipe {
                 ExitCode::SUCCESS
             } else {
-                match ipfix::describe(&e) {
-                    Some(export) => {
-                        eprintln!("rampart: {export}");
-                        eprintln!("rampart: the packets seen before that point were written");
-                    }
-                    None => eprintln!("rampart: writing {e}"),
-                }
+                // The firewall's writers name their file in the error.
+                ipfix::report_failure(&e, "packets", None);
                 ExitCode::from(1)
             };
             // The collector gets what waits (unless it failed itself), and the endpoint

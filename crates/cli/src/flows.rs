@@ -461,7 +461,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         // A closed pipe (`| head`) is how readers say they have seen enough.
         Some(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Some(e) => {
-            ipfix::report_failure(e, "flows", "flow records");
+            ipfix::report_failure(e, "flows", Some("flow records"));
             ExitCode::from(1)
         }
     };

@@ -88,14 +88,15 @@ pub(crate) fn describe(e: &io::Error) -> Option<String> {
 
 /// Says why a run's output failed: an export failure names the collector, and the `seen`
 /// ("flows", "samples") before it were still written; anything else is an error writing the
-/// `output` ("flow records", "RTT samples").
-pub(crate) fn report_failure(e: &io::Error, seen: &str, output: &str) {
-    match describe(e) {
-        Some(export) => {
+/// `output` ("flow records", "RTT samples"; `None` where the error names its file itself).
+pub(crate) fn report_failure(e: &io::Error, seen: &str, output: Option<&str>) {
+    match (describe(e), output) {
+        (Some(export), _) => {
             eprintln!("rampart: {export}");
             eprintln!("rampart: the {seen} seen before that point were written");
         }
-        None => eprintln!("rampart: writing {output}: {e}"),
+        (None, Some(output)) => eprintln!("rampart: writing {output}: {e}"),
+        (None, None) => eprintln!("rampart: writing {e}"),
     }
 }
 

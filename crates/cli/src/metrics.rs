@@ -41,7 +41,8 @@ pub(crate) struct MetricsArgs {
     pub(crate) metrics_linger: Option<f64>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+/// The value behind `m`, also after a thread panicked holding it (the counters stay usable).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 

@@ -147,7 +147,7 @@ pub(crate) struct Args {
     /// Most prefixes with a row of their own per interval; samples of further prefixes add up
     /// in one `other` row [default: 65536].
     #[arg(long, value_name = "N", requires = "aggregate",
-          value_parser = clap::value_parser!(u32).range(1..=16_777_216))]
+          value_parser = clap::value_parser!(u32).range(1..=rampart_rtt::aggregate::MAX_PREFIXES as i64))]
     aggregate_max: Option<u32>,
     /// Which address of each sample --aggregate keys by: src (the end the RTT runs to) or dst
     /// [default: src].
@@ -225,7 +225,7 @@ impl Agg {
     /// Writes the open interval's rows (and adds them to the metrics).
     fn close<W: Write>(&mut self, w: &mut RttWriter<W>) -> io::Result<()> {
         let by = self.by.name();
-        let mut prom = self.prom.as_ref().map(|p| p.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut prom = self.prom.as_ref().map(|p| crate::metrics::lock(p));
         self.a.close(|r| {
             if let Some(p) = &mut prom {
                 p.add(r);
@@ -369,11 +369,12 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
     let filter = filter.as_mut();
     let mut agg = match args.aggregate {
         Some((v4_len, v6_len)) => {
+            let d = AggConfig::default();
             let cfg = AggConfig {
                 v4_len,
                 v6_len,
-                interval_ns: args.interval.unwrap_or(10_000_000_000),
-                max_prefixes: args.aggregate_max.map_or(65_536, |n| n as usize),
+                interval_ns: args.interval.unwrap_or(d.interval_ns),
+                max_prefixes: args.aggregate_max.map_or(d.max_prefixes, |n| n as usize),
                 coarse: if metrics.is_some() { rtt_bucket_bounds_ns() } else { Vec::new() },
             };
             let a = match Aggregator::new(cfg) {
@@ -488,8 +489,11 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
                 Metered { inner: &mut samples, meter: meter.take(), samples: !args.summary };
             let r = run(&mut capture, &cfg, filter, &stop, &mut sink, &mut |_| watch.tick());
             meter = sink.meter;
-            // The last interval is written whatever ended the run, unless the output failed.
-            r.and_then(|o| samples.finish().map(|()| o))
+            // The last interval is written whatever ended the run (a collector that failed
+            // included); if the output itself failed, writing fails again and the first error
+            // is the one reported.
+            let finished = samples.finish();
+            r.and_then(|o| finished.map(|()| o))
         }
     };
     let flushed = out.w.flush();
@@ -498,7 +502,7 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
     if let Some(e) = failure
         && e.kind() != io::ErrorKind::BrokenPipe
     {
-        ipfix::report_failure(e, "samples", "RTT samples");
+        ipfix::report_failure(e, "samples", Some("RTT samples"));
     }
     if let Ok(o) = &outcome
         && !args.quiet

@@ -245,33 +245,8 @@ fn a_closed_pipe_is_not_an_error() {
 /// Ctrl-C while packets are still arriving: the run stops and writes every flow seen.
 #[test]
 fn ctrl_c_flushes_the_flows_seen() {
-    let bytes = std::fs::read(sample()).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rampart"))
-        .args(["flows", "-r", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id();
-    let mut stdin = child.stdin.take().unwrap();
-    // Feed the header and the first records, then keep the pipe open and trickle more, as a
-    // live `tcpdump -w -` would.
-    let feeder = std::thread::spawn(move || {
-        let _ = stdin.write_all(&bytes[..60_000]);
-        for chunk in bytes[60_000..].chunks(200) {
-            std::thread::sleep(Duration::from_millis(20));
-            if stdin.write_all(chunk).is_err() {
-                return;
-            }
-        }
-        std::thread::sleep(Duration::from_secs(30));
-    });
-    std::thread::sleep(Duration::from_millis(500));
-    let pid = nix::unistd::Pid::from_raw(pid as i32);
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
-    let out = child.wait_with_output().unwrap();
-    drop(feeder);
+    let out =
+        interrupted_while_reading(sample(), &["flows", "-r", "-"], Duration::from_millis(500));
     assert_eq!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("interrupted"), "{err}");

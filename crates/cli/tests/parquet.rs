@@ -293,35 +293,14 @@ fn an_output_that_is_a_later_input_is_refused_before_it_is_opened() {
 /// complete (Parquet's footer magic), holding the flows seen; the run exits 0.
 #[test]
 fn ctrl_c_closes_the_files_with_the_flows_seen() {
-    use std::io::Write as _;
-    use std::process::Stdio;
     use std::time::Duration;
     let tmp = tempfile::tempdir().unwrap();
     let ds = tmp.path().join("ds");
-    let bytes = std::fs::read(sample()).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rampart"))
-        .args(["flows", "-r", "-", "--format", "parquet", "-o", ds.to_str().unwrap()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    let mut stdin = child.stdin.take().unwrap();
-    let feeder = std::thread::spawn(move || {
-        let _ = stdin.write_all(&bytes[..60_000]);
-        for chunk in bytes[60_000..].chunks(200) {
-            std::thread::sleep(Duration::from_millis(20));
-            if stdin.write_all(chunk).is_err() {
-                return;
-            }
-        }
-        std::thread::sleep(Duration::from_secs(30));
-    });
-    std::thread::sleep(Duration::from_millis(500));
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
-    let out = child.wait_with_output().unwrap();
-    drop(feeder);
+    let out = interrupted_while_reading(
+        sample(),
+        &["flows", "-r", "-", "--format", "parquet", "-o", ds.to_str().unwrap()],
+        Duration::from_millis(500),
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("interrupted"), "{err}");

@@ -545,34 +545,12 @@ fn aggregate_options_are_checked() {
 /// rows count every sample the summary reports.
 #[test]
 fn ctrl_c_writes_the_open_interval() {
-    use std::io::Write as _;
-    use std::process::Stdio;
     use std::time::Duration;
-    let bytes = std::fs::read(sample()).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rampart"))
-        .args(["rtt", "-r", "-", "--aggregate", "--interval", "60"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    let mut stdin = child.stdin.take().unwrap();
-    // The header and the first records, then a trickle through a pipe kept open.
-    let feeder = std::thread::spawn(move || {
-        let _ = stdin.write_all(&bytes[..60_000]);
-        for chunk in bytes[60_000..].chunks(200) {
-            std::thread::sleep(Duration::from_millis(20));
-            if stdin.write_all(chunk).is_err() {
-                return;
-            }
-        }
-        std::thread::sleep(Duration::from_secs(30));
-    });
-    std::thread::sleep(Duration::from_millis(700));
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
-    let out = child.wait_with_output().unwrap();
-    drop(feeder);
+    let out = common::interrupted_while_reading(
+        sample(),
+        &["rtt", "-r", "-", "--aggregate", "--interval", "60"],
+        Duration::from_millis(700),
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("interrupted"), "{err}");

@@ -211,17 +211,8 @@ impl DpiTable {
         match self.slots.get(slot as usize).copied().unwrap_or(FRESH) {
             DECIDED_NOTHING => App::default(),
             s if s & DECIDED != 0 => self.decided[(s & !DECIDED) as usize].clone(),
-            FRESH => {
-                let mut f = FlowDpi::new(flow.l4);
-                f.set_responder(flow.family, flow.responder);
-                f.give_up(flow.ports);
-                App::of(&mut f)
-            }
-            s => {
-                let mut f = self.pool[(s - 1) as usize].clone();
-                f.give_up(flow.ports);
-                App::of(&mut f)
-            }
+            FRESH => never_inspected(flow),
+            s => given_up(&mut self.pool[(s - 1) as usize].clone(), flow),
         }
     }
 
@@ -237,18 +228,12 @@ impl DpiTable {
                 self.free_decided.push(at);
                 std::mem::take(&mut self.decided[at as usize])
             }
-            FRESH => {
-                let mut f = FlowDpi::new(flow.l4);
-                f.set_responder(flow.family, flow.responder);
-                f.give_up(flow.ports);
-                App::of(&mut f)
-            }
+            FRESH => never_inspected(flow),
             s => {
                 let at = s - 1;
                 let f = &mut self.pool[at as usize];
                 self.held = self.held.saturating_sub(f.heap_bytes());
-                f.give_up(flow.ports);
-                let app = App::of(f);
+                let app = given_up(f, flow);
                 *f = FlowDpi::new(0);
                 self.free_pool.push(at);
                 self.inspecting -= 1;
@@ -311,6 +296,20 @@ impl DpiTable {
             }
         }
     }
+}
+
+/// What a flow that never showed a payload is: labelled by its port or responder address.
+fn never_inspected(flow: &FlowInfo<'_>) -> App {
+    let mut f = FlowDpi::new(flow.l4);
+    f.set_responder(flow.family, flow.responder);
+    given_up(&mut f, flow)
+}
+
+/// A flow's application once its inspection ends (by its port or responder address if its
+/// packets said nothing).
+fn given_up(f: &mut FlowDpi, flow: &FlowInfo<'_>) -> App {
+    f.give_up(flow.ports);
+    App::of(f)
 }
 
 #[cfg(test)]

@@ -114,7 +114,7 @@ impl Schema {
             Self::V2 => V2,
         };
         let columns = self == Self::Rampart && format == FlowFormat::Csv;
-        list.iter().filter(move |(n, _)| !columns || !JSON_ONLY.contains(n))
+        list.into_iter().flatten().filter(move |(n, _)| !columns || !JSON_ONLY.contains(n))
     }
 }
 
@@ -262,9 +262,15 @@ pub fn json_field_names(schema: Schema) -> impl Iterator<Item = &'static str> {
     schema.fields(FlowFormat::Json).map(|(name, _)| *name)
 }
 
-/// Every field of a rampart-schema record, in output order: the list JSON, CSV and the CSV
+/// Every field of a rampart-schema record, in output order: the lists JSON, CSV and the CSV
 /// header are written from (CSV leaves out [`JSON_ONLY`]).
-const RAMPART: &[Field] = &[
+const RAMPART: [&[Field]; 3] = [RAMPART_HEAD, APP_AND_FIREWALL, RAMPART_TAIL];
+
+/// Every field of a v2 record, in output order (JSON and CSV alike).
+const V2: [&[Field]; 3] = [V2_HEAD, APP_AND_FIREWALL, V2_TAIL];
+
+/// [`Schema::Rampart`]'s fields before [`APP_AND_FIREWALL`].
+const RAMPART_HEAD: &[Field] = &[
     ("proto", |v| Value::Proto(v.r.flow.key.proto, v.r.flow.key.family)),
     ("src", |v| Value::Addr(v.r.flow.key.family, v.src)),
     ("sport", |v| Value::Int(v.sport.into())),
@@ -290,6 +296,11 @@ const RAMPART: &[Field] = &[
     ("rtt_dst_min", |v| v.rtt_stat(true, |d| d.min)),
     ("rtt_dst_median", |v| v.rtt_stat(true, |d| d.median)),
     ("rtt_dst_max", |v| v.rtt_stat(true, |d| d.max)),
+];
+
+/// The fields both schemas write under the same names, in the same order: the application
+/// and its metadata, then the firewall's view.
+const APP_AND_FIREWALL: &[Field] = &[
     ("app", app),
     ("app_by", app_by),
     ("sni", |v| v.meta(|m| m.sni.as_deref())),
@@ -303,6 +314,10 @@ const RAMPART: &[Field] = &[
     ("assured", assured),
     ("verdict", verdict),
     ("rule", rule),
+];
+
+/// [`Schema::Rampart`]'s fields after [`APP_AND_FIREWALL`].
+const RAMPART_TAIL: &[Field] = &[
     ("uid", |v| v.uid()),
     ("conn_state", |v| v.conn_state()),
     ("history", |v| v.history()),
@@ -317,8 +332,8 @@ const RAMPART: &[Field] = &[
     ("tunnel", tunnel),
 ];
 
-/// Every field of a v2 record, in output order (JSON and CSV alike).
-const V2: &[Field] = &[
+/// [`Schema::V2`]'s fields before [`APP_AND_FIREWALL`].
+const V2_HEAD: &[Field] = &[
     ("ts", |v| Value::Time(v.r.flow.first)),
     ("ts_end", |v| Value::Time(v.r.flow.last)),
     ("duration", |v| Value::Time(v.r.flow.last.saturating_sub(v.r.flow.first))),
@@ -355,21 +370,10 @@ const V2: &[Field] = &[
     ("rtt_resp_min_us", |v| v.rtt_us(true, |d| d.min)),
     ("rtt_resp_median_us", |v| v.rtt_us(true, |d| d.median)),
     ("rtt_resp_max_us", |v| v.rtt_us(true, |d| d.max)),
-    ("app", app),
-    ("app_by", app_by),
-    ("sni", |v| v.meta(|m| m.sni.as_deref())),
-    ("alpn", |v| v.meta(|m| m.alpn.as_deref())),
-    ("http_host", |v| v.meta(|m| m.http_host.as_deref())),
-    ("user_agent", |v| v.meta(|m| m.user_agent.as_deref())),
-    ("dns_query", |v| v.meta(|m| m.dns_query.as_deref())),
-    ("ssh_banner", |v| v.meta(|m| m.ssh_banner.as_deref())),
-    ("ct_state", ct_state),
-    ("tcp_state", tcp_state),
-    ("assured", assured),
-    ("verdict", verdict),
-    ("rule", rule),
-    ("tunnel", tunnel),
 ];
+
+/// [`Schema::V2`]'s fields after [`APP_AND_FIREWALL`].
+const V2_TAIL: &[Field] = &[("tunnel", tunnel)];
 
 /// The tunnel the flow's packets came out of, when they did.
 fn tunnel<'a>(v: &View<'a>) -> Value<'a> {

@@ -88,11 +88,17 @@ impl Histogram {
     /// Adds another histogram over the same bounds.
     pub fn merge(&mut self, o: &Histogram) {
         debug_assert_eq!(self.bounds, o.bounds);
-        for (a, b) in self.counts.iter_mut().zip(&o.counts) {
+        self.add_counts(&o.counts, o.sum, o.count);
+    }
+
+    /// Adds observations already counted per bucket (`counts` in this histogram's buckets),
+    /// with their sum and number.
+    pub fn add_counts(&mut self, counts: &[u64], sum: f64, count: u64) {
+        for (a, b) in self.counts.iter_mut().zip(counts) {
             *a += b;
         }
-        self.sum += o.sum;
-        self.count += o.count;
+        self.sum += sum;
+        self.count += count;
     }
 
     /// Observations counted.
@@ -232,11 +238,7 @@ impl PrefixRtt {
             },
             None => &mut self.other,
         };
-        for (a, b) in h.counts.iter_mut().zip(r.coarse) {
-            *a += b;
-        }
-        h.sum += r.sum as f64 * 1e-9;
-        h.count += r.count;
+        h.add_counts(r.coarse, r.sum as f64 * 1e-9, r.count);
     }
 
     /// Prefixes with series of their own.

@@ -425,17 +425,14 @@ impl RttStage {
 
     /// The summary of flow `id`, which has ended; its statistics are released.
     pub fn retire(&mut self, id: FlowId) -> RttSummary {
-        let Some(f) = self.flows.get_mut(id.0 as usize) else {
-            return RttSummary::default();
-        };
-        let s = std::mem::take(&mut f.stats);
-        if s == 0 {
-            return RttSummary::default();
+        let out = self.summary(id);
+        if let Some(f) = self.flows.get_mut(id.0 as usize) {
+            let s = std::mem::take(&mut f.stats);
+            if s != 0 {
+                self.stats[s as usize - 1] = Default::default();
+                self.free_stats.push(s - 1);
+            }
         }
-        let st = &mut self.stats[s as usize - 1];
-        let out = RttSummary { dirs: [st[0].summary(), st[1].summary()] };
-        *st = Default::default();
-        self.free_stats.push(s - 1);
         out
     }
 

@@ -151,3 +151,40 @@ impl Drop for Daemon {
         }
     }
 }
+
+/// Runs rampart with `args`, feeding `capture` on standard input as a live `tcpdump -w -`
+/// would (the header and first records, then a trickle through a pipe kept open), and
+/// interrupts it (SIGINT) `after` that long: what it wrote and its exit.
+pub fn interrupted_while_reading(
+    capture: impl AsRef<Path>,
+    args: &[&str],
+    after: std::time::Duration,
+) -> Output {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let bytes = std::fs::read(capture).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rampart"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&bytes[..60_000]);
+        for chunk in bytes[60_000..].chunks(200) {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            if stdin.write_all(chunk).is_err() {
+                return;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_secs(30));
+    });
+    std::thread::sleep(after);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let out = child.wait_with_output().unwrap();
+    drop(feeder);
+    out
+}

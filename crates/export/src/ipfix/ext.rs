@@ -93,14 +93,7 @@ pub fn verdict_code(r: &FlowRecord) -> u8 {
 /// The rule's name as sent: at most [`MAX_RULE_NAME`] octets, cut at a character boundary.
 pub(super) fn rule_name(r: &FlowRecord) -> &str {
     let s = r.verdict.as_ref().and_then(|(_, rule)| rule.as_deref()).unwrap_or("");
-    if s.len() <= MAX_RULE_NAME {
-        return s;
-    }
-    let mut end = MAX_RULE_NAME;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
+    &s[..s.floor_char_boundary(MAX_RULE_NAME)]
 }
 
 /// Octets the groups' variable-length fields take in `r`'s data record (length prefixes
