@@ -35,6 +35,7 @@
 mod decode;
 mod error;
 pub mod filter;
+pub mod inline;
 mod lease;
 pub mod live;
 mod source;
@@ -43,6 +44,7 @@ mod writer;
 pub use decode::{Format, RecordStats};
 pub use error::{CaptureError, ErrorKind};
 pub use filter::{Filter, FilterError};
+pub use inline::{PacketPair, PairConfig, PairStats};
 pub use live::{LinkState, LiveConfig, LiveError, LiveMonitor, LiveStats};
 pub use rampart_wire::LinkType;
 pub use source::{Batch, Capture, FileAccess, FileId, Frame, SharedBytes};

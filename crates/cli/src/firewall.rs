@@ -273,7 +273,8 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
         writers[i as usize] = Some(PcapOut { file: Some(io::BufWriter::new(f)), pcap: None });
     }
 
-    let routes = Arc::new(Routes { names: names.clone(), routes, local: args.local.clone() });
+    let routes =
+        Arc::new(Routes { names: names.clone(), routes, local: args.local.clone(), bridge: false });
     let pipeline = |rules: Arc<RuleSet>| {
         let cfg = StatefulConfig { ct, routes: Arc::clone(&routes), ..StatefulConfig::default() };
         let table = TableConfig {

@@ -100,8 +100,7 @@ fn rules(extra: u32) -> Arc<RuleSet> {
 }
 
 fn pipeline(rules: Arc<RuleSet>) -> Pipeline {
-    let routes =
-        Routes { names: vec!["eth0".into(), "eth1".into()], routes: Vec::new(), local: Vec::new() };
+    let routes = Routes { names: vec!["eth0".into(), "eth1".into()], ..Routes::default() };
     let mut ct = rampart_conntrack::Config::default();
     ct.timeouts.tcp_syn_sent = 500 * MS;
     let cfg = StatefulConfig { ct, routes: Arc::new(routes), ..StatefulConfig::default() };

@@ -1,28 +1,38 @@
 //! The inline driver: a pair of ports, every frame received on one either sent out of the
-//! other or dropped, by the pipeline's verdict.
+//! other or dropped, by the stateful data plane's verdict; a reject's reply goes back out of
+//! the port the packet came in on.
 //!
-//! A port pair is anything that implements [`Ports`]: AF_PACKET or AF_XDP rings on two
-//! interfaces, or [`MemoryPorts`] in tests. Frames borrow the ports' receive buffers and stay
-//! valid until the port has sent or released each one; the pipeline sees them in between, so
-//! nothing is copied to decide. [`run_inline`] runs to completion per batch: receive, decide,
-//! transmit, hand the events on.
+//! A port pair is anything that implements [`Ports`]: AF_PACKET rings on two interfaces
+//! ([`rampart_capture::PacketPair`]), or [`MemoryPorts`] in tests. Frames borrow the ports'
+//! receive buffers and stay valid until the port has sent or released each one; the pipeline
+//! decides them in between, so nothing is copied to decide. [`run_inline`] runs to completion
+//! per batch: receive, decide, transmit, hand the results on, then (between batches) take a
+//! new rule set if one was published in the [`RuleSlot`] and publish the worker's counters in
+//! its [`WorkerBoard`].
+//!
+//! Each worker runs its own pipeline (its own share of the connection table) over its own
+//! pair; the ports spread flows over workers so both directions of a flow meet on one (see
+//! [`rampart_capture::inline`]).
 
 use std::collections::VecDeque;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
-use rampart_capture::{Frame, Timestamp};
+use rampart_capture::{Frame, PacketPair, PairStats, Timestamp};
 use rampart_wire::LinkType;
 
-use crate::driver::{FINISH_CHUNK, Sink, emit, wall_clock};
+use crate::Summary;
+use crate::driver::{FINISH_CHUNK, wall_clock};
 use crate::pipeline::{Events, Pipeline, Verdict};
-use crate::{Outcome, Summary};
+use crate::replay::{FirewallSink, reply_to};
+use crate::stateful::RuleSet;
 
 /// Two ports of a link the engine sits on.
 pub trait Ports {
     /// Receives up to `max` frames from either port (each frame's `interface` is the port it
-    /// came in on, 0 or 1) and hands them to `decide`, which fills one verdict per frame.
+    /// came in on, 0 or 1) and hands them to `decide`, which pushes one verdict per frame.
     /// Then each accepted frame goes out of the other port and every frame's buffer is given
     /// back. Returns how many frames were received (0 when none came within the port's poll
     /// interval).
@@ -31,6 +41,118 @@ pub trait Ports {
         max: usize,
         decide: &mut dyn FnMut(&[Frame<'_>], &mut Vec<Verdict>),
     ) -> io::Result<usize>;
+
+    /// Sends `data`, a whole frame built by the engine (a reject's reply), out of port
+    /// `port`. Returns whether it went.
+    fn inject(&mut self, port: u32, data: &[u8]) -> io::Result<bool>;
+
+    /// The name of a port whose interface went away, if one did.
+    fn gone(&self) -> Option<String> {
+        None
+    }
+
+    /// The ports' counters (the kernel's drops read now).
+    fn stats(&mut self) -> PairStats {
+        PairStats::default()
+    }
+}
+
+/// How long a quiet link waits for a frame before the driver looks at the clock, the rule
+/// slot and the stop flag.
+pub const POLL_MS: i32 = 10;
+
+impl Ports for PacketPair {
+    fn exchange(
+        &mut self,
+        max: usize,
+        decide: &mut dyn FnMut(&[Frame<'_>], &mut Vec<Verdict>),
+    ) -> io::Result<usize> {
+        let mut verdicts = Vec::new();
+        PacketPair::exchange(self, max, POLL_MS, &mut |frames, out| {
+            decide(frames, &mut verdicts);
+            out.extend(verdicts.iter().map(|v| *v == Verdict::Accept));
+        })
+    }
+
+    fn inject(&mut self, port: u32, data: &[u8]) -> io::Result<bool> {
+        PacketPair::inject(self, port, data)
+    }
+
+    fn gone(&self) -> Option<String> {
+        PacketPair::gone(self).map(str::to_string)
+    }
+
+    fn stats(&mut self) -> PairStats {
+        PacketPair::stats(self)
+    }
+}
+
+/// The rule set in force for every worker, and where a reload publishes the next one.
+/// Workers look at the generation between batches (one relaxed load) and take the new rule
+/// set when it changed: a swap is atomic per worker, and no packet sees half a rule set.
+#[derive(Debug)]
+pub struct RuleSlot {
+    generation: AtomicU64,
+    current: Mutex<(u64, Arc<RuleSet>)>,
+}
+
+impl RuleSlot {
+    /// A slot holding `rules` as generation 1.
+    pub fn new(rules: Arc<RuleSet>) -> Self {
+        Self { generation: AtomicU64::new(1), current: Mutex::new((1, rules)) }
+    }
+
+    /// Publishes `rules` for every worker; returns its generation.
+    pub fn publish(&self, rules: Arc<RuleSet>) -> u64 {
+        let mut c = self.current.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        c.0 += 1;
+        c.1 = rules;
+        self.generation.store(c.0, Ordering::Release);
+        c.0
+    }
+
+    /// The generation published last.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// The rule set published last, with its generation.
+    pub fn current(&self) -> (u64, Arc<RuleSet>) {
+        let c = self.current.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        (c.0, Arc::clone(&c.1))
+    }
+}
+
+/// A worker's counters, published between batches for `rampart status` and the metrics
+/// endpoint (relaxed stores of the worker's own totals; readers see a recent batch's).
+#[derive(Debug, Default)]
+pub struct WorkerBoard {
+    /// Frames received.
+    pub received: AtomicU64,
+    /// Bytes received.
+    pub bytes: AtomicU64,
+    /// Frames sent out of the other port.
+    pub forwarded: AtomicU64,
+    /// Frames dropped by a verdict.
+    pub dropped: AtomicU64,
+    /// Frames rejected (dropped, with a reply where Linux sends one).
+    pub rejected: AtomicU64,
+    /// Replies sent for rejected frames.
+    pub replies: AtomicU64,
+    /// New connections accepted untracked because the table was full (failing open).
+    pub fail_open: AtomicU64,
+    /// Frames the ports could not send (the driver kept refusing them).
+    pub tx_dropped: AtomicU64,
+    /// Frames the kernel dropped because a receive ring was full.
+    pub kernel_dropped: AtomicU64,
+    /// Frames too large for a receive slot, dropped.
+    pub oversize: AtomicU64,
+    /// Live flows in the worker's table.
+    pub flows: AtomicU64,
+    /// Connections tracked.
+    pub connections: AtomicU64,
+    /// The rule set generation the worker runs.
+    pub generation: AtomicU64,
 }
 
 /// What an inline run counted besides the pipeline's summary.
@@ -38,56 +160,208 @@ pub trait Ports {
 pub struct InlineCounts {
     /// Frames sent out of the other port.
     pub forwarded: u64,
-    /// Frames dropped (or rejected).
+    /// Frames dropped by a verdict.
     pub dropped: u64,
+    /// Frames rejected.
+    pub rejected: u64,
+    /// Replies sent for rejected frames.
+    pub replies: u64,
+    /// New connections accepted untracked because the table was full.
+    pub fail_open: u64,
+    /// Reloads taken.
+    pub reloads: u64,
+    /// The ports' counters at the end.
+    pub ports: PairStats,
 }
 
-/// Forwards between the two ports of `ports` until `stop` is set, deciding every frame with
-/// `pipeline`; non-IP frames (ARP, LLDP) get `non_ip`. While the link is quiet, capture time
-/// follows the wall clock so idle flows still end. At the stop, every live flow's record is
-/// handed to `sink`.
+/// How an inline run ended.
+#[derive(Debug)]
+pub struct InlineEnd {
+    /// What the pipeline saw.
+    pub summary: Summary,
+    /// What the driver counted.
+    pub counts: InlineCounts,
+    /// The port failure that ended the run (an interface that went away, a socket error);
+    /// `None` when the stop flag ended it. Every flow's record was handed on either way.
+    pub error: Option<io::Error>,
+}
+
+/// Options of [`run_inline`].
+#[derive(Debug, Clone, Copy)]
+pub struct InlineConfig {
+    /// Frames taken per exchange.
+    pub batch: usize,
+    /// How often the sink's [`FirewallSink::batch_done`] is called while traffic flows (it
+    /// is called at least this often, and after every quiet poll).
+    pub publish_every: Duration,
+}
+
+impl Default for InlineConfig {
+    fn default() -> Self {
+        Self { batch: 64, publish_every: Duration::from_millis(100) }
+    }
+}
+
+/// Forwards between the two ports of `ports` until `stop` is set (or a port fails), deciding
+/// every frame with `pipeline`, which must have the stateful data plane. While the link is
+/// quiet, capture time follows the wall clock so idle connections still end. With `rules`, a
+/// rule set published there replaces the pipeline's between batches (connection state is
+/// kept). At the end every live flow's record is handed to `sink`. Errors are the sink's
+/// (output failures); a port's failure ends the run and is returned in [`InlineEnd::error`].
 pub fn run_inline(
     ports: &mut dyn Ports,
     pipeline: &mut Pipeline,
-    non_ip: Verdict,
-    batch: usize,
+    cfg: &InlineConfig,
+    rules: Option<&RuleSlot>,
+    board: Option<&WorkerBoard>,
     stop: &AtomicBool,
-    sink: &mut dyn Sink,
-) -> io::Result<(Outcome, InlineCounts)> {
+    sink: &mut dyn FirewallSink,
+) -> io::Result<InlineEnd> {
     let started = Instant::now();
     let mut s = Summary::default();
     let mut counts = InlineCounts::default();
     let mut events = Events::default();
     let mut verdicts = Vec::new();
+    let mut replies: Vec<(u32, Vec<u8>)> = Vec::new();
+    // The slot's generation if the pipeline already runs its rule set; else the first batch
+    // takes it.
+    let mut generation = match (rules, pipeline.stateful()) {
+        (Some(slot), Some(st)) => {
+            let (g, r) = slot.current();
+            if Arc::ptr_eq(&r, st.rules()) { g } else { 0 }
+        }
+        _ => 0,
+    };
+    let mut published = Instant::now();
+    let mut failure = None;
+    let mut sink_error = None;
     while !stop.load(Ordering::Relaxed) {
+        if let Some(slot) = rules
+            && slot.generation() != generation
+        {
+            let (g, new) = slot.current();
+            generation = g;
+            let source = new.source.clone();
+            if let Some(st) = pipeline.stateful_mut() {
+                st.reload(new);
+            }
+            counts.reloads += 1;
+            sink.reload(wall_clock(), &source, Ok(()))?;
+        }
         events.clear();
-        let n = ports.exchange(batch, &mut |frames, out| {
-            pipeline.process(frames, non_ip, &mut verdicts, &mut events, &mut s);
+        replies.clear();
+        let exchanged = ports.exchange(cfg.batch, &mut |frames, out| {
+            pipeline.process(frames, Verdict::Drop, &mut verdicts, &mut events, &mut s);
             out.clear();
             out.extend_from_slice(&verdicts);
-        })?;
-        if n == 0 {
-            pipeline.advance(wall_clock(), u32::MAX, &mut events);
+            let Some(rs) = pipeline.stateful().map(|st| Arc::clone(st.rules())) else {
+                return;
+            };
+            for (f, d) in frames.iter().zip(pipeline.decisions()) {
+                match d.verdict {
+                    Verdict::Accept => counts.forwarded += 1,
+                    Verdict::Drop => counts.dropped += 1,
+                    Verdict::Reject => counts.rejected += 1,
+                }
+                if d.verdict == Verdict::Accept && d.reason == Some(crate::stateful::Why::TableFull)
+                {
+                    counts.fail_open += 1;
+                }
+                let reply = reply_to(pipeline, f, d);
+                if sink_error.is_none()
+                    && let Err(e) = sink.packet(f, d, &rs, reply.as_deref())
+                {
+                    sink_error = Some(e);
+                }
+                if let Some(r) = reply {
+                    replies.push((f.interface, r));
+                }
+            }
+        });
+        let n = match exchanged {
+            Ok(n) => n,
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        };
+        if let Some(e) = sink_error.take() {
+            return Err(e);
         }
-        for v in &verdicts[..n.min(verdicts.len())] {
-            match v {
-                Verdict::Accept => counts.forwarded += 1,
-                Verdict::Drop | Verdict::Reject => counts.dropped += 1,
+        for (port, r) in &replies {
+            match ports.inject(*port, r) {
+                Ok(true) => counts.replies += 1,
+                Ok(false) => {}
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
             }
         }
-        emit(&mut s, &events, &[], sink)?;
-        sink.tick()?;
+        if n == 0 {
+            pipeline.advance(wall_clock(), u32::MAX, &mut events);
+            if let Some(name) = ports.gone() {
+                failure = Some(io::Error::new(
+                    io::ErrorKind::NotConnected,
+                    format!("{name}: the interface disappeared"),
+                ));
+            }
+        }
+        for o in &events.records {
+            s.count_record(&o.record);
+            sink.record(&o.record)?;
+        }
+        if n == 0 || published.elapsed() >= cfg.publish_every {
+            published = Instant::now();
+            counts.ports = ports.stats();
+            publish(board, pipeline, &s, &counts, generation);
+            sink.batch_done(pipeline, &s)?;
+        }
+        if failure.is_some() {
+            break;
+        }
     }
-    s.interrupted = true;
+    s.interrupted = failure.is_none();
     let order = pipeline.finish_order();
     for part in order.chunks(FINISH_CHUNK) {
         events.clear();
         pipeline.finish_flows(part, &mut events);
-        emit(&mut s, &events, &[], sink)?;
+        for o in &events.records {
+            s.count_record(&o.record);
+            sink.record(&o.record)?;
+        }
     }
     pipeline.stats_into(&mut s);
+    counts.ports = ports.stats();
+    publish(board, pipeline, &s, &counts, generation);
+    sink.batch_done(pipeline, &s)?;
     s.elapsed = started.elapsed();
-    Ok((Outcome { summary: s, error: None }, counts))
+    Ok(InlineEnd { summary: s, counts, error: failure })
+}
+
+fn publish(
+    board: Option<&WorkerBoard>,
+    pipeline: &Pipeline,
+    s: &Summary,
+    c: &InlineCounts,
+    generation: u64,
+) {
+    let Some(b) = board else { return };
+    let sum = |a: [u64; 2]| a[0] + a[1];
+    let put = |a: &AtomicU64, v: u64| a.store(v, Ordering::Relaxed);
+    put(&b.received, s.packets);
+    put(&b.bytes, s.wire_bytes);
+    put(&b.forwarded, c.forwarded);
+    put(&b.dropped, c.dropped);
+    put(&b.rejected, c.rejected);
+    put(&b.replies, c.replies);
+    put(&b.fail_open, c.fail_open);
+    put(&b.tx_dropped, sum(c.ports.tx_dropped));
+    put(&b.kernel_dropped, sum(c.ports.kernel_dropped));
+    put(&b.oversize, sum(c.ports.oversize));
+    put(&b.flows, pipeline.table().len() as u64);
+    put(&b.connections, pipeline.stateful().map_or(0, |st| st.conntrack().entries()));
+    put(&b.generation, generation);
 }
 
 /// A frame queued on a [`MemoryPorts`] port.
@@ -100,8 +374,8 @@ pub struct MemoryFrame {
 }
 
 /// Two ports in memory: frames queued on a port's receive side come out of
-/// [`Ports::exchange`] in time order, and what is forwarded lands on the other port's
-/// transmit side. For tests of the inline path without interfaces.
+/// [`Ports::exchange`] in time order, and what is forwarded (or injected) lands on the
+/// transmit side of the port it leaves by. For tests of the inline path without interfaces.
 #[derive(Debug, Default)]
 pub struct MemoryPorts {
     /// Per port: frames waiting to be received.
@@ -152,5 +426,11 @@ impl Ports for MemoryPorts {
             }
         }
         Ok(n)
+    }
+
+    fn inject(&mut self, port: u32, data: &[u8]) -> io::Result<bool> {
+        let ts = self.tx.iter().flatten().map(|f| f.ts).max().unwrap_or_default();
+        self.tx[(port as usize).min(1)].push(MemoryFrame { ts, data: data.to_vec() });
+        Ok(true)
     }
 }

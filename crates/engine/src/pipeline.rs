@@ -473,9 +473,12 @@ impl Pipeline {
             let tracked = if accepted || found.is_some() {
                 let t = self.table.try_track_looked_up(info, found, insp.new_timeout());
                 if t.is_none() {
-                    // The table is full of connections that may not be pushed out.
+                    // The table is full of connections that may not be pushed out: the
+                    // packet is dropped, or passes untracked when failing open.
                     st.conntrack_mut().table_full();
-                    verdict = Verdict::Drop;
+                    if !st.fail_open() {
+                        verdict = Verdict::Drop;
+                    }
                     reason = Some(Why::TableFull);
                 }
                 t

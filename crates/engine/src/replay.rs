@@ -77,6 +77,28 @@ pub trait FirewallSink {
     }
 }
 
+/// The reply frame `d`'s reject sends back for frame `f` (`None` when `d` is no reject, or
+/// Linux would send none). An ICMP error about a forwarded packet comes from the router (its
+/// first address of the family given); about a packet for the router, from the address it was
+/// sent to, as Linux's `icmp_send` chooses.
+pub(crate) fn reply_to(main: &Pipeline, f: &Frame<'_>, d: &Decided) -> Option<Vec<u8>> {
+    let st = main.stateful()?;
+    let r = d.rule.filter(|_| d.verdict == Verdict::Reject)?;
+    let meta = PacketMeta::parse(f.link, f.data);
+    let from = d.oif.and_then(|_| {
+        st.routes().local.iter().find_map(|a| match (a, meta.family) {
+            (std::net::IpAddr::V4(v4), rampart_wire::Family::V4) => {
+                let mut b = [0u8; 16];
+                b[..4].copy_from_slice(&v4.octets());
+                Some(b)
+            }
+            (std::net::IpAddr::V6(v6), rampart_wire::Family::V6) => Some(v6.octets()),
+            _ => None,
+        })
+    });
+    reject_reply(f.link, f.data, &meta, st.rules().reject_with(r), from)
+}
+
 struct Run<'a, S: FirewallSink + ?Sized> {
     main: Pipeline,
     other: Option<Pipeline>,
@@ -143,30 +165,7 @@ impl<S: FirewallSink + ?Sized> Run<'_, S> {
         }
         let rules = self.main.stateful().map(|s| Arc::clone(s.rules()));
         for (f, d) in frames.iter().zip(self.main.decisions()) {
-            let reply = match (&rules, d.verdict, d.rule) {
-                (Some(rs), Verdict::Reject, Some(r)) => {
-                    let meta = PacketMeta::parse(f.link, f.data);
-                    // An ICMP error about a forwarded packet comes from the router (its first
-                    // address of the family given); about a packet for the router, from the
-                    // address it was sent to, as Linux's icmp_send chooses.
-                    let from = d.oif.and_then(|_| {
-                        let routes = self.main.stateful()?.routes();
-                        routes.local.iter().find_map(|a| match (a, meta.family) {
-                            (std::net::IpAddr::V4(v4), rampart_wire::Family::V4) => {
-                                let mut b = [0u8; 16];
-                                b[..4].copy_from_slice(&v4.octets());
-                                Some(b)
-                            }
-                            (std::net::IpAddr::V6(v6), rampart_wire::Family::V6) => {
-                                Some(v6.octets())
-                            }
-                            _ => None,
-                        })
-                    });
-                    reject_reply(f.link, f.data, &meta, rs.reject_with(r), from)
-                }
-                _ => None,
-            };
+            let reply = reply_to(&self.main, f, d);
             if let Some(rs) = &rules {
                 self.sink.packet(f, d, rs, reply.as_deref())?;
             }

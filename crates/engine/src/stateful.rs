@@ -304,6 +304,10 @@ pub struct Routes {
     pub routes: Vec<(IpAddr, u8, u32)>,
     /// The router's own addresses: packets to them take the input hook.
     pub local: Vec<IpAddr>,
+    /// A transparent bridge between two ports (`rampart run`): every packet takes the
+    /// forward hook out of the other port, multicast and broadcast included, since no host
+    /// stack sits between the ports to receive them.
+    pub bridge: bool,
 }
 
 impl Routes {
@@ -311,6 +315,9 @@ impl Routes {
     /// else (with two interfaces) the other one; `None` when the packet is for the router
     /// itself (one of its addresses, or a multicast, broadcast or link-local destination).
     pub fn route(&self, iif: u32, dst: IpAddr) -> Option<u32> {
+        if self.bridge && self.names.len() == 2 {
+            return Some(1 - iif.min(1));
+        }
         let for_router = self.local.contains(&dst)
             || match dst {
                 IpAddr::V4(a) => a.is_multicast() || a.is_broadcast() || a.is_link_local(),
@@ -353,6 +360,10 @@ pub struct StatefulConfig {
     /// The verdict for frames that are not IP packets rampart parses (ARP, other link
     /// types, malformed headers): dropped by default, as a router does not forward them.
     pub non_ip: Verdict,
+    /// Fail open when the connection table is full: a new connection's packet that finds no
+    /// room is accepted untracked (its decision says [`Why::TableFull`]) instead of dropped,
+    /// as NFQUEUE's `fail-open` and Suricata's `pass-packet` exception policy choose.
+    pub fail_open: bool,
 }
 
 impl Default for StatefulConfig {
@@ -362,6 +373,7 @@ impl Default for StatefulConfig {
             routes: Arc::default(),
             cache: true,
             non_ip: Verdict::Drop,
+            fail_open: false,
         }
     }
 }
@@ -372,8 +384,8 @@ pub enum Why {
     /// Connection tracking found it invalid: Linux's reason, with the values its log message
     /// carries.
     Invalid(rampart_conntrack::Reason, rampart_conntrack::Detail),
-    /// A new connection's packet, dropped because the table was full of connections that may
-    /// not be pushed out.
+    /// A new connection's packet that found the table full of connections that may not be
+    /// pushed out: dropped, or accepted untracked when failing open.
     TableFull,
 }
 
@@ -558,6 +570,15 @@ impl Stateful {
         self.hits = rules.chains.iter().map(|c| vec![0; c.rules.entries().len()]).collect();
         let old = std::mem::replace(&mut self.rules, rules);
         self.history.push((self.generation, old));
+        // Older rule sets are kept only while a live flow's last decision names one of their
+        // rules: a daemon reloaded a thousand times does not hold a thousand rule sets.
+        let mut used: Vec<u32> = Vec::new();
+        for &(_, g) in &self.last {
+            if g != 0 && !used.contains(&g) {
+                used.push(g);
+            }
+        }
+        self.history.retain(|(g, _)| used.contains(g));
         self.generation = self.generation.wrapping_add(1).max(1);
         self.paths.clear();
         self.path_index.clear();
@@ -598,6 +619,11 @@ impl Stateful {
         if let Some(c) = self.cache.get(id.0 as usize) {
             rampart_flow::prefetch(c);
         }
+    }
+
+    /// Whether a new connection that finds the table full is accepted untracked.
+    pub fn fail_open(&self) -> bool {
+        self.cfg.fail_open
     }
 
     /// The verdict for frames without a flow.
@@ -893,11 +919,18 @@ mod tests {
                 ("10.66.0.0".parse().unwrap(), 16, 2),
             ],
             local: vec!["10.66.1.1".parse().unwrap()],
+            bridge: false,
         };
         assert_eq!(three.route(0, "10.66.9.9".parse().unwrap()), Some(2));
         assert_eq!(three.route(0, "10.1.2.3".parse().unwrap()), Some(1));
         assert_eq!(three.route(0, "192.0.2.1".parse().unwrap()), None, "no route, three ports");
         assert_eq!(three.route(1, "10.66.1.1".parse().unwrap()), None, "the router's address");
+        // A bridge has no stack of its own: everything crosses, multicast too.
+        let bridge = Routes { bridge: true, ..two };
+        for d in ["224.0.0.1", "ff02::1", "fe80::1", "10.66.2.2", "255.255.255.255"] {
+            let d: IpAddr = d.parse().unwrap();
+            assert_eq!((bridge.route(0, d), bridge.route(1, d)), (Some(1), Some(0)), "{d}");
+        }
     }
 
     #[test]

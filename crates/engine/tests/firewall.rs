@@ -110,7 +110,7 @@ fn pipeline(rules: Arc<RuleSet>) -> Pipeline {
         .iter()
         .map(|a| a.parse().unwrap())
         .collect();
-    let routes = Routes { names: vec!["r0".into(), "r1".into()], routes: Vec::new(), local };
+    let routes = Routes { names: vec!["r0".into(), "r1".into()], local, ..Routes::default() };
     let cfg = StatefulConfig { routes: Arc::new(routes), ..StatefulConfig::default() };
     let table = TableConfig { max_flows: 1 << 16, ..TableConfig::default() };
     Pipeline::new(&FlowsConfig { table, rtt: None, dpi: None, ..FlowsConfig::default() })

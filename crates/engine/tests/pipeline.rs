@@ -6,8 +6,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rampart_capture::{Frame, Timestamp};
 use rampart_classify::firewall::Firewall;
-use rampart_engine::inline::{MemoryFrame, MemoryPorts, Ports, run_inline};
-use rampart_engine::{Event, Events, FlowRecord, FlowsConfig, Pipeline, Policy, Sink, Verdict};
+use rampart_engine::inline::{InlineConfig, MemoryFrame, MemoryPorts, Ports, RuleSlot, run_inline};
+use rampart_engine::replay::FirewallSink;
+use rampart_engine::stateful::{Decided, Routes, RuleSet, Stateful, StatefulConfig};
+use rampart_engine::{Events, FlowRecord, FlowsConfig, Pipeline, Policy, Verdict};
 use rampart_flow::EndReason;
 use rampart_wire::LinkType;
 
@@ -187,21 +189,71 @@ impl Ports for Drain<'_> {
         }
         Ok(n)
     }
+
+    fn inject(&mut self, port: u32, data: &[u8]) -> std::io::Result<bool> {
+        self.0.inject(port, data)
+    }
 }
 
-struct Records(Vec<FlowRecord>);
+#[derive(Default)]
+struct Collected {
+    verdicts: Vec<Verdict>,
+    replies: usize,
+    records: Vec<FlowRecord>,
+    reloads: Vec<String>,
+}
 
-impl Sink for Records {
-    fn event(&mut self, e: Event<'_>) -> std::io::Result<()> {
-        if let Event::Flow(r) = e {
-            self.0.push(r.clone());
-        }
+impl FirewallSink for Collected {
+    fn packet(
+        &mut self,
+        _: &Frame<'_>,
+        d: &Decided,
+        _: &RuleSet,
+        reply: Option<&[u8]>,
+    ) -> std::io::Result<()> {
+        self.verdicts.push(d.verdict);
+        self.replies += usize::from(reply.is_some());
+        Ok(())
+    }
+
+    fn record(&mut self, r: &FlowRecord) -> std::io::Result<()> {
+        self.records.push(r.clone());
+        Ok(())
+    }
+
+    fn reload(&mut self, _: u64, source: &str, _: Result<(), &str>) -> std::io::Result<()> {
+        self.reloads.push(source.to_string());
         Ok(())
     }
 }
 
-#[test]
-fn the_inline_driver_forwards_what_the_policy_accepts_to_the_other_port() {
+fn rule_set(name: &str, text: &str) -> Arc<RuleSet> {
+    let (rs, sets) = rampart_classify::syntax::parse(name, text).unwrap();
+    Arc::new(RuleSet::everywhere(
+        name,
+        "filter",
+        Firewall::from_iptables(&rs, "filter", &sets).unwrap(),
+    ))
+}
+
+/// A bridge between ports 0 and 1 with the stateful data plane and `rules`.
+fn bridge(rules: Arc<RuleSet>) -> Pipeline {
+    // The frames made here carry no checksums.
+    let mut ct = rampart_conntrack::Config::default();
+    ct.set("checksum", 0).unwrap();
+    let routes =
+        Routes { names: vec!["p0".into(), "p1".into()], bridge: true, ..Routes::default() };
+    let cfg = StatefulConfig {
+        ct,
+        routes: Arc::new(routes),
+        non_ip: Verdict::Accept,
+        ..StatefulConfig::default()
+    };
+    Pipeline::new(&FlowsConfig { rtt: None, ..FlowsConfig::default() })
+        .with_stateful(Stateful::new(cfg, rules))
+}
+
+fn queued() -> MemoryPorts {
     let mut ports = MemoryPorts::default();
     for (ms, data) in conversation() {
         // The client sits on port 0, the server on port 1; ARP from the client.
@@ -209,21 +261,83 @@ fn the_inline_driver_forwards_what_the_policy_accepts_to_the_other_port() {
         let f = MemoryFrame { ts: Timestamp(ms * 1_000_000), data };
         ports.rx[usize::from(from_server)].push_back(f);
     }
+    ports
+}
+
+#[test]
+fn the_inline_driver_forwards_what_the_rules_accept_and_answers_rejects() {
     let stop = AtomicBool::new(false);
-    let mut drain = Drain(ports, &stop);
-    let cfg = FlowsConfig::default();
-    let mut p = Pipeline::new(&cfg).with_policy(no_telnet());
-    let mut sink = Records(Vec::new());
-    let (outcome, counts) =
-        run_inline(&mut drain, &mut p, Verdict::Accept, 4, &stop, &mut sink).unwrap();
+    let mut drain = Drain(queued(), &stop);
+    let mut p =
+        bridge(rule_set("r", "table filter {\n  tcp dport 23 reject\n  default accept\n}\n"));
+    let mut sink = Collected::default();
+    let cfg = InlineConfig { batch: 4, ..InlineConfig::default() };
+    let end = run_inline(&mut drain, &mut p, &cfg, None, None, &stop, &mut sink).unwrap();
+    assert!(end.error.is_none());
     let ports = drain.0;
     // Client frames out of the server's port, except the telnet SYN; the ARP frame passes.
     assert_eq!(ports.tx[1].len(), 6);
     assert!(ports.tx[1].iter().all(|f| f.data.len() < 36 || f.data[36..38] != 23u16.to_be_bytes()));
-    assert_eq!(ports.tx[0].len(), 3);
-    assert_eq!(counts.forwarded, 9);
-    assert_eq!(counts.dropped, 1);
-    assert_eq!(outcome.summary.packets, 10);
-    // At the stop every flow is written.
-    assert_eq!(sink.0.len(), 2);
+    // The server's three frames, and the reset for the telnet SYN, back out of the client's.
+    assert_eq!(ports.tx[0].len(), 4);
+    // The reject's reply (ICMP administratively prohibited, as nft's `reject`) goes back to
+    // the client: from the server's address, to the client's.
+    let icmp =
+        ports.tx[0].iter().find(|f| f.data.len() > 34 && f.data[23] == 1).expect("an ICMP error");
+    assert_eq!((&icmp.data[26..30], &icmp.data[30..34]), (&S[..], &C[..]));
+    assert_eq!(icmp.data[34], 3, "destination unreachable");
+    assert_eq!((end.counts.forwarded, end.counts.rejected, end.counts.replies), (9, 1, 1));
+    assert_eq!(sink.verdicts.len(), 10);
+    assert_eq!(sink.replies, 1);
+    assert_eq!(end.summary.packets, 10);
+    // At the stop every flow is written: the web connection's (the rejected SYN left no
+    // state, as in Linux).
+    assert_eq!(sink.records.len(), 1);
+}
+
+/// Ports that publish a rule set in a slot after their first exchange.
+struct Reloading<'a>(Drain<'a>, &'a RuleSlot, Option<Arc<RuleSet>>);
+
+impl Ports for Reloading<'_> {
+    fn exchange(
+        &mut self,
+        max: usize,
+        decide: &mut dyn FnMut(&[Frame<'_>], &mut Vec<Verdict>),
+    ) -> std::io::Result<usize> {
+        let n = self.0.exchange(max, decide)?;
+        if let Some(r) = self.2.take() {
+            assert_eq!(self.1.publish(r), 2);
+        }
+        Ok(n)
+    }
+
+    fn inject(&mut self, port: u32, data: &[u8]) -> std::io::Result<bool> {
+        self.0.inject(port, data)
+    }
+}
+
+#[test]
+fn a_published_rule_set_is_taken_between_batches_and_state_is_kept() {
+    let stop = AtomicBool::new(false);
+    let open = rule_set("open", "table filter {\n  default accept\n}\n");
+    let closed = rule_set(
+        "closed",
+        "table filter {\n  ct state established,related accept\n  default drop\n}\n",
+    );
+    let slot = RuleSlot::new(open);
+    let mut p = bridge(slot.current().1);
+    let mut sink = Collected::default();
+    // The handshake (the first batch of three) under the open set, the rest under the
+    // closed one.
+    let cfg = InlineConfig { batch: 3, ..InlineConfig::default() };
+    let mut ports = Reloading(Drain(queued(), &stop), &slot, Some(closed));
+    let end = run_inline(&mut ports, &mut p, &cfg, Some(&slot), None, &stop, &mut sink).unwrap();
+    assert_eq!(sink.reloads, ["closed"]);
+    assert_eq!(end.counts.reloads, 1);
+    // The web connection goes on, the new telnet SYN is dropped, and ARP (not IP) passes.
+    use Verdict::{Accept, Drop};
+    assert_eq!(
+        sink.verdicts,
+        [Accept, Accept, Accept, Accept, Accept, Drop, Accept, Accept, Accept, Accept]
+    );
 }
