@@ -86,16 +86,20 @@ pub const DEFAULT_PORT_BUFFER: u64 = 64 << 20;
 pub struct PairConfig {
     /// Bytes of receive ring per port (rounded down to whole blocks; at least one block).
     pub ring_bytes: u64,
-    /// The fanout group id for workers (see the module docs); `None` for a single worker.
+    /// Fanout group ids for workers (see the module docs): port 0's sockets join group
+    /// `id`, port 1's group `id + 1` (a group spans one interface); `None` for one worker.
     pub fanout: Option<u16>,
     /// The longest frame the slots must hold (Ethernet header and tags included); `None`:
     /// from the larger MTU of the two interfaces.
     pub max_frame: Option<u32>,
+    /// The `interface` number port 0's frames carry (port 1's is the next one), so that
+    /// several pairs feeding one data plane number their ports apart.
+    pub first_interface: u32,
 }
 
 impl Default for PairConfig {
     fn default() -> Self {
-        Self { ring_bytes: DEFAULT_PORT_BUFFER, fanout: None, max_frame: None }
+        Self { ring_bytes: DEFAULT_PORT_BUFFER, fanout: None, max_frame: None, first_interface: 0 }
     }
 }
 
@@ -464,6 +468,8 @@ pub struct PacketPair {
     msgs: Vec<libc::mmsghdr>,
     /// Which port is read first (alternates, so neither starves the other).
     first: usize,
+    /// The `interface` number of port 0's frames.
+    base: u32,
 }
 
 // SAFETY: the iovec/mmsghdr scratch vectors hold pointers only during `send`; the pair is
@@ -482,7 +488,8 @@ impl PacketPair {
             }
         };
         let slot = slot_size(max_frame);
-        let ports = [Port::open(a, cfg, slot)?, Port::open(b, cfg, slot)?];
+        let second = PairConfig { fanout: cfg.fanout.map(|id| id.wrapping_add(1)), ..cfg.clone() };
+        let ports = [Port::open(a, cfg, slot)?, Port::open(b, &second, slot)?];
         Ok(Self {
             ports,
             taken: Vec::new(),
@@ -492,6 +499,7 @@ impl PacketPair {
             iov: Vec::new(),
             msgs: Vec::new(),
             first: 0,
+            base: cfg.first_interface,
         })
     }
 
@@ -635,7 +643,8 @@ impl PacketPair {
     /// Receives up to `max` frames from both ports (waiting up to `timeout_ms` when none
     /// waits), hands them to `decide` (port 0's frames have `interface` 0, port 1's 1), which
     /// pushes one decision per frame: `true` sends it out of the other port, `false` drops
-    /// it. Returns how many frames were received.
+    /// it. Returns how many frames were received. (With [`PairConfig::first_interface`] the
+    /// frames' numbers start there.)
     pub fn exchange(
         &mut self,
         max: usize,
@@ -672,7 +681,7 @@ impl PacketPair {
                     ts: t.ts,
                     origlen: data.len() as u32,
                     link: LinkType::Ethernet,
-                    interface: u32::from(t.port),
+                    interface: self.base + u32::from(t.port),
                     offset: 0,
                     data,
                 }
@@ -711,9 +720,10 @@ impl PacketPair {
     }
 
     /// Sends `data` (a whole Ethernet frame built by the caller, such as the reset a rejected
-    /// packet gets) out of port `port`. Returns whether it was sent.
-    pub fn inject(&mut self, port: u32, data: &[u8]) -> io::Result<bool> {
-        let p = (port as usize).min(1);
+    /// packet gets) out of the port whose frames carry `interface`. Returns whether it was
+    /// sent.
+    pub fn inject(&mut self, interface: u32, data: &[u8]) -> io::Result<bool> {
+        let p = (interface.saturating_sub(self.base) as usize).min(1);
         let (mut iov, mut msgs) = (std::mem::take(&mut self.iov), std::mem::take(&mut self.msgs));
         let (sent, dropped) = self.ports[p].send(&[data], &mut iov, &mut msgs);
         iov.clear();

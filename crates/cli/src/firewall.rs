@@ -313,10 +313,10 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
         Some(p) => Some(Named::new(p.display().to_string(), create(p)?)),
         None => None,
     };
-    let stdout = || -> Box<dyn Write> {
-        Box::new(io::BufWriter::with_capacity(1 << 16, io::stdout().lock()))
+    let stdout = || -> Box<dyn Write + Send> {
+        Box::new(io::BufWriter::with_capacity(1 << 16, io::stdout()))
     };
-    let records: Option<Named<Box<dyn Write>>> = match &args.output {
+    let records: Option<Named<Box<dyn Write + Send>>> = match &args.output {
         Some(p) => Some(Named::new(p.display().to_string(), Box::new(create(p)?))),
         // The differences take standard output.
         None if args.compare.is_some() => None,
@@ -325,19 +325,14 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
     let mut sink = Out {
         names: &names,
         log,
+        log_drops_only: false,
         records: records
             .map(|n| Named { name: n.name, out: FlowWriter::new(n.out, FlowFormat::Json) }),
         diffs: args.compare.is_some().then(|| Named::new("standard output".into(), stdout())),
         writers,
         counts: Counts::default(),
         ipfix: exporter,
-        metrics: metrics.as_ref().map(|m| Published {
-            metrics: m,
-            slot: m.board().slot(),
-            meter: m.meter(),
-            counts: FirewallCounts::default(),
-            ct_max: args.ct_max,
-        }),
+        metrics: metrics.as_ref().map(|m| Published::new(m, 1, args.ct_max)),
         line: Vec::new(),
     };
     let stop = input::stop_flag();
@@ -369,11 +364,11 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
     if let Some(p) = &mut sink.metrics {
         // The final values: the summary's, published at once.
         p.metrics.board().finish(&outcome.summary);
-        p.fill(&main, &sink.counts);
+        p.fill(0, &main, &sink.counts);
         p.metrics.publish_firewall(&p.counts);
     }
     if !args.quiet {
-        summary(&names, &outcome.summary, &main, &sink.counts);
+        summary(&names, &outcome.summary, &[&main], &sink.counts, "packet", false);
     }
     for inp in &mut inputs {
         input::report_end(&mut inp.capture, input::Tell::Alone);
@@ -400,15 +395,17 @@ pub(crate) const DROP_REASONS: [&str; 5] = ["rule", "policy", "ct_invalid", "tab
 
 /// What the sink counts of the packets (on the reading thread, plain numbers).
 #[derive(Clone, Copy, Debug, Default)]
-struct Counts {
+pub(crate) struct Counts {
     /// Packets accepted, dropped, rejected.
-    verdicts: [u64; 3],
+    pub(crate) verdicts: [u64; 3],
     /// Their bytes on the wire.
-    bytes: [u64; 3],
+    pub(crate) bytes: [u64; 3],
     /// Packets dropped or rejected by why ([`DROP_REASONS`]).
-    drops: [u64; 5],
+    pub(crate) drops: [u64; 5],
     /// Reloads applied, and refused.
-    reloads: [u64; 2],
+    pub(crate) reloads: [u64; 2],
+    /// New connections accepted untracked because the table was full (failing open).
+    pub(crate) fail_open: u64,
 }
 
 impl Counts {
@@ -418,6 +415,9 @@ impl Counts {
         let v = d.verdict as usize;
         self.verdicts[v] += 1;
         self.bytes[v] += u64::from(bytes);
+        if d.verdict == Verdict::Accept && matches!(d.reason, Some(Why::TableFull)) {
+            self.fail_open += 1;
+        }
         if d.verdict != Verdict::Accept {
             let why = if d.ct.is_none() {
                 4
@@ -455,23 +455,46 @@ fn action_name(c: &rampart_engine::stateful::BaseChain, e: usize) -> String {
     }
 }
 
-/// The metrics endpoint of a run, and what the reading thread publishes on it.
-struct Published<'m> {
-    metrics: &'m Metrics,
-    /// The reading thread's slot on the board (the run's [`Summary`]).
-    slot: Slot,
+/// The metrics endpoint of a run, and what the deciding threads publish on it.
+pub(crate) struct Published<'m> {
+    pub(crate) metrics: &'m Metrics,
+    /// Each deciding thread's slot on the board (its [`Summary`]; the board sums them).
+    pub(crate) slots: Vec<Slot>,
     /// Flow records by end reason and application.
-    meter: Meter,
+    pub(crate) meter: Meter,
     /// The firewall's counters, refilled in place at each publication.
-    counts: FirewallCounts,
-    ct_max: u64,
+    pub(crate) counts: FirewallCounts,
+    /// Each deciding thread's data plane counters (rules, connection tracking), summed into
+    /// `counts`.
+    pub(crate) workers: Vec<FirewallCounts>,
+    pub(crate) ct_max: u64,
 }
 
-impl Published<'_> {
-    /// Fills [`Published::counts`] from the data plane and the sink's counts: the values the
-    /// summary prints.
-    fn fill(&mut self, main: &Pipeline, c: &Counts) {
+impl<'m> Published<'m> {
+    /// Publication for `workers` deciding threads on `metrics`.
+    pub(crate) fn new(metrics: &'m Metrics, workers: usize, ct_max: u64) -> Self {
+        Self {
+            metrics,
+            slots: (0..workers.max(1)).map(|_| metrics.board().slot()).collect(),
+            meter: metrics.meter(),
+            counts: FirewallCounts::default(),
+            workers: vec![FirewallCounts::default(); workers.max(1)],
+            ct_max,
+        }
+    }
+
+    /// Fills [`Published::counts`] from worker `w`'s data plane, the other workers' last
+    /// counters and the sink's counts: the values the summary prints.
+    pub(crate) fn fill(&mut self, w: usize, main: &Pipeline, c: &Counts) {
+        if let Some(own) = self.workers.get_mut(w) {
+            Self::data_plane(own, main, self.ct_max);
+        }
         let f = &mut self.counts;
+        *f = FirewallCounts::default();
+        for own in &self.workers {
+            f.add_data_plane(own);
+        }
+        f.conntrack.limit = self.ct_max;
         f.verdicts.clear();
         for v in [Verdict::Accept, Verdict::Drop, Verdict::Reject] {
             f.verdicts.push((v.name(), c.verdicts[v as usize], c.bytes[v as usize]));
@@ -479,6 +502,10 @@ impl Published<'_> {
         f.drops.clear();
         f.drops.extend(DROP_REASONS.iter().copied().zip(c.drops));
         f.reloads = c.reloads;
+    }
+
+    /// One data plane's rule and connection tracking counters.
+    fn data_plane(f: &mut FirewallCounts, main: &Pipeline, ct_max: u64) {
         let Some(st) = main.stateful() else { return };
         let (cached, evaluated) = st.decided_counts();
         f.decisions = [evaluated, cached];
@@ -510,7 +537,7 @@ impl Published<'_> {
         let t = st.conntrack().stats();
         f.conntrack = ConntrackCounts {
             entries: st.conntrack().entries(),
-            limit: self.ct_max,
+            limit: ct_max,
             found: t.found,
             inserted: t.insert,
             insert_failed: t.insert_failed,
@@ -528,7 +555,7 @@ impl Published<'_> {
 }
 
 /// A port's output capture, created with the link type of its first frame.
-struct PcapOut {
+pub(crate) struct PcapOut {
     file: Option<io::BufWriter<std::fs::File>>,
     pcap: Option<PcapWriter<io::BufWriter<std::fs::File>>>,
 }
@@ -557,13 +584,13 @@ impl PcapOut {
 }
 
 /// An output and its name for messages.
-struct Named<W> {
-    name: String,
-    out: W,
+pub(crate) struct Named<W> {
+    pub(crate) name: String,
+    pub(crate) out: W,
 }
 
 impl<W> Named<W> {
-    fn new(name: String, out: W) -> Self {
+    pub(crate) fn new(name: String, out: W) -> Self {
         Named { name, out }
     }
 
@@ -573,26 +600,47 @@ impl<W> Named<W> {
     }
 }
 
-struct Out<'a> {
-    names: &'a [String],
-    log: Option<Named<io::BufWriter<std::fs::File>>>,
-    records: Option<Named<FlowWriter<Box<dyn Write>>>>,
+/// The firewall's outputs: the per-packet log, flow records, what-if differences, port
+/// captures, IPFIX and metrics, with the counts its summary prints.
+pub(crate) struct Out<'a> {
+    pub(crate) names: &'a [String],
+    pub(crate) log: Option<Named<io::BufWriter<std::fs::File>>>,
+    /// Log only packets dropped or rejected.
+    pub(crate) log_drops_only: bool,
+    pub(crate) records: Option<Named<FlowWriter<Box<dyn Write + Send>>>>,
     /// With a second rule set: where the flows it treats differently go, as they are found.
-    diffs: Option<Named<Box<dyn Write>>>,
-    writers: Vec<Option<PcapOut>>,
+    pub(crate) diffs: Option<Named<Box<dyn Write + Send>>>,
+    pub(crate) writers: Vec<Option<PcapOut>>,
     /// Packets by verdict and drop reason, reloads.
-    counts: Counts,
+    pub(crate) counts: Counts,
     /// The IPFIX collector the flow records also go to.
-    ipfix: Option<Exporter>,
-    /// The metrics endpoint, with what this thread publishes on it.
-    metrics: Option<Published<'a>>,
+    pub(crate) ipfix: Option<Exporter>,
+    /// The metrics endpoint, with what the deciding threads publish on it.
+    pub(crate) metrics: Option<Published<'a>>,
     /// The line being built.
-    line: Vec<u8>,
+    pub(crate) line: Vec<u8>,
 }
 
 impl Out<'_> {
+    /// Publishes deciding thread `w`'s counters (its data plane `main`, its summary `s`) on
+    /// the metrics endpoint, when due.
+    pub(crate) fn publish(&mut self, w: usize, main: &Pipeline, s: &Summary) {
+        if let Some(p) = &mut self.metrics
+            && let Some(slot) = p.slots.get_mut(w)
+            && slot.due()
+        {
+            slot.publish(|copy| {
+                copy.clone_from(s);
+                main.stats_into(copy);
+            });
+            p.fill(w, main, &self.counts);
+            p.metrics.publish_firewall(&p.counts);
+            p.meter.tick();
+        }
+    }
+
     /// Flushes every output; the first error, naming its output.
-    fn flush(&mut self) -> io::Result<()> {
+    pub(crate) fn flush(&mut self) -> io::Result<()> {
         let mut first = Ok(());
         let mut keep = |r: io::Result<()>| {
             if first.is_ok() {
@@ -656,6 +704,9 @@ impl FirewallSink for Out<'_> {
         }
         let Some(log) = &mut self.log else { return Ok(()) };
         let Some(state) = d.ct else { return Ok(()) };
+        if self.log_drops_only && d.verdict == Verdict::Accept {
+            return Ok(());
+        }
         let m = PacketMeta::parse(frame.link, frame.data);
         let family = if m.family == Family::V4 { 4 } else { 6 };
         let name = |i: Option<u32>| i.and_then(|i| self.names.get(i as usize)).map(String::as_str);
@@ -712,17 +763,7 @@ impl FirewallSink for Out<'_> {
     }
 
     fn batch_done(&mut self, main: &Pipeline, s: &Summary) -> io::Result<()> {
-        if let Some(p) = &mut self.metrics
-            && p.slot.due()
-        {
-            p.slot.publish(|copy| {
-                copy.clone_from(s);
-                main.stats_into(copy);
-            });
-            p.fill(main, &self.counts);
-            p.metrics.publish_firewall(&p.counts);
-            p.meter.tick();
-        }
+        self.publish(0, main, s);
         Ok(())
     }
 
@@ -778,22 +819,36 @@ fn difference(l: &mut Vec<u8>, d: &Difference) {
     l.extend_from_slice(b"}\n");
 }
 
-fn summary(names: &[String], s: &Summary, main: &Pipeline, counts: &Counts) {
+/// The summary on standard error: what the run decided (`what`: `packet`, `frame`), by verdict
+/// and reason, then the data planes' rule counters and connection tracking, summed over
+/// `mains` (one per deciding thread).
+pub(crate) fn summary(
+    names: &[String],
+    s: &Summary,
+    mains: &[&Pipeline],
+    counts: &Counts,
+    what: &str,
+    live: bool,
+) {
     let verdicts = &counts.verdicts;
     let mut err = io::stderr().lock();
     let secs = s.elapsed.as_secs_f64();
-    let speed = crate::input::speed(s.packets, s.elapsed, false)
+    let speed = crate::input::speed(s.packets, s.elapsed, live)
         .map_or(String::new(), |ns| format!(" ({ns:.0} ns/packet)"));
+    let skipped = if s.filtered > 0 || what == "packet" {
+        format!(" ({} frames the ports sent skipped)", s.filtered)
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         err,
-        "{}: {}, {} accepted, {} dropped, {} rejected ({} frames the ports sent skipped); {} \
+        "{}: {}, {} accepted, {} dropped, {} rejected{skipped}; {} \
          in {secs:.3} s{speed}{}",
         names.join(", "),
-        crate::input::count(s.packets, "packet"),
+        crate::input::count(s.packets, what),
         verdicts[Verdict::Accept as usize],
         verdicts[Verdict::Drop as usize],
         verdicts[Verdict::Reject as usize],
-        s.filtered,
         crate::input::count(s.flows, "flow"),
         if s.interrupted { ", interrupted" } else { "" }
     );
@@ -809,22 +864,46 @@ fn summary(names: &[String], s: &Summary, main: &Pipeline, counts: &Counts) {
             DROP_REASONS.iter().zip(counts.drops).map(|(r, n)| format!("{r} {n}")).collect();
         let _ = writeln!(err, "  dropped or rejected by: {}", by.join(", "));
     }
-    if s.non_ip > 0 {
+    if counts.fail_open > 0 {
         let _ = writeln!(
             err,
-            "  not IP (or not parsed): {} frames, dropped as a router does not forward them",
-            s.non_ip
+            "  failing open: {} new connections accepted untracked (the table was full)",
+            counts.fail_open
         );
     }
-    let Some(st) = main.stateful() else { return };
-    let (cached, evaluated) = st.decided_counts();
+    let sts: Vec<&Stateful> = mains.iter().filter_map(|m| m.stateful()).collect();
+    let Some(st) = sts.first() else { return };
+    if s.non_ip > 0 {
+        let fate = if st.non_ip() == Verdict::Accept {
+            "passed, as a bridge passes them"
+        } else {
+            "dropped as a router does not forward them"
+        };
+        let _ = writeln!(err, "  not IP (or not parsed): {} frames, {fate}", s.non_ip);
+    }
+    let (mut cached, mut evaluated) = (0, 0);
+    for st in &sts {
+        let (c, e) = st.decided_counts();
+        (cached, evaluated) = (cached + c, evaluated + e);
+    }
     let _ = writeln!(
         err,
         "  decisions: {evaluated} by the rule set, {cached} from the flow's cached decision"
     );
+    // Every worker ends on the same rule set; their counters add up.
     let rules = st.rules();
+    let mut hits = st.hits();
+    for other in &sts[1..] {
+        if Arc::ptr_eq(other.rules(), rules) {
+            for (h, o) in hits.iter_mut().zip(other.hits()) {
+                for (a, b) in h.iter_mut().zip(o) {
+                    *a += b;
+                }
+            }
+        }
+    }
     let _ = writeln!(err, "  rule counters ({}):", rules.source);
-    for (c, hits) in rules.chains().iter().zip(st.hits()) {
+    for (c, hits) in rules.chains().iter().zip(hits) {
         let _ = writeln!(
             err,
             "    chain {} ({} hook, priority {}{}):",
@@ -842,7 +921,12 @@ fn summary(names: &[String], s: &Summary, main: &Pipeline, counts: &Counts) {
             );
         }
     }
-    let t = st.conntrack().stats();
+    let mut t = rampart_conntrack::Stats::default();
+    let mut memory = 0;
+    for st in &sts {
+        t += st.conntrack().stats();
+        memory += st.memory_bytes();
+    }
     let _ = writeln!(
         err,
         "  conntrack: found={} invalid={} insert={} insert_failed={} drop={} early_drop={} \
@@ -864,7 +948,7 @@ fn summary(names: &[String], s: &Summary, main: &Pipeline, counts: &Counts) {
     let _ = writeln!(
         err,
         "  memory: {:.1} MiB of connection state and cached decisions, table {:.1} MiB",
-        st.memory_bytes() as f64 / (1 << 20) as f64,
+        memory as f64 / (1 << 20) as f64,
         s.table_bytes as f64 / (1 << 20) as f64
     );
 }

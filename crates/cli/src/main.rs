@@ -12,6 +12,7 @@ mod nkpl;
 mod report;
 mod rss;
 mod rtt;
+mod run;
 mod verify;
 
 use std::process::ExitCode;
@@ -51,6 +52,14 @@ enum Command {
     /// A stateful firewall (connection tracking and an nftables, iptables or rampart rule
     /// set) over the captures of a router's ports: a verdict per packet, reloads, what-if.
     Firewall(firewall::Args),
+    /// The stateful firewall inline: a transparent bridge between pairs of interfaces that
+    /// forwards what the rule set accepts (reload with SIGHUP or `rampart reload`).
+    Run(run::Args),
+    /// Reload the rule set of a running `rampart run` (read, proved, swapped; connections
+    /// kept; a file that does not load changes nothing).
+    Reload(run::ControlArgs),
+    /// The live counters of a running `rampart run`, per worker.
+    Status(run::ControlArgs),
     /// Questions about rule sets: a packet's fate, shadowed rules, differences, search.
     #[command(subcommand)]
     Verify(verify::VerifyCmd),
@@ -85,6 +94,9 @@ fn main() -> ExitCode {
         Command::Classify(args) => classify::classify(args),
         Command::Filter(args) => classify::filter(args),
         Command::Firewall(args) => firewall::run(args),
+        Command::Run(args) => run::run(args),
+        Command::Reload(args) => run::control(&args, "reload"),
+        Command::Status(args) => run::control(&args, "status"),
         Command::Verify(cmd) => verify::run(cmd),
         Command::Dpi(cmd) => dpi::run(cmd),
         Command::Report(args) => report::run(args),

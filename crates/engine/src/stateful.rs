@@ -304,9 +304,9 @@ pub struct Routes {
     pub routes: Vec<(IpAddr, u8, u32)>,
     /// The router's own addresses: packets to them take the input hook.
     pub local: Vec<IpAddr>,
-    /// A transparent bridge between two ports (`rampart run`): every packet takes the
-    /// forward hook out of the other port, multicast and broadcast included, since no host
-    /// stack sits between the ports to receive them.
+    /// Transparent bridges between pairs of ports (`rampart run`: ports 0 and 1, 2 and 3,
+    /// ...): every packet takes the forward hook out of the other port of its pair, multicast
+    /// and broadcast included, since no host stack sits between the ports to receive them.
     pub bridge: bool,
 }
 
@@ -315,8 +315,8 @@ impl Routes {
     /// else (with two interfaces) the other one; `None` when the packet is for the router
     /// itself (one of its addresses, or a multicast, broadcast or link-local destination).
     pub fn route(&self, iif: u32, dst: IpAddr) -> Option<u32> {
-        if self.bridge && self.names.len() == 2 {
-            return Some(1 - iif.min(1));
+        if self.bridge {
+            return Some(iif ^ 1);
         }
         let for_router = self.local.contains(&dst)
             || match dst {

@@ -495,6 +495,47 @@ pub struct FirewallCounts {
     pub conntrack: ConntrackCounts,
 }
 
+impl FirewallCounts {
+    /// Adds another data plane's rule and connection tracking counters (those of another
+    /// worker running the same rule set): rule hits by chain, rule and action, connection
+    /// counts and invalid reasons by name. Verdicts, drops and reloads are not touched.
+    pub fn add_data_plane(&mut self, o: &FirewallCounts) {
+        for (a, b) in self.decisions.iter_mut().zip(o.decisions) {
+            *a += b;
+        }
+        for r in &o.rules {
+            match self
+                .rules
+                .iter_mut()
+                .find(|x| x.chain == r.chain && x.rule == r.rule && x.action == r.action)
+            {
+                Some(x) => x.packets += r.packets,
+                None => self.rules.push(r.clone()),
+            }
+        }
+        if let Some(n) = o.other_rules {
+            *self.other_rules.get_or_insert(0) += n;
+        }
+        let (c, d) = (&mut self.conntrack, &o.conntrack);
+        c.entries += d.entries;
+        c.limit += d.limit;
+        c.found += d.found;
+        c.inserted += d.inserted;
+        c.insert_failed += d.insert_failed;
+        c.table_full += d.table_full;
+        c.early_drops += d.early_drops;
+        c.errors += d.errors;
+        c.ignored += d.ignored;
+        c.unchecked += d.unchecked;
+        for &(name, n) in &d.invalid {
+            match c.invalid.iter_mut().find(|x| x.0 == name) {
+                Some(x) => x.1 += n,
+                None => c.invalid.push((name, n)),
+            }
+        }
+    }
+}
+
 /// Everything one page shows.
 #[derive(Debug)]
 pub struct Page<'a> {
