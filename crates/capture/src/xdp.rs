@@ -26,7 +26,20 @@
 //! (veth, for one, has native XDP but no AF_XDP zero copy). A frame longer than the frame
 //! size less the kernel's 256-byte XDP headroom (1792 bytes with 2048-byte frames) is
 //! dropped by the kernel and counted in [`XdpKernelStats::rx_dropped`]; turn off GRO/LRO on
-//! the interfaces so frames arrive as they were on the wire.
+//! the interfaces so frames arrive as they were on the wire. A frame is forwarded with the
+//! bytes XDP saw: a sender on the same host whose checksums are left to offload (a veth peer
+//! with `tx` checksumming on) hands over frames with unfinished checksums, which the far side
+//! then drops, so turn checksum offload off there (`ethtool -K IFACE tx off`).
+//!
+//! # Buffers
+//! Each interface's fill ring holds up to half the frames; the other half serve frames being
+//! decided and sent, and a few are kept back for [`XdpPair::inject`]. When the fill ring runs
+//! dry (the bridge fell behind), the kernel drops what arrives and counts it in
+//! [`XdpKernelStats::rx_fill_ring_empty_descs`] (in copy mode also in `rx_dropped`). Sent
+//! frames come back when the device has finished with them. In copy mode a wake-up of the
+//! kernel sends the whole TX ring where the kernel lets the budget be raised
+//! (`XDP_MAX_TX_SKB_BUDGET`, Linux 6.17), else 32 frames per call, and the bridge calls again
+//! while frames are left.
 //!
 //! # libxdp, loaded at run time
 //! rampart does not link libxdp: the first [`XdpPair::open`] loads it (`libxdp.so.1` as
@@ -34,7 +47,13 @@
 //! and UMEM set-up, which also loads and attaches the redirect program. The rings' fast path
 //! (the `static inline` accessors of `xdp/xsk.h`) is this module's own code. What libxdp and
 //! libbpf print while the pair opens is collected into [`XdpPair::notes`] (or into the
-//! error) instead of going to standard error.
+//! error) instead of going to standard error (libbpf's informational messages are left out);
+//! what they print while it closes goes to standard error, except libxdp's notice that no BPF
+//! file system is mounted (it then keeps its lock in `/run/xdp`, which works).
+//!
+//! A queue that another AF_XDP socket holds is tried again for up to two seconds before
+//! [`XdpPair::open`] gives up: the kernel frees a closed socket's hold on its queue a moment
+//! after the close, so a bridge reopened at once would otherwise fail.
 //!
 //! Dropping the pair deletes the sockets, which detaches the program (libxdp counts the
 //! sockets that use it), and unmaps the UMEM. A process killed before that leaves the program
@@ -873,6 +892,13 @@ impl XdpPair {
             cfg.frames,
             cfg.frame_size
         ));
+        if !pair.zero_copy && !pair.ports[0].one_kick {
+            notes.push(
+                "copy mode: this kernel sends at most 32 frames per wake-up (no \
+                 XDP_MAX_TX_SKB_BUDGET before Linux 6.17), so a batch may take several"
+                    .to_string(),
+            );
+        }
         notes.extend(quiet.take());
         drop(quiet);
         pair.opening = false;
@@ -1193,7 +1219,8 @@ impl XdpPair {
 
     /// Receives up to `max` frames from either interface (waiting up to `timeout_ms` when
     /// none is ready), shows them to `decide` as [`Frame`]s (interface 0 for the first
-    /// interface, 1 for the second; one CLOCK_REALTIME timestamp per batch; Ethernet), which
+    /// interface, 1 for the second; one CLOCK_REALTIME timestamp per batch; Ethernet; the
+    /// offset is the frame's address in the UMEM), which
     /// pushes one `bool` per frame: `true` sends the frame out of the other interface (by
     /// descriptor, no copy), `false` drops it (a missing verdict is a drop). Buffers of
     /// dropped frames go back to the fill rings; sent ones come back through the completion
@@ -1577,6 +1604,13 @@ mod tests {
         assert_eq!(std::mem::offset_of!(XskRing, flags), 16 + 3 * std::mem::size_of::<usize>());
         assert_eq!(std::mem::size_of::<SocketConfig>(), 20);
         assert_eq!(std::mem::size_of::<UmemConfig>(), 20);
+    }
+
+    #[test]
+    fn a_missing_libxdp_names_the_package() {
+        let e = LiveError::NoLibxdp("libxdp.so.1: cannot open shared object file".into());
+        let e = e.to_string();
+        assert!(e.contains("libxdp1") && e.contains("cannot open"), "{e}");
     }
 
     #[test]
