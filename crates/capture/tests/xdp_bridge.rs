@@ -15,7 +15,7 @@ use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
 use std::process::Command;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -182,11 +182,13 @@ fn bridge(
     })
 }
 
-/// Datagrams S receives on ports 9 and 10 until `stop` (port, payload).
+/// Datagrams S receives on ports 9 and 10 until `stop` (port, payload), counting those to
+/// port 10 in `on_10` as they come.
 fn receive(
     s: String,
     stop: Arc<AtomicBool>,
     ready: std::sync::mpsc::Sender<()>,
+    on_10: Arc<AtomicUsize>,
 ) -> Vec<(u16, Vec<u8>)> {
     enter(&s);
     let socks: Vec<UdpSocket> = [9u16, 10]
@@ -205,6 +207,9 @@ fn receive(
         for (sock, port) in socks.iter().zip([9u16, 10]) {
             while let Ok(n) = sock.recv(&mut buf) {
                 got.push((port, buf[..n].to_vec()));
+                if port == 10 {
+                    on_10.fetch_add(1, Ordering::Relaxed);
+                }
                 any = true;
             }
         }
@@ -241,9 +246,10 @@ fn run(ns: &Namespaces, cfg: XdpConfig) {
     }
     let rstop = Arc::new(AtomicBool::new(false));
     let (rready_tx, rready_rx) = std::sync::mpsc::channel();
+    let on_10 = Arc::new(AtomicUsize::new(0));
     let receiver = {
-        let (s, rstop) = (ns.s.clone(), rstop.clone());
-        thread::spawn(move || receive(s, rstop, rready_tx))
+        let (s, rstop, on_10) = (ns.s.clone(), rstop.clone(), on_10.clone());
+        thread::spawn(move || receive(s, rstop, rready_tx, on_10))
     };
     rready_rx.recv_timeout(Duration::from_secs(5)).expect("the receiver starts");
 
@@ -267,8 +273,13 @@ fn run(ns: &Namespaces, cfg: XdpConfig) {
     let c = ns.c.clone();
     thread::spawn(move || send(c)).join().expect("sender");
     inject.store(true, Ordering::Relaxed);
-    // Let the last datagrams and the injected frame arrive.
-    thread::sleep(Duration::from_millis(500));
+    // Until the datagrams to port 10 and the injected one are in (or time is up), then a
+    // moment more for anything that should not arrive.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while on_10.load(Ordering::Relaxed) < SENT + 1 && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+    }
+    thread::sleep(Duration::from_millis(200));
     rstop.store(true, Ordering::Relaxed);
     stop.store(true, Ordering::Relaxed);
     let got = receiver.join().expect("receiver");
