@@ -861,15 +861,18 @@ impl XdpPair {
         let quiet = Quiet::new(lib);
         // A socket closed just before may hold the queue for a moment longer (the kernel
         // releases its buffer pool from a work queue): a busy queue is tried again for a while.
-        let patiently = |zc: bool| loop {
+        let patiently = |zc: bool| {
             let started = Instant::now();
-            match Self::attempt(lib, a, b, cfg, zc, &quiet) {
-                Err(LiveError::Xdp { ref err, .. })
-                    if err.raw_os_error() == Some(libc::EBUSY) && started.elapsed() < BUSY_WAIT =>
-                {
-                    std::thread::sleep(Duration::from_millis(20));
+            loop {
+                match Self::attempt(lib, a, b, cfg, zc, &quiet) {
+                    Err(LiveError::Xdp { ref err, .. })
+                        if err.raw_os_error() == Some(libc::EBUSY)
+                            && started.elapsed() < BUSY_WAIT =>
+                    {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    r => break r,
                 }
-                r => break r,
             }
         };
         let pair = match cfg.zero_copy {

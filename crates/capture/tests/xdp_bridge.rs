@@ -233,6 +233,7 @@ fn send(c: String) {
 
 fn run(ns: &Namespaces, cfg: XdpConfig) {
     let mode = if cfg.skb_mode { "skb" } else { "native" };
+    let cfg_skb = cfg.skb_mode;
     let stop = Arc::new(AtomicBool::new(false));
     let inject = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
@@ -243,6 +244,21 @@ fn run(ns: &Namespaces, cfg: XdpConfig) {
     let opened = ready_rx.recv_timeout(Duration::from_secs(10)).expect("the bridge opens in time");
     if let Err(e) = opened {
         panic!("{mode}: opening the pair failed: {e}");
+    }
+    if !cfg_skb {
+        // A second pair on the same queues finds them busy, after trying for a while.
+        let r = ns.r.clone();
+        let t = Instant::now();
+        let e = thread::spawn(move || {
+            enter(&r);
+            let cfg = XdpConfig { zero_copy: Some(false), ..XdpConfig::default() };
+            XdpPair::open("r0", "r1", &cfg).map(|_| ()).map_err(|e| e.to_string())
+        })
+        .join()
+        .unwrap()
+        .expect_err("the queue is taken");
+        assert!(e.contains("'r0'") && e.contains("already bound"), "{e}");
+        assert!(t.elapsed() >= Duration::from_millis(1900), "gave up after {:?}", t.elapsed());
     }
     let rstop = Arc::new(AtomicBool::new(false));
     let (rready_tx, rready_rx) = std::sync::mpsc::channel();
