@@ -981,6 +981,11 @@ impl XdpPair {
                 &quiet.take(),
             ));
         }
+        // The first interface's fill ring is mapped with the UMEM: filled now, before its
+        // socket is bound and the program attached, no frame finds it empty. The second's
+        // is mapped, bound and attached in one libxdp call, so a frame arriving on it in
+        // that instant, before the fill below, is dropped (rx_fill_ring_empty_descs).
+        pair.refill();
         let scfg = SocketConfig {
             rx_size: ring,
             tx_size: ring,
@@ -1114,9 +1119,10 @@ impl XdpPair {
         if avail == 0 {
             return;
         }
+        // A ring not mapped yet (size 0: the second interface during set-up) gets nothing.
         let room = self.ports.each_mut().map(|p| {
             let f = &mut p.rings().fill;
-            f.prod_free(f.size) as usize
+            if f.size == 0 { 0 } else { f.prod_free(f.size) as usize }
         });
         let total = room[0] + room[1];
         if total == 0 {
@@ -1137,7 +1143,7 @@ impl XdpPair {
             }
             fill.submit(n as u32);
             // A zero-copy driver that ran out of fill entries sleeps until woken.
-            if fill.needs_wakeup() {
+            if fill.needs_wakeup() && port.fd >= 0 {
                 // SAFETY: a zero-length, non-blocking recvfrom on our socket wakes the
                 // driver's receive side; no buffer is passed.
                 unsafe {

@@ -328,11 +328,12 @@ fn run(ns: &Namespaces, cfg: XdpConfig) {
         );
         assert_eq!(p.tx_full, 0, "{mode}: {s:?}");
         assert_eq!(p.completed, p.sent, "{mode}: every sent frame completed: {s:?}");
-        assert_eq!(
-            p.kernel.rx_dropped + p.kernel.rx_ring_full + p.kernel.tx_invalid_descs,
-            0,
-            "{mode}: {s:?}"
-        );
+        assert_eq!(p.kernel.rx_ring_full + p.kernel.tx_invalid_descs, 0, "{mode}: {s:?}");
+        // The first interface's fill ring is filled before its program is attached; a frame
+        // may reach the second in the instant between its attachment and its first fill.
+        let empty = p.kernel.rx_fill_ring_empty_descs;
+        assert!(if i == 0 { empty == 0 } else { empty <= 3 }, "{mode}: port {i}: {s:?}");
+        assert_eq!(p.kernel.rx_dropped, empty, "{mode}: port {i}: {s:?}");
     }
     assert_eq!(s.ports[0].dropped + s.ports[1].dropped, b.judged_false, "{mode}: {s:?}");
     assert!(b.judged_false >= SENT as u64, "{mode}: {s:?}");
