@@ -6,7 +6,7 @@
 //! sections). A regular file is read through a buffer, or, for callers that hand frames to
 //! other threads, memory-mapped under a read lease ([`Capture::open_with`] says why); standard
 //! input and pipes are streamed through a buffer that grows only as real bytes arrive.
-//! Live capture is [`live`] (AF_PACKET TPACKET_V3).
+//! Live capture is [`live`] (AF_PACKET TPACKET_V3); an inline bridge over AF_XDP is [`xdp`].
 //!
 //! Every frame comes with its timestamp, captured length, original length, link type and the
 //! byte offset of its record, so a later stage can name the record in an error.
@@ -40,6 +40,7 @@ mod lease;
 pub mod live;
 mod source;
 mod writer;
+pub mod xdp;
 
 pub use decode::{Format, RecordStats};
 pub use error::{CaptureError, ErrorKind};
@@ -49,6 +50,7 @@ pub use live::{LinkState, LiveConfig, LiveError, LiveMonitor, LiveStats};
 pub use rampart_wire::LinkType;
 pub use source::{Batch, Capture, FileAccess, FileId, Frame, SharedBytes};
 pub use writer::PcapWriter;
+pub use xdp::{XdpConfig, XdpKernelStats, XdpPair, XdpPortStats, XdpStats};
 
 /// A capture timestamp: nanoseconds since the Unix epoch (UTC).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -204,6 +204,33 @@ pub enum LiveError {
         /// The error.
         err: io::Error,
     },
+    /// libxdp, which AF_XDP ([`crate::xdp`]) needs at run time, could not be loaded.
+    #[error(
+        "AF_XDP needs libxdp at run time and it could not be loaded ({0}); install Debian's \
+         libxdp1 (apt-get install libxdp1)"
+    )]
+    NoLibxdp(String),
+    /// An AF_XDP set-up step failed on an interface.
+    #[error("AF_XDP on '{iface}': {what}: {err}{detail}")]
+    Xdp {
+        /// The interface.
+        iface: String,
+        /// The step that failed.
+        what: String,
+        /// The error.
+        err: io::Error,
+        /// What the error most likely means and what libxdp said (empty, or starting with
+        /// "; " or " (").
+        detail: String,
+    },
+    /// AF_XDP options that cannot work on an interface.
+    #[error("AF_XDP on '{iface}': {why}")]
+    XdpConfig {
+        /// The interface.
+        iface: String,
+        /// Why.
+        why: String,
+    },
 }
 
 /// The link type of packets captured on `iface` (from `/sys/class/net/IFACE/type`).
