@@ -94,11 +94,22 @@ pub struct XdpConfig {
     /// Attach the program as generic XDP (after the kernel has built its socket buffer)
     /// instead of in the driver.
     pub skb_mode: bool,
+    /// The `interface` number the first interface's frames carry (the second's is the next
+    /// one), so that several pairs feeding one data plane number their ports apart;
+    /// [`XdpPair::inject`] takes the same numbers.
+    pub first_interface: u32,
 }
 
 impl Default for XdpConfig {
     fn default() -> Self {
-        Self { queue: 0, zero_copy: None, frames: 4096, frame_size: 2048, skb_mode: false }
+        Self {
+            queue: 0,
+            zero_copy: None,
+            frames: 4096,
+            frame_size: 2048,
+            skb_mode: false,
+            first_interface: 0,
+        }
     }
 }
 
@@ -662,6 +673,8 @@ pub struct XdpPair {
     first: usize,
     /// Still being set up: the set-up lock is held by `open`, so drop must not take it.
     opening: bool,
+    /// The `interface` number of the first interface's frames.
+    base: u32,
 }
 
 // SAFETY: the pair owns its sockets, rings and UMEM outright; nothing in it is tied to the
@@ -951,6 +964,7 @@ impl XdpPair {
             verdicts: Vec::new(),
             first: 0,
             opening: true,
+            base: cfg.first_interface,
         };
         let ucfg = UmemConfig {
             fill_size: ring,
@@ -1276,7 +1290,7 @@ impl XdpPair {
                         ts,
                         origlen: len,
                         link: LinkType::Ethernet,
-                        interface: port,
+                        interface: self.base + port,
                         offset: addr,
                         data,
                     }
@@ -1347,6 +1361,7 @@ impl XdpPair {
     /// rejected packet) out of interface `port` (0 or 1), copied into an idle UMEM frame.
     /// `Ok(false)` when no frame or TX slot is free.
     pub fn inject(&mut self, port: u32, data: &[u8]) -> io::Result<bool> {
+        let port = port.wrapping_sub(self.base);
         if port > 1 {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,

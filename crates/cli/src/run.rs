@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
-use rampart_capture::{Frame, PacketPair, PairConfig};
+use rampart_capture::{Frame, PacketPair, PairConfig, XdpConfig, XdpPair};
 use rampart_engine::inline::{InlineConfig, InlineEnd, Ports, RuleSlot, WorkerBoard, run_inline};
 use rampart_engine::replay::FirewallSink;
 use rampart_engine::stateful::{Decided, Routes, RuleSet, Stateful, StatefulConfig};
@@ -384,10 +384,25 @@ fn open_ports(s: &Settings) -> Result<Vec<(usize, BoxPorts)>, Fail> {
             let fanout = (s.workers > 1).then_some(base.wrapping_add(2 * p as u16));
             let ports: BoxPorts = match s.driver.as_str() {
                 "af_xdp" => {
-                    return Err(Fail(
-                        "driver af_xdp: not available in this build; use af_packet".into(),
-                        2,
-                    ));
+                    // Worker w bridges queue w of both interfaces: both directions of a flow
+                    // meet when the interfaces' receive hashing is symmetric (one queue each
+                    // is the simple case).
+                    let frames = ((s.buffer_mib << 20) / 2048).clamp(64, 1 << 20);
+                    let cfg = XdpConfig {
+                        queue: w as u32,
+                        frames: 1 << (63 - frames.leading_zeros()),
+                        first_interface: 2 * p as u32,
+                        ..XdpConfig::default()
+                    };
+                    let pair = XdpPair::open(a, b, &cfg).map_err(|e| {
+                        Fail(format!("{e} (pair {a}:{b}, worker {w}, queue {w})"), 2)
+                    })?;
+                    if !s.quiet {
+                        for n in pair.notes() {
+                            eprintln!("rampart run: {a}:{b} queue {w}: {n}");
+                        }
+                    }
+                    Box::new(pair)
                 }
                 _ => {
                     let cfg = PairConfig {

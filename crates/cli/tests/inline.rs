@@ -76,7 +76,17 @@ fn rampart_decides_the_oracle_traffic_as_linux_does() {
     let dir = tempfile::tempdir().unwrap();
     let script = live_dir().join("inline-oracle.sh");
     let mut got = Vec::new();
-    for mode in ["linux", "rampart"] {
+    let mut modes = vec!["linux", "af_packet"];
+    if rampart_capture::xdp::available() {
+        modes.push("af_xdp");
+    } else {
+        rampart_testkit::skip(
+            rampart_testkit::REQUIRE_TOOLS,
+            test,
+            "af_xdp part: libxdp1 is not installed",
+        );
+    }
+    for mode in &modes {
         let out = dir.path().join(mode);
         let st = Command::new("bash")
             .arg(&script)
@@ -91,21 +101,23 @@ fn rampart_decides_the_oracle_traffic_as_linux_does() {
         r.extend(lines(&out.join("seen.tsv")));
         got.push(r);
     }
-    let (linux, rampart) = (&got[0], &got[1]);
+    let linux = &got[0];
     assert_eq!(linux.len(), 16, "every step and crafted segment: {linux:?}");
     // What Linux did is what the rule set says: the steps that must pass passed.
     for must in ["ping\tok", "ping6\tok", "http\tok", "tcp-reject-reset\trefused"] {
         assert!(linux.iter().any(|l| l == must), "Linux: {must:?} not in {linux:?}");
     }
-    assert_eq!(rampart, linux, "rampart and Linux differ");
-    // rampart's own account: it ran, logged every decision and wrote the flows.
-    let r = dir.path().join("rampart");
-    let err = std::fs::read_to_string(r.join("rampart.err")).unwrap();
-    assert!(!err.contains("rampart exit"), "{err}");
-    let log = lines(&r.join("log.json"));
-    assert!(log.iter().any(|l| l.contains("\"verdict\":\"reject\"")), "{log:?}");
-    assert!(log.iter().any(|l| l.contains("\"ct_state\":\"invalid\"")), "{log:?}");
-    assert!(!lines(&r.join("flows.json")).is_empty());
+    for (mode, rampart) in modes.iter().zip(&got).skip(1) {
+        assert_eq!(rampart, linux, "rampart ({mode}) and Linux differ");
+        // rampart's own account: it ran, logged every decision and wrote the flows.
+        let r = dir.path().join(mode);
+        let err = std::fs::read_to_string(r.join("rampart.err")).unwrap();
+        assert!(!err.contains("rampart exit"), "{mode}: {err}");
+        let log = lines(&r.join("log.json"));
+        assert!(log.iter().any(|l| l.contains("\"verdict\":\"reject\"")), "{log:?}");
+        assert!(log.iter().any(|l| l.contains("\"ct_state\":\"invalid\"")), "{log:?}");
+        assert!(!lines(&r.join("flows.json")).is_empty());
+    }
 }
 
 /// Client, middle and server namespaces: c0 (10.77.0.1, fd77::1) -- r0 | r1 -- s0
@@ -327,11 +339,11 @@ fn a_transfer_survives_reloads_and_app_rules_cut_bittorrent() {
         srv = socket.socket(); srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n\
         srv.bind(('10.77.0.2', int(sys.argv[1]))); srv.listen(4)\n\
         while True:\n    c, _ = srv.accept(); d = c.recv(1000)\n    c.sendall(d)\n    c.close()\n";
-    let _echo = Command::new("ip")
+    let mut echo = Command::new("ip")
         .args(["netns", "exec", &t.s, "python3", "-c", script, "6881"])
         .spawn()
         .unwrap();
-    let _web = Command::new("ip")
+    let mut web = Command::new("ip")
         .args(["netns", "exec", &t.s, "python3", "-m", "http.server", "80", "--bind", "10.77.0.2"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -345,6 +357,10 @@ fn a_transfer_survives_reloads_and_app_rules_cut_bittorrent() {
         except OSError:\n    print('cut')\n";
     let bt = t.exec(&t.c, &["python3", "-c", client]);
     let http = t.exec(&t.c, &["curl", "-s", "-o", "/dev/null", "-m", "3", "http://10.77.0.2/"]);
+    for c in [&mut echo, &mut web] {
+        let _ = c.kill();
+        let _ = c.wait();
+    }
     let summary = stop(child);
     let err = String::from_utf8_lossy(&summary.stderr);
     assert_eq!(String::from_utf8_lossy(&bt.stdout).trim(), "cut", "{err}");

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rampart_capture::{Frame, PacketPair, PairStats, Timestamp};
+use rampart_capture::{Frame, PacketPair, PairStats, Timestamp, XdpPair};
 use rampart_wire::LinkType;
 
 use crate::Summary;
@@ -84,6 +84,38 @@ impl Ports for PacketPair {
 
     fn stats(&mut self) -> PairStats {
         PacketPair::stats(self)
+    }
+}
+
+impl Ports for XdpPair {
+    fn exchange(
+        &mut self,
+        max: usize,
+        decide: &mut dyn FnMut(&[Frame<'_>], &mut Vec<Verdict>),
+    ) -> io::Result<usize> {
+        let mut verdicts = Vec::new();
+        XdpPair::exchange(self, max, POLL_MS, &mut |frames, out| {
+            decide(frames, &mut verdicts);
+            out.extend(verdicts.iter().map(|v| *v == Verdict::Accept));
+        })
+    }
+
+    fn inject(&mut self, port: u32, data: &[u8]) -> io::Result<bool> {
+        XdpPair::inject(self, port, data)
+    }
+
+    fn stats(&mut self) -> PairStats {
+        let x = XdpPair::stats(self);
+        let mut s = PairStats::default();
+        for (i, p) in x.ports.iter().enumerate() {
+            s.received[i] = p.received;
+            s.sent[i] = p.sent;
+            // A frame accepted on one interface that found the other's TX ring full was
+            // lost on the way out of the other.
+            s.tx_dropped[1 - i] += p.tx_full;
+            s.kernel_dropped[i] = p.kernel.rx_dropped + p.kernel.rx_ring_full;
+        }
+        s
     }
 }
 

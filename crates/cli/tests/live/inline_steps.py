@@ -17,7 +17,7 @@ def step(name, outcome):
 
 
 def ping(addr):
-    r = subprocess.run(["ping", "-c", "2", "-i", "0.2", "-W", "1", addr],
+    r = subprocess.run(["ping", "-c", "3", "-i", "0.2", "-W", "2", addr],
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return "ok" if r.returncode == 0 else "fail"
 
