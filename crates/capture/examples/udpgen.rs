@@ -2,7 +2,7 @@
 //! (`scripts/bench-live.sh`).
 //!
 //! ```text
-//! udpgen IFACE RATE_PPS COUNT [FRAME_BYTES] [DST_MAC]
+//! udpgen IFACE RATE_PPS COUNT [FRAME_BYTES] [DST_MAC] [FLOWS] [syn]
 //! ```
 //!
 //! Frames go out of IFACE through an AF_PACKET socket that bypasses the qdisc, in batches of
@@ -12,6 +12,10 @@
 //! 1024 + (k / 2^22), to 10.127.0.1:9, so no two of the first 250 billion packets share a
 //! 5-tuple. The destination MAC defaults to 02:00:00:00:00:02, which no receiver owns: a
 //! capture on the peer sees every frame, and the peer's IP stack drops them unprocessed.
+//!
+//! With FLOWS (not 0), packet k is flow k mod FLOWS: a steady set of flows rather than a new
+//! one per packet. With `syn`, the packets are TCP SYNs (to port 9) instead of UDP: a SYN
+//! flood from as many sources.
 //!
 //! At the end it prints what it sent, the time it took, the rate achieved and the largest lag
 //! behind the schedule, so a run that could not keep its rate is visible.
@@ -43,17 +47,38 @@ fn checksum(h: &[u8]) -> u16 {
     !(sum as u16)
 }
 
-/// Writes packet `k` into `f` (already holding the Ethernet header).
-fn fill(f: &mut [u8], k: u64) {
+/// Writes packet `k` into `f` (already holding the Ethernet header): UDP, or a TCP SYN.
+fn fill(f: &mut [u8], k: u64, syn: bool) {
     let len = f.len();
     let src = 0x0a80_0000u32 | (k & 0x3f_ffff) as u32;
     let sport = 1024 + ((k >> 22) % 60_000) as u16;
+    let proto = if syn { 6 } else { 17 };
     let ip = &mut f[14..34];
-    ip.copy_from_slice(&[0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, 17, 0, 0, 0, 0, 0, 0, 10, 127, 0, 1]);
+    ip.copy_from_slice(&[0x45, 0, 0, 0, 0, 0, 0x40, 0, 64, proto, 0, 0, 0, 0, 0, 0, 10, 127, 0, 1]);
     ip[2..4].copy_from_slice(&((len - 14) as u16).to_be_bytes());
     ip[12..16].copy_from_slice(&src.to_be_bytes());
     let c = checksum(ip);
     ip[10..12].copy_from_slice(&c.to_be_bytes());
+    if syn {
+        // A SYN with no options; the checksum over the pseudo-header and the segment.
+        let seg_len = len - 34;
+        let t = &mut f[34..];
+        t.fill(0);
+        t[0..2].copy_from_slice(&sport.to_be_bytes());
+        t[2..4].copy_from_slice(&9u16.to_be_bytes());
+        t[4..8].copy_from_slice(&(k as u32).to_be_bytes());
+        t[12] = 5 << 4;
+        t[13] = 0x02;
+        t[14..16].copy_from_slice(&64240u16.to_be_bytes());
+        let mut pseudo = Vec::with_capacity(12 + seg_len);
+        pseudo.extend_from_slice(&src.to_be_bytes());
+        pseudo.extend_from_slice(&[10, 127, 0, 1, 0, 6]);
+        pseudo.extend_from_slice(&(seg_len as u16).to_be_bytes());
+        pseudo.extend_from_slice(&f[34..]);
+        let c = checksum(&pseudo);
+        f[50..52].copy_from_slice(&c.to_be_bytes());
+        return;
+    }
     let udp = &mut f[34..42];
     udp[0..2].copy_from_slice(&sport.to_be_bytes());
     udp[2..4].copy_from_slice(&9u16.to_be_bytes());
@@ -64,7 +89,7 @@ fn fill(f: &mut [u8], k: u64) {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 4 {
-        fail("usage: udpgen IFACE RATE_PPS COUNT [FRAME_BYTES] [DST_MAC]");
+        fail("usage: udpgen IFACE RATE_PPS COUNT [FRAME_BYTES] [DST_MAC] [FLOWS] [syn]");
     }
     let iface = &args[1];
     let rate: f64 = args[2].parse().unwrap_or_else(|_| fail("RATE_PPS must be a number"));
@@ -74,6 +99,11 @@ fn main() {
         fail("FRAME_BYTES must be 42 to 1514, RATE_PPS positive");
     }
     let dst = mac(args.get(5).map_or("02:00:00:00:00:02", String::as_str));
+    let flows: u64 = args.get(6).map_or(0, |s| s.parse().unwrap_or_else(|_| fail("FLOWS")));
+    let syn = args.get(7).is_some_and(|s| s == "syn");
+    if syn && size < 54 {
+        fail("a SYN needs FRAME_BYTES of at least 54");
+    }
     let name = CString::new(iface.as_str()).unwrap_or_else(|_| fail("bad interface name"));
     // SAFETY: a NUL-terminated name.
     let ifindex = unsafe { libc::if_nametoindex(name.as_ptr()) };
@@ -146,7 +176,8 @@ fn main() {
         lag = lag.max(Duration::from_secs_f64((now - sent as f64 * period).max(0.0)));
         let n = ((due - sent) as usize).min(BATCH);
         for (i, f) in frames.iter_mut().take(n).enumerate() {
-            fill(f, sent + i as u64);
+            let k = sent + i as u64;
+            fill(f, if flows == 0 { k } else { k % flows }, syn);
         }
         // SAFETY: `msgs[..n]` point at `iov[..n]`, which point at live frames.
         let rc = unsafe { libc::sendmmsg(fd, msgs.as_mut_ptr(), n as libc::c_uint, 0) };
@@ -178,9 +209,20 @@ mod tests {
         let mut seen = std::collections::HashSet::new();
         let mut f = vec![0u8; 60];
         for k in (0..5_000_000u64).step_by(997).chain([(1 << 22) - 1, 1 << 22, 5 << 22]) {
-            fill(&mut f, k);
+            fill(&mut f, k, false);
             assert_eq!(checksum(&f[14..34]), 0, "the header sums to 0xffff");
             assert!(seen.insert((f[26..30].to_vec(), f[34..36].to_vec())), "{k}");
         }
+    }
+
+    #[test]
+    fn syns_are_valid_tcp_segments() {
+        let mut f = vec![0u8; 60];
+        f[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+        fill(&mut f, 12345, true);
+        let meta = rampart_wire::PacketMeta::parse(rampart_wire::LinkType::Ethernet, &f[..]);
+        assert_eq!((meta.proto, meta.dport, meta.tcp.flags as u8), (6, 9, 0x02));
+        let c = meta.checksums(&f);
+        assert_eq!(c.l4, rampart_wire::check::Checksum::Good);
     }
 }
