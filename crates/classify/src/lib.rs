@@ -15,6 +15,8 @@
 //!   same model, with their base chains' hooks, priorities and policies.
 //! - [`source`]: rule files and traces read as text, gzip or zstd decompressed, and which
 //!   rule format a text is in.
+//! - [`load`]: a rule file read the one way every tool reads it (format told from the text,
+//!   parsed, lowered and checked), for one entered chain or at its hooks.
 //! - [`linear`]: the first-match scan every fast path is tested against.
 //! - [`Compiled`]: rules partitioned by which address fields are small (CutSplit's idea) and
 //!   each partition compiled into a binary decision tree over elementary-interval boundaries
@@ -24,8 +26,11 @@
 //! - [`Classifier`]: updates while lookups go on (a compiled base rebuilt in the background,
 //!   tombstones and a delta for the changes since, snapshots swapped with `arc-swap`).
 //!
+//! - [`bench`]: the lookup and update timings `rampart classify --bench` reports.
+//!
 //! Still to come: a faster delta (TupleMerge) and batched lookups with prefetch.
 
+pub mod bench;
 pub mod classbench;
 mod compiled;
 mod delta;
@@ -34,6 +39,7 @@ pub mod ipset;
 pub mod iptables;
 pub mod linear;
 mod live;
+pub mod load;
 pub mod nft;
 mod rule;
 pub mod source;

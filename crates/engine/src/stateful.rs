@@ -205,6 +205,22 @@ impl RuleSet {
         Ok(Self::new(source, chains))
     }
 
+    /// A rule set read for the data plane ([`rampart_classify::load::load_hooked`]): each
+    /// chain at its hook and priority, for its family, on every path where it says so.
+    pub fn from_hooked(hooked: rampart_classify::load::Hooked) -> Self {
+        let chains = hooked
+            .chains
+            .into_iter()
+            .map(|h| {
+                let mut c = BaseChain::new(h.name, h.hook, h.priority, h.rules);
+                c.every_path = h.every_path;
+                c.family = h.family;
+                c
+            })
+            .collect();
+        Self::new(hooked.source, chains)
+    }
+
     /// Tells every chain the host's own addresses (for `-m addrtype LOCAL` rules).
     pub fn set_local(&mut self, local: &[IpAddr]) {
         for c in &mut self.chains {

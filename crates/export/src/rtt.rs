@@ -24,6 +24,7 @@ use std::io::{self, Write};
 
 use rampart_flow::{Flow, FlowKey, Side};
 use rampart_rtt::aggregate::{IntervalRow, bin_range};
+use rampart_rtt::compat::CompatCounters;
 use rampart_rtt::{CompatSample, DirSummary, RttSummary, Sample};
 
 use crate::num::{fixed, int, padded, slot_addr, time_diff};
@@ -374,9 +375,71 @@ pub(crate) fn summary_json(l: &mut Vec<u8>, src: DirSummary, dst: DirSummary) {
     }
 }
 
+/// pping's summary line (printed every `--sumInt` and at the end): `N flows, M packets, `
+/// then the non-zero counters, each followed by `, `, and a newline.
+pub fn pping_summary(c: &CompatCounters) -> String {
+    let mut s = format!("{} flows, {} packets, ", c.flows, c.packets);
+    for (v, name) in
+        [(c.no_ts, " no TS opt, "), (c.uni_dir, " uni-directional, "), (c.not_tcp, " not TCP, ")]
+    {
+        if v > 0 {
+            s.push_str(&format!("{v}{name}"));
+        }
+    }
+    s.push('\n');
+    s
+}
+
+/// pping's last line: `Captured N packets in S seconds` (S as C++ streams print a double).
+pub fn pping_captured(packets: u64, secs: f64) -> String {
+    format!("Captured {packets} packets in {} seconds\n", shortest_g(secs))
+}
+
+/// A double as C++ streams print it by default (`%g`, six significant digits): scientific
+/// when the exponent, after rounding to six digits, is below -4 or at least 6; trailing zeros
+/// dropped.
+pub fn shortest_g(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let sci = format!("{v:.5e}");
+    let (m, e) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = e.parse().unwrap_or(0);
+    if !(-4..6).contains(&exp) {
+        let m = m.trim_end_matches('0').trim_end_matches('.');
+        return format!("{m}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
+    }
+    let decimals = (5 - exp).max(0) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn g_format_like_cxx_streams() {
+        assert_eq!(shortest_g(4.999999), "5");
+        assert_eq!(shortest_g(5.123456), "5.12346");
+        assert_eq!(shortest_g(74.0), "74");
+        assert_eq!(shortest_g(0.000123), "0.000123");
+        assert_eq!(shortest_g(1234567.0), "1.23457e+06");
+        // The exponent is taken after rounding, and -5 is already scientific.
+        assert_eq!(shortest_g(5.5e-5), "5.5e-05");
+        assert_eq!(shortest_g(0.0001), "0.0001");
+        assert_eq!(shortest_g(0.00001), "1e-05");
+        assert_eq!(shortest_g(999_999.5), "1e+06");
+        assert_eq!(shortest_g(0.000_099_999_99), "0.0001");
+        assert_eq!(shortest_g(0.012153), "0.012153");
+    }
+
+    #[test]
+    fn pping_summary_lists_non_zero_counters() {
+        let c = CompatCounters { flows: 3, packets: 10, no_ts: 0, uni_dir: 2, not_tcp: 1 };
+        assert_eq!(pping_summary(&c), "3 flows, 10 packets, 2 uni-directional, 1 not TCP, \n");
+        assert_eq!(pping_captured(10, 74.0), "Captured 10 packets in 74 seconds\n");
+    }
     use rampart_flow::KeyKind;
 
     fn key() -> (FlowKey, Side) {

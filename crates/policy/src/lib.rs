@@ -9,6 +9,8 @@
 //!   packet, which rules can never match and what covers them, do two rule sets differ and
 //!   on which packet, is there a packet meeting a constraint that gets an action.
 //!
+//! - [`load`]: rule files loaded into one manager for the questions, and each answer's
+//!   packet replayed through the classifier that runs the rules.
 //! - [`validate`]: the compiled classifier lifted back into a diagram and proved equal to
 //!   its rules; [`live`]: the updatable classifier proved after every update and compile.
 //! - [`spp`], [`netkat`], [`nkpl`]: NetKAT packet programs as transformer diagrams, `dup`
@@ -23,6 +25,7 @@
 
 pub mod dd;
 pub mod live;
+pub mod load;
 pub mod netkat;
 pub mod nkpl;
 pub mod questions;

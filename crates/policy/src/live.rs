@@ -582,3 +582,18 @@ impl Lift<'_> {
         cube(m, &rule, 1)
     }
 }
+
+/// A [`LiveProver`] as the check after each update of
+/// [`rampart_classify::bench::updates`]: attached to the classifier's compiles, and whole
+/// proofs told apart from proofs by one rule's box.
+impl rampart_classify::bench::UpdateCheck for LiveProver {
+    type Error = LiveError;
+
+    fn attach(&mut self, c: &mut Classifier) {
+        LiveProver::attach(self, c);
+    }
+
+    fn check(&mut self, c: &Classifier) -> Result<bool, LiveError> {
+        LiveProver::check(self, c).map(|p| p.full)
+    }
+}

@@ -1,0 +1,149 @@
+//! The measurements `rampart classify --bench` reports: lookup time per header over repeated
+//! passes, and the time for an update of a [`Classifier`] to become visible over a stream of
+//! inserts and deletes (optionally with a check of the classifier after each, such as a
+//! proof that it still returns the first matching rule).
+
+use std::time::Instant;
+
+use crate::{Classifier, Rule};
+
+/// Times `pass` (one lookup per header of `n`): one warm-up pass, then at least 7 passes and
+/// at least 200 ms of them; returns the ns per header of each, sorted (take the median).
+pub fn passes(n: usize, mut pass: impl FnMut()) -> Vec<f64> {
+    pass();
+    let started = Instant::now();
+    let mut times = Vec::new();
+    while times.len() < 7 || started.elapsed().as_millis() < 200 {
+        let t = Instant::now();
+        pass();
+        times.push(t.elapsed().as_nanos() as f64 / n.max(1) as f64);
+    }
+    times.sort_by(f64::total_cmp);
+    times
+}
+
+/// A check of the classifier after each update of [`updates`].
+pub trait UpdateCheck {
+    /// Why a check failed.
+    type Error;
+
+    /// Called once on the new classifier, before any check (to hook into its compiles).
+    fn attach(&mut self, c: &mut Classifier);
+
+    /// Checks the classifier; `Ok(true)` when the check was a whole one (after a compile),
+    /// `Ok(false)` when it covered the change only.
+    fn check(&mut self, c: &Classifier) -> Result<bool, Self::Error>;
+}
+
+/// Check times over an update stream.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CheckTimes {
+    /// Mean check time per update, in microseconds.
+    pub per_update_us: f64,
+    /// Whole checks (after compiles).
+    pub full: usize,
+    /// Mean time of a whole check, in milliseconds.
+    pub full_ms: f64,
+    /// Mean time of the other checks (by the change alone), in microseconds.
+    pub region_us: f64,
+}
+
+/// What [`updates`] measured.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct UpdateTimes {
+    /// Mean time for one insert or delete to become visible, in microseconds.
+    pub per_update_us: f64,
+    /// With a check: its times.
+    pub checks: Option<CheckTimes>,
+}
+
+/// Mean time for one update to become visible, over a stream of 4,000 that alternate inserts
+/// (the set's rules again, at new priorities between the old ones) and deletes (of random
+/// rules, old or new), so background compiles start and are installed as they would in use.
+/// With `check`, the classifier is checked after each update (and once as built, which is
+/// not counted) and the check times come back too.
+pub fn updates<C: UpdateCheck>(
+    rules: &[Rule],
+    mut check: Option<&mut C>,
+) -> Result<UpdateTimes, C::Error> {
+    struct Checking {
+        time: f64,
+        full: usize,
+        full_time: f64,
+    }
+    let timed =
+        |check: &mut Option<&mut C>, p: &mut Checking, c: &Classifier| -> Result<(), C::Error> {
+            let Some(k) = check.as_deref_mut() else { return Ok(()) };
+            let t = Instant::now();
+            let full = k.check(c)?;
+            let took = t.elapsed().as_secs_f64();
+            p.time += took;
+            p.full += usize::from(full);
+            if full {
+                p.full_time += took;
+            }
+            Ok(())
+        };
+    let mut c = Classifier::new(rules);
+    let mut p = Checking { time: 0.0, full: 0, full_time: 0.0 };
+    if let Some(k) = check.as_deref_mut() {
+        k.attach(&mut c);
+    }
+    timed(&mut check, &mut p, &c)?;
+    let (first_check, first_full) = (p.time, p.full);
+    p.full_time = 0.0;
+    let mut present: Vec<u64> = (0..rules.len()).map(Classifier::initial_priority).collect();
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let n = 4000;
+    let (mut total, mut done) = (0.0, 0u32);
+    for k in 0..n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        if k % 2 == 0 || present.is_empty() {
+            let i = x as usize % rules.len().max(1);
+            let prio = Classifier::initial_priority(i) + 1 + (x >> 44);
+            let rule = rules.get((x >> 20) as usize % rules.len().max(1)).copied();
+            let t = Instant::now();
+            let ok = c.insert(prio, rule.unwrap_or(Rule::ANY)).is_ok();
+            total += t.elapsed().as_secs_f64();
+            if ok {
+                present.push(prio);
+                done += 1;
+                timed(&mut check, &mut p, &c)?;
+            }
+        } else {
+            let prio = present.swap_remove(x as usize % present.len());
+            let t = Instant::now();
+            c.delete(prio).expect("present");
+            total += t.elapsed().as_secs_f64();
+            done += 1;
+            timed(&mut check, &mut p, &c)?;
+        }
+    }
+    let per = |t: f64| t * 1e6 / f64::from(done.max(1));
+    // The first check (of the set as built) is not an update's.
+    let fulls = p.full - first_full;
+    let regions = (done as usize).saturating_sub(fulls).max(1);
+    let checks = check.is_some().then(|| CheckTimes {
+        per_update_us: per(p.time - first_check),
+        full: fulls,
+        full_ms: p.full_time * 1e3 / fulls.max(1) as f64,
+        region_us: (p.time - first_check - p.full_time) * 1e6 / regions as f64,
+    });
+    Ok(UpdateTimes { per_update_us: per(total), checks })
+}
+
+/// The check that checks nothing, for [`updates`] without one.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoCheck;
+
+impl UpdateCheck for NoCheck {
+    type Error = std::convert::Infallible;
+
+    fn attach(&mut self, _: &mut Classifier) {}
+
+    fn check(&mut self, _: &Classifier) -> Result<bool, Self::Error> {
+        Ok(false)
+    }
+}
