@@ -1,20 +1,21 @@
 //! `rampart rules check` and `rampart classify`.
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Subcommand, ValueEnum};
-use rampart_classify::classbench::{parse_rules, parse_trace};
-use rampart_classify::firewall::{Firewall, FirewallError};
-use rampart_classify::iptables::{ChainError, Ruleset};
-use rampart_classify::nft::BaseChain;
+use rampart_classify::bench;
+use rampart_classify::classbench::parse_trace;
+use rampart_classify::firewall::Firewall;
+use rampart_classify::iptables::Ruleset;
+use rampart_classify::load::{LoadOptions, Loaded, load};
 use rampart_classify::source::Format;
-use rampart_classify::{Classifier, Compiled, Header, Rule};
-
-use crate::input::Fail;
+use rampart_classify::{Compiled, Header, Rule};
 use rampart_policy::rules::Layout;
+
+use crate::Fail;
 
 /// Rule file formats.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -29,13 +30,13 @@ pub(crate) enum RuleFormat {
     Nft,
 }
 
-impl RuleFormat {
-    fn of(f: Format) -> Self {
+impl From<RuleFormat> for Format {
+    fn from(f: RuleFormat) -> Self {
         match f {
-            Format::ClassBench => RuleFormat::Classbench,
-            Format::Iptables => RuleFormat::Iptables,
-            Format::Rampart => RuleFormat::Rampart,
-            Format::Nft => RuleFormat::Nft,
+            RuleFormat::Classbench => Format::ClassBench,
+            RuleFormat::Iptables => Format::Iptables,
+            RuleFormat::Rampart => Format::Rampart,
+            RuleFormat::Nft => Format::Nft,
         }
     }
 }
@@ -58,179 +59,15 @@ pub(crate) struct RuleSource {
     pub sets: Option<PathBuf>,
 }
 
-/// A rule file read and checked.
-pub(crate) enum Loaded {
-    /// A ClassBench list.
-    ClassBench(Vec<Rule>),
-    /// A firewall rule set, its sets, and it lowered (from the chain `base` names, for an
-    /// nftables rule set).
-    Firewall {
-        rs: Ruleset,
-        sets: Sets,
-        fw: Box<Firewall>,
-        format: RuleFormat,
-        base: Vec<BaseChain>,
-    },
-}
-
-/// Reads a rule file the one way every command does: decompressed if need be, its format
-/// told from its text unless given, parsed, and for firewall rule sets the entered chain,
-/// every chain it reaches, their jumps and the sets they name checked by lowering them.
-pub(crate) fn load(path: &Path, src: &RuleSource) -> Result<Loaded, Fail> {
-    load_with_names(path, src, &[])
-}
-
-/// [`load`], ranking interfaces over `names` too (see
-/// [`Firewall::from_iptables_with_names`]).
-pub(crate) fn load_with_names(
-    path: &Path,
-    src: &RuleSource,
-    names: &[String],
-) -> Result<Loaded, Fail> {
-    let (rs, sets, chain, format, base) = read_rule_set(path, src)?;
-    let Some((rs, sets, chain)) = rs.map(|rs| (rs, sets, chain)) else {
-        let rules = parse_rules(&path.display().to_string(), &read(path)?)
-            .map_err(|e| Fail(e.to_string(), 2))?;
-        if rules.is_empty() {
-            return Err(Fail(format!("{}: no rules", path.display()), 2));
+impl RuleSource {
+    /// The loader's options.
+    pub(crate) fn options(&self) -> LoadOptions {
+        LoadOptions {
+            format: self.format.map(Format::from),
+            chain: self.chain.clone(),
+            sets: self.sets.clone(),
         }
-        return Ok(Loaded::ClassBench(rules));
-    };
-    let fw = Firewall::from_iptables_with_names(&rs, &chain, &sets, names)
-        .map_err(|e| firewall_error(path, &rs, e))?;
-    Ok(Loaded::Firewall { rs, sets, fw: Box::new(fw), format, base })
-}
-
-/// A firewall rule set parsed, with its sets and entered chain (`None` for ClassBench), and
-/// an nftables rule set's base chains.
-type Parsed = (Option<Ruleset>, Sets, String, RuleFormat, Vec<BaseChain>);
-
-/// A rule file's text (decompressed if need be), its name for messages, and its format:
-/// given, or told from the text.
-pub(crate) fn read_text(
-    path: &Path,
-    src: &RuleSource,
-) -> Result<(String, String, RuleFormat), Fail> {
-    let text = read(path)?;
-    let name = path.display().to_string();
-    let format = match src.format {
-        Some(f) => f,
-        None => RuleFormat::of(
-            rampart_classify::source::detect(&text).map_err(|e| Fail(format!("{name}: {e}"), 2))?,
-        ),
-    };
-    Ok((name, text, format))
-}
-
-/// Parses a rule file without lowering it.
-pub(crate) fn read_rule_set(path: &Path, src: &RuleSource) -> Result<Parsed, Fail> {
-    let (name, text, format) = read_text(path, src)?;
-    parse_rule_set(&name, &text, format, src)
-}
-
-/// Parses a rule file's text in `format`; an nftables file enters at the chain `--chain`
-/// names, else its forward hook's first base chain, else its only one.
-pub(crate) fn parse_rule_set(
-    name: &str,
-    text: &str,
-    format: RuleFormat,
-    src: &RuleSource,
-) -> Result<Parsed, Fail> {
-    let mut base = Vec::new();
-    let (rs, mut sets, first) = match format {
-        RuleFormat::Classbench => return Ok((None, Sets::new(), String::new(), format, base)),
-        RuleFormat::Nft => {
-            let nft =
-                rampart_classify::nft::parse(name, text).map_err(|e| Fail(e.to_string(), 2))?;
-            let listed = || {
-                let v: Vec<String> = nft
-                    .base
-                    .iter()
-                    .map(|b| {
-                        format!("{} ({} hook, priority {})", b.chain, b.hook.name(), b.priority)
-                    })
-                    .collect();
-                if v.is_empty() { "none".to_string() } else { v.join(", ") }
-            };
-            let chain = match &src.chain {
-                Some(c) => match nft.find_chain(c) {
-                    Some(c) => c.to_string(),
-                    None => {
-                        return Err(Fail(
-                            format!("{name}: no chain {c:?} (base chains: {})", listed()),
-                            2,
-                        ));
-                    }
-                },
-                None => match nft.default_chain() {
-                    Some(b) => b.chain.clone(),
-                    None => {
-                        return Err(Fail(
-                            format!(
-                                "{name}: no base chain on the forward hook and not just one base chain; give --chain (base chains: {})",
-                                listed()
-                            ),
-                            2,
-                        ));
-                    }
-                },
-            };
-            base = nft.base;
-            (nft.rules, nft.sets, chain)
-        }
-        RuleFormat::Iptables => {
-            let rs = rampart_classify::iptables::parse(name, text)
-                .map_err(|e| Fail(e.to_string(), 2))?;
-            if rs.chains.is_empty() {
-                return Err(Fail(
-                    format!(
-                        "{name}: no chain in a *filter table (iptables-save output declares them as ':INPUT ACCEPT [0:0]' between '*filter' and 'COMMIT')"
-                    ),
-                    2,
-                ));
-            }
-            (rs, Sets::new(), "INPUT".to_string())
-        }
-        RuleFormat::Rampart => {
-            let (rs, sets) =
-                rampart_classify::syntax::parse(name, text).map_err(|e| Fail(e.to_string(), 2))?;
-            let Some(first) = rs.chains.iter().find(|c| c.policy.is_some()) else {
-                return Err(Fail(
-                    format!("{name}: no table (packets enter a 'table NAME {{ ... }}')"),
-                    2,
-                ));
-            };
-            let first = first.name.clone();
-            (rs, sets, first)
-        }
-    };
-    if let Some(p) = &src.sets {
-        sets.extend(load_sets(p)?);
     }
-    let chain = if format == RuleFormat::Nft { first } else { src.chain.clone().unwrap_or(first) };
-    Ok((Some(rs), sets, chain, format, base))
-}
-
-/// A lowering error, with the file and, for a jump loop, the line of its first rule.
-pub(crate) fn firewall_error(path: &Path, rs: &Ruleset, e: FirewallError) -> Fail {
-    let at = match &e {
-        FirewallError::Chain(ChainError::Loop { rules }) => {
-            rules.first().map_or(String::new(), |(_, line)| format!(":{line}"))
-        }
-        FirewallError::Set { rule, .. } => rs
-            .chains
-            .iter()
-            .flat_map(|c| &c.rules)
-            .find(|r| &r.name == rule)
-            .map_or(String::new(), |r| format!(":{}", r.line)),
-        FirewallError::Chain(ChainError::Missing { .. }) => String::new(),
-    };
-    let hint = if matches!(e, FirewallError::Chain(ChainError::Missing { .. })) {
-        "; give --chain"
-    } else {
-        ""
-    };
-    Fail(format!("{}{at}: {e}{hint}", path.display()), 2)
 }
 
 /// `rampart rules` subcommands.
@@ -271,18 +108,13 @@ pub(crate) struct ClassifyArgs {
     verify: bool,
 }
 
-fn read(path: &Path) -> Result<String, Fail> {
-    rampart_classify::source::read_text(path).map_err(|e| Fail(e.to_string(), 2))
-}
-
-pub(crate) fn rules(cmd: RulesCmd) -> ExitCode {
+pub(crate) fn rules(cmd: RulesCmd) -> Result<ExitCode, Fail> {
     let RulesCmd::Check { file, source } = cmd;
-    match load(&file, &source) {
-        Ok(Loaded::ClassBench(rules)) => {
+    match load(&file, &source.options())? {
+        Loaded::ClassBench(rules) => {
             println!("{}: {}", file.display(), crate::input::count(rules.len() as u64, "rule"));
-            ExitCode::SUCCESS
         }
-        Ok(Loaded::Firewall { rs, sets, fw, format, base }) => {
+        Loaded::Firewall { rs, sets, fw, format, base } => {
             let reached: Vec<&str> = fw.chains().iter().map(|c| c.name.as_str()).collect();
             for c in &rs.chains {
                 // A user chain no jump from the entered chain leads to is worth saying; an
@@ -307,20 +139,12 @@ pub(crate) fn rules(cmd: RulesCmd) -> ExitCode {
                 };
                 println!("{}: {}{note}", c.name, crate::input::count(c.rules.len() as u64, "rule"));
             }
-            if format == RuleFormat::Rampart || format == RuleFormat::Nft || !sets.is_empty() {
+            if format == Format::Rampart || format == Format::Nft || !sets.is_empty() {
                 println!("{}", crate::input::count(sets.len() as u64, "set"));
             }
-            ExitCode::SUCCESS
         }
-        Err(e) => e.exit(),
     }
-}
-
-pub(crate) type Sets = std::collections::HashMap<String, rampart_classify::ipset::IpSet>;
-
-pub(crate) fn load_sets(path: &Path) -> Result<Sets, Fail> {
-    rampart_classify::ipset::parse_ipset_save(&path.display().to_string(), &read(path)?)
-        .map_err(|e| Fail(e.to_string(), 2))
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Arguments of `rampart filter`.
@@ -351,15 +175,9 @@ pub(crate) struct FilterArgs {
     ct: Vec<String>,
 }
 
-pub(crate) fn filter(args: FilterArgs) -> ExitCode {
-    match run_filter(&args) {
-        Ok(code) => code,
-        Err(e) => e.exit(),
-    }
-}
-
-fn run_filter(args: &FilterArgs) -> Result<ExitCode, Fail> {
-    let Loaded::Firewall { fw, base, .. } = load(&args.rules, &args.source)? else {
+pub(crate) fn filter(args: FilterArgs) -> Result<ExitCode, Fail> {
+    let args = &args;
+    let Loaded::Firewall { fw, base, .. } = load(&args.rules, &args.source.options())? else {
         return Err(Fail(
             format!(
                 "{}: rampart filter takes iptables-save, nftables or rampart rules, not a ClassBench list",
@@ -458,26 +276,25 @@ fn run_filter(args: &FilterArgs) -> Result<ExitCode, Fail> {
     match error {
         Some(e) => Err(Fail(
             format!("{e}\nrampart: the packets before that point were filtered"),
-            if e.is_usage() { 2 } else { 1 },
+            crate::run_error_status(&e),
         )),
         None => Ok(ExitCode::SUCCESS),
     }
 }
 
-pub(crate) fn classify(args: ClassifyArgs) -> ExitCode {
-    match run(&args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.1 == 0 => ExitCode::SUCCESS,
-        Err(e) => e.exit(),
-    }
+pub(crate) fn classify(args: ClassifyArgs) -> Result<ExitCode, Fail> {
+    run(&args).map(|()| ExitCode::SUCCESS)
 }
 
 fn run(args: &ClassifyArgs) -> Result<(), Fail> {
-    let trace = parse_trace(&args.trace.display().to_string(), &read(&args.trace)?)
-        .map_err(|e| Fail(e.to_string(), 2))?;
+    let trace = parse_trace(
+        &args.trace.display().to_string(),
+        &rampart_classify::source::read_text(&args.trace)?,
+    )
+    .map_err(|e| Fail(e.to_string(), 2))?;
     let headers: Vec<Header> = trace.iter().map(|t| t.header).collect();
     let started = Instant::now();
-    let rules = match load(&args.rules, &args.source)? {
+    let rules = match load(&args.rules, &args.source.options())? {
         Loaded::ClassBench(rules) => rules,
         Loaded::Firewall { rs, fw, .. } => {
             return run_firewall(args, &headers, &rs, &fw, started.elapsed());
@@ -491,7 +308,7 @@ fn run(args: &ClassifyArgs) -> Result<(), Fail> {
     }
     let mut out = vec![None; headers.len()];
     if args.bench {
-        let times = passes(headers.len(), || {
+        let times = bench::passes(headers.len(), || {
             compiled.classify_batch(std::hint::black_box(&headers), &mut out);
         });
         let stats = compiled.stats();
@@ -548,7 +365,7 @@ fn run_firewall(
     };
     let policy = fw.entries().len() - 1;
     if args.bench {
-        let times = passes(headers.len(), || {
+        let times = bench::passes(headers.len(), || {
             for h in headers {
                 std::hint::black_box(fw.evaluate(&packet(std::hint::black_box(h))));
             }
@@ -569,115 +386,16 @@ fn run_firewall(
     }))
 }
 
-/// Mean microseconds for one insert or delete to be published, over 2,000 of each at random
-/// places in the list.
-/// Times `pass` (one lookup per header of `n`): one warm-up pass, then at least 7 passes and
-/// at least 200 ms of them; returns the ns per header of each, sorted (take the median).
-fn passes(n: usize, mut pass: impl FnMut()) -> Vec<f64> {
-    pass();
-    let started = Instant::now();
-    let mut times = Vec::new();
-    while times.len() < 7 || started.elapsed().as_millis() < 200 {
-        let t = Instant::now();
-        pass();
-        times.push(t.elapsed().as_nanos() as f64 / n.max(1) as f64);
-    }
-    times.sort_by(f64::total_cmp);
-    times
-}
-
-/// Mean time for one update to become visible, over a stream of 4,000 that alternate inserts
-/// (the set's rules again, at new priorities between the old ones) and deletes (of random
-/// rules, old or new), so background compiles start and are installed as they would in use.
-/// With `prove`, each update is also proved (by its rule's box, or in full after a compile):
-/// the mean proof time per update and the number of full proofs come back too.
-/// Proof times over an update stream.
-struct Proofs {
-    /// All proof time over the updates.
-    per_update_us: f64,
-    /// Full proofs (after compiles).
-    full: usize,
-    /// Mean time of a full proof.
-    full_ms: f64,
-    /// Mean time of a proof by one rule's box.
-    region_us: f64,
-}
-
-fn updates(rules: &[Rule], prove: bool) -> Result<(f64, Option<Proofs>), Fail> {
-    struct Proving {
-        on: bool,
-        prover: rampart_policy::live::LiveProver,
-        time: f64,
-        full: usize,
-        full_time: f64,
-    }
-    impl Proving {
-        fn check(&mut self, c: &Classifier) -> Result<(), Fail> {
-            if !self.on {
-                return Ok(());
-            }
-            let t = Instant::now();
-            let proof =
-                self.prover.check(c).map_err(|e| Fail(format!("after an update: {e}"), 3))?;
-            let took = t.elapsed().as_secs_f64();
-            self.time += took;
-            self.full += usize::from(proof.full);
-            if proof.full {
-                self.full_time += took;
-            }
-            Ok(())
-        }
-    }
-    let mut c = Classifier::new(rules);
-    let mut p =
-        Proving { on: prove, prover: Default::default(), time: 0.0, full: 0, full_time: 0.0 };
-    if prove {
-        // New bases are proved by the compiling thread; the writer proves the changes.
-        p.prover.attach(&mut c);
-    }
-    p.check(&c)?;
-    let (first_proof, first_full) = (p.time, p.full);
-    p.full_time = 0.0;
-    let mut present: Vec<u64> = (0..rules.len()).map(Classifier::initial_priority).collect();
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let n = 4000;
-    let (mut total, mut done) = (0.0, 0u32);
-    for k in 0..n {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        if k % 2 == 0 || present.is_empty() {
-            let i = x as usize % rules.len().max(1);
-            let prio = Classifier::initial_priority(i) + 1 + (x >> 44);
-            let rule = rules.get((x >> 20) as usize % rules.len().max(1)).copied();
-            let t = Instant::now();
-            let ok = c.insert(prio, rule.unwrap_or(Rule::ANY)).is_ok();
-            total += t.elapsed().as_secs_f64();
-            if ok {
-                present.push(prio);
-                done += 1;
-                p.check(&c)?;
-            }
-        } else {
-            let prio = present.swap_remove(x as usize % present.len());
-            let t = Instant::now();
-            c.delete(prio).expect("present");
-            total += t.elapsed().as_secs_f64();
-            done += 1;
-            p.check(&c)?;
-        }
-    }
-    let per = |t: f64| t * 1e6 / f64::from(done.max(1));
-    // The first proof (of the set as loaded) is not an update's.
-    let fulls = p.full - first_full;
-    let regions = (done as usize).saturating_sub(fulls).max(1);
-    let proof = prove.then(|| Proofs {
-        per_update_us: per(p.time - first_proof),
-        full: fulls,
-        full_ms: p.full_time * 1e3 / fulls.max(1) as f64,
-        region_us: (p.time - first_proof - p.full_time) * 1e6 / regions as f64,
-    });
-    Ok((per(total), proof))
+/// The update timings of [`bench::updates`], with each update proved when `prove` is set.
+fn updates(rules: &[Rule], prove: bool) -> Result<(f64, Option<bench::CheckTimes>), Fail> {
+    let times = if prove {
+        bench::updates(rules, Some(&mut rampart_policy::live::LiveProver::new()))
+            .map_err(|e| Fail(format!("after an update: {e}"), 3))?
+    } else {
+        let Ok(t) = bench::updates(rules, None::<&mut bench::NoCheck>);
+        t
+    };
+    Ok((times.per_update_us, times.checks))
 }
 
 /// Proves a compiled structure equal to the rules it was built from, saying so on standard

@@ -12,7 +12,8 @@ use rampart_engine::{Event, FlowsConfig, Sink};
 use rampart_export::{FlowFormat, FlowWriter};
 use rampart_flow::{KeyKind, Side};
 
-use crate::input::{Fail, stop_flag};
+use crate::Fail;
+use crate::input::stop_flag;
 
 /// `rampart dpi` subcommands.
 #[derive(Subcommand, Debug)]
@@ -49,7 +50,7 @@ pub(crate) enum Cmd {
     },
 }
 
-pub(crate) fn run(cmd: Cmd) -> ExitCode {
+pub(crate) fn run(cmd: Cmd) -> Result<ExitCode, Fail> {
     match cmd {
         Cmd::Protocols { markdown } => {
             if markdown {
@@ -60,14 +61,11 @@ pub(crate) fn run(cmd: Cmd) -> ExitCode {
                     println!("{}\t{}\t{}\t{}", p.name, p.transport, p.evidence, p.source);
                 }
             }
-            ExitCode::SUCCESS
+            Ok(ExitCode::SUCCESS)
         }
         Cmd::Label { input, json, tcp_packets, udp_packets, dpi } => {
             let cfg = Config { tcp_packets, udp_packets, ..Config::default() };
-            match label(&input, json, &cfg, dpi == "ndpi") {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => e.exit(),
-            }
+            label(&input, json, &cfg, dpi == "ndpi").map(|()| ExitCode::SUCCESS)
         }
     }
 }
@@ -165,7 +163,7 @@ fn label(path: &std::path::Path, json: bool, cfg: &Config, ndpi: bool) -> Result
     };
     crate::input::report_end(&mut cap, crate::input::Tell::Alone);
     match error {
-        Some(e) => Err(Fail(e.to_string(), if e.is_usage() { 2 } else { 1 })),
+        Some(e) => Err(Fail(e.to_string(), crate::run_error_status(&e))),
         None => Ok(()),
     }
 }

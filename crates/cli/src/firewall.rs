@@ -9,10 +9,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use rampart_capture::{Frame, PcapWriter};
-use rampart_classify::firewall::Firewall;
+use rampart_classify::load::{LoadError, load_hooked};
 use rampart_engine::driver::{Input, Limits};
 use rampart_engine::replay::{Difference, FirewallSink, Reload, replay};
-use rampart_engine::stateful::{Decided, Hook, Routes, RuleSet, Stateful, StatefulConfig, Why};
+use rampart_engine::stateful::{Decided, Routes, RuleSet, Stateful, StatefulConfig, Why};
 use rampart_engine::{FlowRecord, FlowsConfig, Pipeline, Slot, Summary, Verdict};
 use rampart_export::ipfix::Exporter;
 use rampart_export::prometheus::{ConntrackCounts, FirewallCounts, MAX_RULES, RuleHits};
@@ -20,10 +20,9 @@ use rampart_export::{FlowFormat, FlowWriter, num, text};
 use rampart_flow::{FlowKey, Side, TableConfig};
 use rampart_wire::{Family, PacketMeta};
 
-use crate::classify::{
-    RuleFormat, RuleSource, firewall_error, load_sets, parse_rule_set, read_text,
-};
-use crate::input::{self, Fail};
+use crate::Fail;
+use crate::classify::RuleSource;
+use crate::input;
 use crate::ipfix::{self, IpfixArgs};
 use crate::metrics::{Meter, Metrics, MetricsArgs};
 
@@ -99,11 +98,8 @@ pub(crate) struct Args {
     metrics: MetricsArgs,
 }
 
-pub(crate) fn run(args: Args) -> ExitCode {
-    match go(&args) {
-        Ok(code) => code,
-        Err(e) => e.exit(),
-    }
+pub(crate) fn run(args: Args) -> Result<ExitCode, Fail> {
+    go(&args)
 }
 
 /// `NAME=VALUE`, split at the first `=`.
@@ -143,50 +139,6 @@ fn parse_time(s: &str) -> Option<u64> {
     w.checked_mul(1_000_000_000)?.checked_add(f)
 }
 
-/// Reads a rule file into the data plane's rule set: an nftables file's base chains at their
-/// hooks; an iptables-save file's INPUT and FORWARD chains at theirs (or the chain `--chain`
-/// names on every path); a rampart-syntax table (or `--chain`) on every path.
-pub(crate) fn load_rules(path: &Path, src: &RuleSource) -> Result<RuleSet, Fail> {
-    let (name, text, format) = read_text(path, src)?;
-    if format == RuleFormat::Nft && src.chain.is_none() {
-        // Every base chain at its hook: no chain is "the" entered one.
-        let mut nft =
-            rampart_classify::nft::parse(&name, &text).map_err(|e| Fail(e.to_string(), 2))?;
-        if let Some(p) = &src.sets {
-            nft.sets.extend(load_sets(p)?);
-        }
-        if nft.base.is_empty() {
-            return Err(Fail(format!("{name}: no base chain (nothing would see a packet)"), 2));
-        }
-        return RuleSet::from_nft(name, &nft).map_err(|e| firewall_error(path, &nft.rules, e));
-    }
-    let (rs, sets, chain, format, base) = parse_rule_set(&name, &text, format, src)?;
-    let Some(rs) = rs else {
-        return Err(Fail(
-            format!("{name}: a ClassBench list has no verdicts; give a firewall rule set"),
-            2,
-        ));
-    };
-    let lower = |chain: &str| {
-        Firewall::from_iptables(&rs, chain, &sets).map_err(|e| firewall_error(path, &rs, e))
-    };
-    if format == RuleFormat::Iptables && src.chain.is_none() {
-        let mut chains = Vec::new();
-        for (c, hook) in [("INPUT", Hook::Input), ("FORWARD", Hook::Forward)] {
-            if rs.chains.iter().any(|x| x.name == c) {
-                chains.push(rampart_engine::stateful::BaseChain::new(c, hook, 0, lower(c)?));
-            }
-        }
-        if chains.is_empty() {
-            return Err(Fail(format!("{name}: no INPUT or FORWARD chain; give --chain"), 2));
-        }
-        return Ok(RuleSet::new(name, chains));
-    }
-    // One chain every packet meets; an nftables chain only its table's family.
-    let family = base.iter().find(|b| b.chain == chain).and_then(|b| b.family.version());
-    Ok(RuleSet::everywhere_for(name, &chain, family, lower(&chain)?))
-}
-
 /// Connection tracking's settings from `--ct NAME=VALUE` options (Linux's defaults else).
 pub(crate) fn ct_config(knobs: &[String]) -> Result<rampart_conntrack::Config, Fail> {
     let mut ct = rampart_conntrack::Config::default();
@@ -201,11 +153,11 @@ pub(crate) fn ct_config(knobs: &[String]) -> Result<rampart_conntrack::Config, F
 
 fn go(args: &Args) -> Result<ExitCode, Fail> {
     // Rule sets know the router's own addresses (`-m addrtype --dst-type LOCAL`).
-    let load = |p: &Path| {
-        load_rules(p, &args.source).map(|mut r| {
-            r.set_local(&args.local);
-            Arc::new(r)
-        })
+    let opts = args.source.options();
+    let load = |p: &Path| -> Result<Arc<RuleSet>, LoadError> {
+        let mut r = RuleSet::from_hooked(load_hooked(p, &opts)?);
+        r.set_local(&args.local);
+        Ok(Arc::new(r))
     };
     let rules = load(&args.rules)?;
     let other = match &args.compare {
@@ -258,7 +210,7 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
         let at = parse_time(time).ok_or_else(|| {
             Fail(format!("--reload {r:?}: {time:?} is not a time in epoch seconds"), 2)
         })?;
-        let rules = load(Path::new(file)).map_err(|e| e.0);
+        let rules = load(Path::new(file)).map_err(|e| e.to_string());
         reloads.push(Reload { at, source: file.to_string(), rules });
     }
     reloads.sort_by_key(|r| r.at);
@@ -345,13 +297,11 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
         Ok(o) => o,
         Err(e) => {
             // A closed pipe (`| head`) is how readers say they have seen enough.
-            let code = if e.kind() == io::ErrorKind::BrokenPipe {
-                ExitCode::SUCCESS
-            } else {
-                // The firewall's writers name their file in the error.
+            // The firewall's writers name their file in the error.
+            if !crate::closed_pipe(&e) {
                 ipfix::report_failure(&e, "packets", None);
-                ExitCode::from(1)
-            };
+            }
+            let code = crate::output_status(&e);
             // The collector gets what waits (unless it failed itself), and the endpoint
             // serves what was counted, whatever ended the run.
             ipfix::end(sink.ipfix.as_mut(), Some(&e), args.quiet);
@@ -376,7 +326,7 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
     let mut code = match &outcome.error {
         Some(e) => {
             input::print_run_error(e, "packets");
-            ExitCode::from(if e.is_usage() { 2 } else { 1 })
+            ExitCode::from(crate::run_error_status(e))
         }
         None if outcome.summary.differing_flows == 0 => ExitCode::SUCCESS,
         None => ExitCode::from(1),

@@ -12,7 +12,8 @@ use rampart_export::ipfix::Exporter;
 use rampart_export::{FlowFormat, FlowWriter, Schema};
 use rampart_flow::TableConfig;
 
-use crate::input::{self, Fail, LiveArgs, Source};
+use crate::Fail;
+use crate::input::{self, LiveArgs, Source};
 use crate::ipfix::{self, IpfixArgs};
 use crate::metrics::{Metered, Metrics, MetricsArgs};
 
@@ -279,36 +280,21 @@ pub(crate) fn secs_ns(s: f64) -> u64 {
     ((s * 1e9) as u64).max(1)
 }
 
-pub(crate) fn run(args: Args) -> ExitCode {
+pub(crate) fn run(args: Args) -> Result<ExitCode, Fail> {
     let stop = input::stop_flag();
-    let sources = match args.source.sources() {
-        Ok(s) => s,
-        Err(e) => return e.exit(),
-    };
+    let sources = args.source.sources()?;
     // The first input is opened before the output, so that an input that is no capture stops
     // the run before an output file is emptied; the later ones as their turn comes.
     let Some(first_source) = sources.first() else {
-        return Fail("no input: give -r FILE or -i IFACE".into(), 2).exit();
+        return Err(Fail("no input: give -r FILE or -i IFACE".into(), 2));
     };
-    let first = match input::prepare(
-        first_source,
-        &args.live,
-        262_144,
-        args.workers,
-        args.filter.as_deref(),
-    ) {
-        Ok(c) => c,
-        Err(e) => return e.exit(),
-    };
+    let first =
+        input::prepare(first_source, &args.live, 262_144, args.workers, args.filter.as_deref())?;
     let text_out = !matches!(args.format, Format::Parquet);
     if text_out {
-        if let Err(e) = input::refuse_overwrite(&first.0, args.output.as_deref()) {
-            return e.exit();
-        }
+        input::refuse_overwrite(&first.0, args.output.as_deref())?;
         let files: Vec<&Path> = sources.iter().filter_map(|s| s.file.as_deref()).collect();
-        if let Err(e) = input::refuse_overwrite_paths(&files, args.output.as_deref()) {
-            return e.exit();
-        }
+        input::refuse_overwrite_paths(&files, args.output.as_deref())?;
     }
     // The collector before the output: a TCP collector that cannot be reached stops the run
     // before an output file is emptied. Records carry Zeek's state, history and TCP health
@@ -317,29 +303,20 @@ pub(crate) fn run(args: Args) -> ExitCode {
         tcp: !args.no_tcp_stats,
         ..rampart_export::ipfix::Config::default()
     };
-    let mut exporter = match ipfix::open_with(&args.ipfix, groups) {
-        Ok(x) => x,
-        Err(e) => return e.exit(),
-    };
+    let mut exporter = ipfix::open_with(&args.ipfix, groups)?;
     // One endpoint serves one run's counters: they only go up, which a second input's run,
     // counting from zero, would break.
     if args.metrics.metrics.is_some() && sources.len() > 1 {
-        return Fail("--metrics serves one input's counters: give one -r or -i".into(), 2).exit();
+        return Err(Fail("--metrics serves one input's counters: give one -r or -i".into(), 2));
     }
-    let metrics = match Metrics::start(&args.metrics, Some(&first.0)) {
-        Ok(m) => m,
-        Err(e) => return e.exit(),
-    };
+    let metrics = Metrics::start(&args.metrics, Some(&first.0))?;
     let schema = match (args.schema, args.format) {
         (Some(SchemaArg::Rampart), _) => Schema::Rampart,
         (Some(SchemaArg::V2), _) => Schema::V2,
         (None, Format::Csv) => Schema::default_for(FlowFormat::Csv),
         (None, Format::Json | Format::Parquet) => Schema::default_for(FlowFormat::Json),
     };
-    let mut writer = match open_output(&args, schema) {
-        Ok(w) => w,
-        Err(e) => return e.exit(),
-    };
+    let mut writer = open_output(&args, schema)?;
     let cfg = FlowsConfig {
         table: TableConfig {
             max_flows: args.max_flows as usize,
@@ -392,14 +369,14 @@ pub(crate) fn run(args: Args) -> ExitCode {
                 // An input that cannot be read is named and skipped; the others are read.
                 Err(e) => {
                     status = status.max(e.1);
-                    let _ = e.exit();
+                    e.say();
                     continue;
                 }
             },
         };
         if text_out && let Err(e) = input::refuse_overwrite(&capture, args.output.as_deref()) {
             status = status.max(e.1);
-            let _ = e.exit();
+            e.say();
             continue;
         }
         let bar = progress_bar(&capture, args.quiet);
@@ -446,7 +423,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
         match outcome.error {
             Some(e) => {
                 input::print_run_error(&e, "flows");
-                status = status.max(if e.is_usage() { 2 } else { 1 });
+                status = status.max(crate::run_error_status(&e));
             }
             None if dropped && args.live.fail_on_drop => status = status.max(3),
             None => {}
@@ -458,8 +435,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
     let failure = write_error.map_or(finished, Err).err();
     let mut code = match &failure {
         None => ExitCode::from(status),
-        // A closed pipe (`| head`) is how readers say they have seen enough.
-        Some(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Some(e) if crate::closed_pipe(e) => ExitCode::SUCCESS,
         Some(e) => {
             ipfix::report_failure(e, "flows", Some("flow records"));
             ExitCode::from(1)
@@ -483,7 +459,7 @@ pub(crate) fn run(args: Args) -> ExitCode {
     if let Some(m) = &metrics {
         m.end(meter, &stop);
     }
-    code
+    Ok(code)
 }
 
 /// Flow records to the writer (and the IPFIX collector), flushed after each batch that wrote

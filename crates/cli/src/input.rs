@@ -7,6 +7,8 @@ use std::io::Write as _;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
+use crate::Fail;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -85,29 +87,6 @@ pub(crate) fn count(n: u64, noun: &str) -> String {
 pub(crate) fn speed(packets: u64, elapsed: std::time::Duration, live: bool) -> Option<f64> {
     let secs = elapsed.as_secs_f64();
     (!live && secs >= 0.01 && packets >= 1000).then(|| secs * 1e9 / packets as f64)
-}
-
-/// A failure before any packet was read: the message, and the exit status.
-pub(crate) struct Fail(pub String, pub u8);
-
-impl Fail {
-    /// Exits with the status, saying why unless it is 0 (a reader that closed the pipe).
-    pub(crate) fn exit(self) -> ExitCode {
-        if self.1 != 0 {
-            eprintln!("rampart: {}", self.0);
-        }
-        ExitCode::from(self.1)
-    }
-
-    /// A failure to write standard output or a file: `what` and the error, exit 1; a closed
-    /// pipe (`| head`) is how readers say they have seen enough: a silent exit 0.
-    pub(crate) fn write(what: &str, e: &std::io::Error) -> Self {
-        if e.kind() == std::io::ErrorKind::BrokenPipe {
-            Fail(String::new(), 0)
-        } else {
-            Fail(format!("{what}: {e}"), 1)
-        }
-    }
 }
 
 /// Writes to standard output through a buffer, flushed at the end (see [`Fail::write`]).

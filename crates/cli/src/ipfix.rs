@@ -7,7 +7,7 @@ use std::time::Duration;
 use rampart_engine::FlowRecord;
 use rampart_export::ipfix::{self, Config, Exporter, Target};
 
-use crate::input::Fail;
+use crate::Fail;
 
 /// IPFIX options, shared by `flows`, `rtt` and `firewall`.
 #[derive(clap::Args, Debug, Clone)]

@@ -15,9 +15,13 @@ mod rtt;
 mod run;
 mod verify;
 
+use std::io;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use rampart_classify::load::LoadError;
+use rampart_classify::source::SourceError;
+use rampart_policy::load::VerifyError;
 
 /// mimalloc rather than the system allocator: the verifier's decision diagrams allocate a
 /// small edge list per node and free them all at the end, and spend a third of their time in
@@ -75,7 +79,7 @@ enum Command {
 fn main() -> ExitCode {
     // A reader that closes the pipe (`| head`) has seen enough: whichever command was
     // printing, rampart stops there, silently, with status 0. Writes that return errors map a
-    // broken pipe to that too (`Fail::write`); `println!` panics on one, and this catches it.
+    // broken pipe to that too ([`closed_pipe`]); `println!` panics on one, and this catches it.
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         // Only the print macros' own panic on a closed standard output or error.
@@ -86,9 +90,9 @@ fn main() -> ExitCode {
         default(info);
     }));
     let cli = Cli::parse();
-    match cli.command {
+    let result = match cli.command {
         Command::Flows(args) => flows::run(args),
-        Command::Rtt(args) => rtt::run_cmd(args),
+        Command::Rtt(args) => rtt::run(args),
         Command::Rss(cmd) => rss::run(cmd),
         Command::Rules(cmd) => classify::rules(cmd),
         Command::Classify(args) => classify::classify(args),
@@ -100,5 +104,78 @@ fn main() -> ExitCode {
         Command::Verify(cmd) => verify::run(cmd),
         Command::Dpi(cmd) => dpi::run(cmd),
         Command::Report(args) => report::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            e.say();
+            ExitCode::from(e.1)
+        }
+    }
+}
+
+/// A failure that ends a command: the message, and the exit status (0: a reader closed the
+/// pipe, nothing to say). The statuses: 1 a run that failed (an input that cannot be read, an
+/// output that cannot be written, a collector gone), 2 a usage error (bad arguments, a file
+/// that is not what it should be), 3 a proof that failed (a packet the verifier and the
+/// classifier disagree on) or packets dropped under `--fail-on-drop`.
+pub(crate) struct Fail(pub String, pub u8);
+
+impl Fail {
+    /// Says why on standard error, unless the status is 0 (a reader that closed the pipe).
+    pub(crate) fn say(&self) {
+        if self.1 != 0 {
+            eprintln!("rampart: {}", self.0);
+        }
+    }
+
+    /// A failure to write standard output or a file: `what` and the error, exit 1; a closed
+    /// pipe ([`closed_pipe`]) is a silent exit 0.
+    pub(crate) fn write(what: &str, e: &io::Error) -> Self {
+        if closed_pipe(e) { Fail(String::new(), 0) } else { Fail(format!("{what}: {e}"), 1) }
+    }
+}
+
+/// Whether an output failed because its reader closed the pipe (`| head`): how readers say
+/// they have seen enough, so rampart stops there with status 0 and says nothing.
+pub(crate) fn closed_pipe(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::BrokenPipe
+}
+
+/// The status of a run whose output failed with `e`: 0 for a closed pipe, else 1.
+pub(crate) fn output_status(e: &io::Error) -> ExitCode {
+    if closed_pipe(e) { ExitCode::SUCCESS } else { ExitCode::from(1) }
+}
+
+/// The status of a run the engine stopped with `e`: 2 for a usage error (an input that is
+/// no capture, a link type not parsed), else 1.
+pub(crate) fn run_error_status(e: &rampart_engine::RunError) -> u8 {
+    if e.is_usage() { 2 } else { 1 }
+}
+
+/// A rule file that cannot be read as text: a usage error.
+impl From<SourceError> for Fail {
+    fn from(e: SourceError) -> Self {
+        Fail(e.to_string(), 2)
+    }
+}
+
+/// A rule file that cannot be read, parsed or lowered: a usage error.
+impl From<LoadError> for Fail {
+    fn from(e: LoadError) -> Self {
+        Fail(e.to_string(), 2)
+    }
+}
+
+/// The verifier's failures: a rule file (or a rule it cannot model) is a usage error, a
+/// disagreement with the classifier a failed proof (3), a diagram too large no answer (1).
+impl From<VerifyError> for Fail {
+    fn from(e: VerifyError) -> Self {
+        let status = match &e {
+            VerifyError::Load(_) | VerifyError::Mixed | VerifyError::Unmodelled(_) => 2,
+            VerifyError::Disagree(_) => 3,
+            VerifyError::GaveUp(_) => 1,
+        };
+        Fail(e.to_string(), status)
     }
 }

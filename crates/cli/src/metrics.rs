@@ -22,7 +22,7 @@ use rampart_capture::{Capture, LiveMonitor};
 use rampart_engine::{Board, Event, Sink};
 use rampart_export::prometheus::{self, FirewallCounts, FlowCounts, LiveCounts, Page, PrefixRtt};
 
-use crate::input::Fail;
+use crate::Fail;
 
 /// How often a counting thread publishes its counters at most.
 pub(crate) const PUBLISH_EVERY: Duration = Duration::from_millis(100);

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use rampart_policy::nkpl::{Check, Event, Session, show_packet};
 
-use crate::input::Fail;
+use crate::Fail;
 
 /// The files to run: each file as given, and each directory's `.nkpl` files, sub-folders
 /// included, in path order (as `katch run DIR` walks a tree; links to directories are not

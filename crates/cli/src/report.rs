@@ -11,7 +11,8 @@ use rampart_export::report::{Options, Report, RunInfo, read};
 use rampart_export::rtt::{RttFormat, RttWriter};
 use rampart_export::{FlowFormat, FlowWriter};
 
-use crate::input::{self, Fail};
+use crate::Fail;
+use crate::input;
 
 /// Arguments of `rampart report`.
 #[derive(clap::Args, Debug)]
@@ -55,11 +56,8 @@ struct Input {
     records: Option<PathBuf>,
 }
 
-pub(crate) fn run(args: Args) -> ExitCode {
-    match report(&args) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => e.exit(),
-    }
+pub(crate) fn run(args: Args) -> Result<ExitCode, Fail> {
+    report(&args).map(|()| ExitCode::SUCCESS)
 }
 
 /// Refuses an output that is one of the inputs, however it is named.

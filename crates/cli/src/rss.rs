@@ -124,19 +124,11 @@ fn parse_range(s: &str) -> Result<RangeInclusive<u16>, String> {
     Ok(lo..=hi)
 }
 
-pub(crate) fn run(cmd: Cmd) -> ExitCode {
-    match cmd_result(cmd) {
-        Ok(code) => code,
-        Err(e) if e.1 == 0 => ExitCode::SUCCESS,
-        Err(e) => e.exit(),
-    }
+fn usage(msg: String) -> crate::Fail {
+    crate::Fail(msg, 2)
 }
 
-fn usage(msg: String) -> input::Fail {
-    input::Fail(msg, 2)
-}
-
-fn cmd_result(cmd: Cmd) -> Result<ExitCode, input::Fail> {
+pub(crate) fn run(cmd: Cmd) -> Result<ExitCode, crate::Fail> {
     match cmd {
         Cmd::Hash { key, tuple } => {
             let h = Toeplitz::new(key.key).hash_tuple(&tuple.tuple().map_err(usage)?);
@@ -169,7 +161,7 @@ fn cmd_result(cmd: Cmd) -> Result<ExitCode, input::Fail> {
                 );
             }
             if picker.owned_slots(queue).is_empty() {
-                return Err(input::Fail(
+                return Err(crate::Fail(
                     format!(
                         "queue {queue} owns none of the {} RETA entries (more queues than entries)",
                         picker.reta().size()
@@ -180,7 +172,7 @@ fn cmd_result(cmd: Cmd) -> Result<ExitCode, input::Fail> {
             let ports = picker.ports(queue, remote, local);
             input::write_stdout(|o| ports.iter().try_for_each(|p| writeln!(o, "{p}")))?;
             if ports.is_empty() {
-                return Err(input::Fail(
+                return Err(crate::Fail(
                     format!(
                         "no local port in {}-{} sends {remote}'s return traffic to queue {queue}",
                         range.start(),
@@ -200,9 +192,9 @@ fn cmd_result(cmd: Cmd) -> Result<ExitCode, input::Fail> {
             input::write_stdout(|o| print_balance(o, &b))?;
             input::report_end(&mut capture, input::Tell::Alone);
             if let Some(e) = error {
-                return Err(input::Fail(
+                return Err(crate::Fail(
                     format!("{e}\nrampart: the counts above cover the packets before that point"),
-                    if e.is_usage() { 2 } else { 1 },
+                    crate::run_error_status(&e),
                 ));
             }
         }

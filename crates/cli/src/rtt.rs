@@ -6,15 +6,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use clap::ValueEnum;
-use rampart_engine::{CompatEvent, Event, FlowsConfig, Outcome, Sink, run, run_pping};
+use rampart_engine::{CompatEvent, Event, FlowsConfig, Outcome, Sink, run_pping};
 use rampart_export::prometheus::{PrefixRtt, rtt_bucket_bounds_ns};
-use rampart_export::rtt::{RttFormat, RttWriter};
+use rampart_export::rtt::{RttFormat, RttWriter, pping_captured, pping_summary};
 use rampart_flow::{Side, TableConfig};
 use rampart_rtt::aggregate::{AggConfig, AggStats, Aggregator};
-use rampart_rtt::compat::CompatCounters;
 use rampart_rtt::{CompatConfig, Mode, RttConfig, Sample};
 
-use crate::input::{self, Fail, LiveArgs, Source};
+use crate::Fail;
+use crate::input::{self, LiveArgs, Source};
 use crate::ipfix::{self, IpfixArgs};
 use crate::metrics::{Metered, Metrics, MetricsArgs};
 use rampart_export::ipfix::Exporter;
@@ -322,47 +322,36 @@ impl<W: Write> Sink for Samples<'_, W> {
     }
 }
 
-pub(crate) fn run_cmd(args: Args) -> ExitCode {
+pub(crate) fn run(args: Args) -> Result<ExitCode, Fail> {
     let stop = input::stop_flag();
     let (mut capture, mut filter) =
-        match input::prepare(&args.source, &args.live, 144, args.workers, args.filter.as_deref()) {
-            Ok(c) => c,
-            Err(e) => return e.exit(),
-        };
-    if let Err(e) = input::refuse_overwrite(&capture, None) {
-        return e.exit();
-    }
+        input::prepare(&args.source, &args.live, 144, args.workers, args.filter.as_deref())?;
+    input::refuse_overwrite(&capture, None)?;
     input::note_loopback(&args.source, args.show_local);
     if args.ipfix.ipfix.is_some() && args.compat.is_some() {
-        return Fail("--ipfix sends flow records, which --compat pping does not make".into(), 2)
-            .exit();
+        return Err(Fail(
+            "--ipfix sends flow records, which --compat pping does not make".into(),
+            2,
+        ));
     }
     if args.metrics.metrics.is_some() && args.compat.is_some() {
-        return Fail(
+        return Err(Fail(
             "--metrics counts rampart's own pipeline, which --compat pping does not run".into(),
             2,
-        )
-        .exit();
+        ));
     }
     if args.aggregate.is_some()
         && (args.machine || matches!(args.format, Some(FormatArg::Text | FormatArg::Machine)))
     {
-        return Fail(
+        return Err(Fail(
             "--aggregate writes JSON lines (one per prefix and interval); --format text and \
              machine (-m) print samples"
                 .into(),
             2,
-        )
-        .exit();
+        ));
     }
-    let mut exporter = match ipfix::open(&args.ipfix) {
-        Ok(x) => x,
-        Err(e) => return e.exit(),
-    };
-    let metrics = match Metrics::start(&args.metrics, Some(&capture)) {
-        Ok(m) => m,
-        Err(e) => return e.exit(),
-    };
+    let mut exporter = ipfix::open(&args.ipfix)?;
+    let metrics = Metrics::start(&args.metrics, Some(&capture))?;
     let mut meter = metrics.as_ref().map(Metrics::meter);
     let live = capture.is_live();
     let mut watch = input::Watch::new(&capture);
@@ -379,7 +368,7 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
             };
             let a = match Aggregator::new(cfg) {
                 Ok(a) => a,
-                Err(e) => return Fail(format!("--aggregate: {e}"), 2).exit(),
+                Err(e) => return Err(Fail(format!("--aggregate: {e}"), 2)),
             };
             let prom = metrics.as_ref().map(|m| m.prefix_rtt(a.config().max_prefixes));
             Some(Agg { a, by: args.aggregate_by.unwrap_or(ByArg::Src), prom, live })
@@ -403,8 +392,7 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
     let result = match args.compat {
         Some(Compat::Pping) => {
             if format == RttFormat::Json {
-                return Fail("--compat pping prints pping's formats only, not JSON".into(), 2)
-                    .exit();
+                return Err(Fail("--compat pping prints pping's formats only, not JSON".into(), 2));
             }
             // pping's local filter: the interface's first IPv4 address.
             let local = locals.iter().find_map(|a| match a {
@@ -439,7 +427,7 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
                     CompatEvent::Stop(c, secs) => {
                         out.w.flush()?;
                         eprint!("{}", pping_summary(&c));
-                        eprintln!("Captured {} packets in {} seconds", c.packets, shortest_g(secs));
+                        eprint!("{}", pping_captured(c.packets, secs));
                         Ok(())
                     }
                     CompatEvent::Tick => out.tick(),
@@ -487,7 +475,9 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
             };
             let mut sink =
                 Metered { inner: &mut samples, meter: meter.take(), samples: !args.summary };
-            let r = run(&mut capture, &cfg, filter, &stop, &mut sink, &mut |_| watch.tick());
+            let r = rampart_engine::run(&mut capture, &cfg, filter, &stop, &mut sink, &mut |_| {
+                watch.tick()
+            });
             meter = sink.meter;
             // The last interval is written whatever ended the run (a collector that failed
             // included); if the output itself failed, writing fails again and the first error
@@ -500,7 +490,7 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
     let outcome: io::Result<Outcome> = result.and_then(|o| flushed.map(|()| o));
     let failure = outcome.as_ref().err();
     if let Some(e) = failure
-        && e.kind() != io::ErrorKind::BrokenPipe
+        && !crate::closed_pipe(e)
     {
         ipfix::report_failure(e, "samples", Some("RTT samples"));
     }
@@ -521,9 +511,7 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
             if let Some(m) = &metrics {
                 m.end(meter, &stop);
             }
-            // A closed pipe (`| head`) is how readers say they have seen enough.
-            let closed = e.kind() == io::ErrorKind::BrokenPipe;
-            return if closed { ExitCode::SUCCESS } else { ExitCode::from(1) };
+            return Ok(crate::output_status(&e));
         }
     };
     // With --compat pping, the capture's line stands alone (pping's summary is not ours).
@@ -536,47 +524,14 @@ pub(crate) fn run_cmd(args: Args) -> ExitCode {
     if let Some(m) = &metrics {
         m.end(meter, &stop);
     }
-    match outcome.error {
+    Ok(match outcome.error {
         Some(e) => {
             input::print_run_error(&e, "samples");
-            ExitCode::from(if e.is_usage() { 2 } else { 1 })
+            ExitCode::from(crate::run_error_status(&e))
         }
         None if !sent => ExitCode::from(1),
         None => input::drop_status(&args.live, dropped),
-    }
-}
-
-/// pping's summary line: `N flows, M packets, ` then the non-zero counters.
-fn pping_summary(c: &CompatCounters) -> String {
-    let mut s = format!("{} flows, {} packets, ", c.flows, c.packets);
-    for (v, name) in
-        [(c.no_ts, " no TS opt, "), (c.uni_dir, " uni-directional, "), (c.not_tcp, " not TCP, ")]
-    {
-        if v > 0 {
-            s.push_str(&format!("{v}{name}"));
-        }
-    }
-    s.push('\n');
-    s
-}
-
-/// A double as C++ streams print it by default (`%g`, six significant digits): scientific
-/// when the exponent, after rounding to six digits, is below -4 or at least 6; trailing zeros
-/// dropped.
-fn shortest_g(v: f64) -> String {
-    if v == 0.0 || !v.is_finite() {
-        return format!("{v}");
-    }
-    let sci = format!("{v:.5e}");
-    let (m, e) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = e.parse().unwrap_or(0);
-    if !(-4..6).contains(&exp) {
-        let m = m.trim_end_matches('0').trim_end_matches('.');
-        return format!("{m}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs());
-    }
-    let decimals = (5 - exp).max(0) as usize;
-    let s = format!("{v:.decimals$}");
-    if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.').to_string() } else { s }
+    })
 }
 
 fn print_summary(name: &str, o: &Outcome, live: bool) {
@@ -661,27 +616,5 @@ mod tests {
         assert_eq!(parse_interval("0.25"), Ok(250_000_000));
         assert!(parse_interval("0").is_err());
         assert!(parse_interval("nan").is_err());
-    }
-
-    #[test]
-    fn g_format_like_cxx_streams() {
-        assert_eq!(shortest_g(4.999999), "5");
-        assert_eq!(shortest_g(5.123456), "5.12346");
-        assert_eq!(shortest_g(74.0), "74");
-        assert_eq!(shortest_g(0.000123), "0.000123");
-        assert_eq!(shortest_g(1234567.0), "1.23457e+06");
-        // The exponent is taken after rounding, and -5 is already scientific.
-        assert_eq!(shortest_g(5.5e-5), "5.5e-05");
-        assert_eq!(shortest_g(0.0001), "0.0001");
-        assert_eq!(shortest_g(0.00001), "1e-05");
-        assert_eq!(shortest_g(999_999.5), "1e+06");
-        assert_eq!(shortest_g(0.000_099_999_99), "0.0001");
-        assert_eq!(shortest_g(0.012153), "0.012153");
-    }
-
-    #[test]
-    fn summary_line_lists_non_zero_counters() {
-        let c = CompatCounters { flows: 3, packets: 10, no_ts: 0, uni_dir: 2, not_tcp: 1 };
-        assert_eq!(pping_summary(&c), "3 flows, 10 packets, 2 uni-directional, 1 not TCP, \n");
     }
 }

@@ -37,9 +37,9 @@ use rampart_engine::{FlowRecord, FlowsConfig, Pipeline, Summary, Verdict};
 use rampart_export::{FlowFormat, FlowWriter};
 use rampart_flow::TableConfig;
 
+use crate::Fail;
 use crate::classify::{RuleFormat, RuleSource};
 use crate::firewall::{Counts, Named, Out, Published};
-use crate::input::Fail;
 use crate::ipfix::{self, IpfixArgs};
 use crate::metrics::{Metrics, MetricsArgs, lock};
 
@@ -174,11 +174,8 @@ struct Settings {
     check: bool,
 }
 
-pub(crate) fn run(args: Args) -> ExitCode {
-    match go(args) {
-        Ok(code) => code,
-        Err(e) => e.exit(),
-    }
+pub(crate) fn run(args: Args) -> Result<ExitCode, Fail> {
+    go(args)
 }
 
 /// Reads the configuration file (if any) under the command line's options.
@@ -292,7 +289,10 @@ fn settings(mut a: Args) -> Result<(Settings, IpfixArgs, MetricsArgs), Fail> {
 
 /// Loads the rule file and proves every chain's compiled classifier equal to its rules.
 fn load_and_prove(s: &Settings) -> Result<(Arc<RuleSet>, usize), String> {
-    let rules = crate::firewall::load_rules(&s.rules, &s.source).map_err(|e| e.0)?;
+    let rules = RuleSet::from_hooked(
+        rampart_classify::load::load_hooked(&s.rules, &s.source.options())
+            .map_err(|e| e.to_string())?,
+    );
     let mut proved = 0;
     for base in rules.chains() {
         for chain in base.rules.chains() {
@@ -857,22 +857,19 @@ fn go(args: Args) -> Result<ExitCode, Fail> {
 
 /// `rampart reload` and `rampart status`: sends `command` to the control socket and prints
 /// the reply; exit 1 when it is an error.
-pub(crate) fn control(args: &ControlArgs, command: &str) -> ExitCode {
-    let mut stream = match UnixStream::connect(&args.control) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!(
-                "rampart: {}: {e} (is `rampart run` running, with this --control?)",
+pub(crate) fn control(args: &ControlArgs, command: &str) -> Result<ExitCode, Fail> {
+    let mut stream = UnixStream::connect(&args.control).map_err(|e| {
+        Fail(
+            format!(
+                "{}: {e} (is `rampart run` running, with this --control?)",
                 args.control.display()
-            );
-            return ExitCode::from(2);
-        }
-    };
+            ),
+            2,
+        )
+    })?;
     let _ = stream.set_read_timeout(Some(Duration::from_secs(60)));
-    if let Err(e) = writeln!(stream, "{command}") {
-        eprintln!("rampart: {}: {e}", args.control.display());
-        return ExitCode::from(1);
-    }
+    writeln!(stream, "{command}")
+        .map_err(|e| Fail(format!("{}: {e}", args.control.display()), 1))?;
     let mut ok = false;
     let mut reply = String::new();
     for line in BufReader::new(&stream).lines() {
@@ -886,9 +883,9 @@ pub(crate) fn control(args: &ControlArgs, command: &str) -> ExitCode {
     }
     if ok {
         print!("{reply}");
-        ExitCode::SUCCESS
+        Ok(ExitCode::SUCCESS)
     } else {
         eprint!("rampart: {}", if reply.is_empty() { "no reply\n".into() } else { reply });
-        ExitCode::from(1)
+        Ok(ExitCode::from(1))
     }
 }
