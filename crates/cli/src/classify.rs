@@ -194,7 +194,11 @@ pub(crate) fn filter(args: FilterArgs) -> Result<ExitCode, Fail> {
     let ct = crate::firewall::ct_config(&args.ct)?;
     // The entered chain, on every packet's path; an nftables chain sees its table's family.
     let entered = fw.chains()[0].name.clone();
-    let family = base.iter().find(|b| b.chain == entered).and_then(|b| b.family.version());
+    let family = base
+        .iter()
+        .find(|b| b.chain == entered)
+        .and_then(|b| b.family.version())
+        .and_then(rampart_wire::IpFamily::from_version);
     let entries: Vec<(String, String)> = fw
         .entries()
         .iter()

@@ -2,7 +2,7 @@
 //! what is recognised.
 
 use std::io::{self, Write};
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -10,7 +10,7 @@ use clap::Subcommand;
 use rampart_dpi::Config;
 use rampart_engine::{Event, FlowsConfig, Sink};
 use rampart_export::{FlowFormat, FlowWriter};
-use rampart_flow::{KeyKind, Side};
+use rampart_flow::{IpFamily, KeyKind, Side};
 
 use crate::Fail;
 use crate::input::stop_flag;
@@ -88,12 +88,12 @@ impl<W: Write> Sink for Labels<W> {
         let f = &r.flow;
         let k = &f.key;
         let (a, b) = match f.initiator {
-            Side::A => ((&k.addr_a, k.port_a), (&k.addr_b, k.port_b)),
-            Side::B => ((&k.addr_b, k.port_b), (&k.addr_a, k.port_a)),
+            Side::A => ((k.addr_a_bytes(), k.port_a()), (k.addr_b_bytes(), k.port_b())),
+            Side::B => ((k.addr_b_bytes(), k.port_b()), (k.addr_a_bytes(), k.port_a())),
         };
         let ports = k.kind() == KeyKind::Ports;
-        let l4 = proto_label(k.proto, k.family);
-        let (a, b) = (endpoint(k.family, a.0, a.1, ports), endpoint(k.family, b.0, b.1, ports));
+        let l4 = proto_label(k.proto(), k.family());
+        let (a, b) = (endpoint(k.family(), a.0, a.1, ports), endpoint(k.family(), b.0, b.1, ports));
         let app = r.app.clone().unwrap_or_default();
         write!(self.out, "{l4} {a} <-> {b} {} {}", app.label, app.by.name())?;
         let m = app.meta();
@@ -114,27 +114,18 @@ impl<W: Write> Sink for Labels<W> {
 }
 
 /// `TCP`, `UDP`, `ICMP`, `ICMP6`, or the protocol number.
-fn proto_label(proto: u8, family: u8) -> String {
+fn proto_label(proto: u8, family: IpFamily) -> String {
     match (proto, family) {
         (6, _) => "TCP".into(),
         (17, _) => "UDP".into(),
-        (1, 4) => "ICMP".into(),
-        (58, 6) => "ICMP6".into(),
+        (1, IpFamily::V4) => "ICMP".into(),
+        (58, IpFamily::V6) => "ICMP6".into(),
         (p, _) => p.to_string(),
     }
 }
 
-fn address(family: u8, a: &[u8; 16]) -> IpAddr {
-    if family == 4 {
-        IpAddr::V4(Ipv4Addr::new(a[0], a[1], a[2], a[3]))
-    } else {
-        IpAddr::V6(Ipv6Addr::from(*a))
-    }
-}
-
-/// `a.b.c.d:port` or `[v6]:port`; the address alone for flows without ports.
-fn endpoint(family: u8, a: &[u8; 16], port: u16, ports: bool) -> String {
-    match (address(family, a), ports) {
+fn endpoint(family: IpFamily, a: &[u8; 16], port: u16, ports: bool) -> String {
+    match (family.addr(a), ports) {
         (IpAddr::V4(v), true) => format!("{v}:{port}"),
         (IpAddr::V6(v), true) => format!("[{v}]:{port}"),
         (ip, false) => ip.to_string(),

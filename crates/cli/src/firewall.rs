@@ -18,7 +18,7 @@ use rampart_export::ipfix::Exporter;
 use rampart_export::prometheus::{ConntrackCounts, FirewallCounts, MAX_RULES, RuleHits};
 use rampart_export::{FlowFormat, FlowWriter, num, text};
 use rampart_flow::{FlowKey, Side, TableConfig};
-use rampart_wire::{Family, PacketMeta};
+use rampart_wire::{IpFamily, PacketMeta};
 
 use crate::Fail;
 use crate::classify::RuleSource;
@@ -617,7 +617,7 @@ impl Out<'_> {
 }
 
 /// Appends `"name"` for a protocol records name, else its number.
-fn proto(l: &mut Vec<u8>, p: u8, family: u8) {
+fn proto(l: &mut Vec<u8>, p: u8, family: IpFamily) {
     match rampart_export::proto_name(p, family) {
         Some(n) => text::json_string(l, n),
         None => num::int(l, p),
@@ -658,7 +658,7 @@ impl FirewallSink for Out<'_> {
             return Ok(());
         }
         let m = PacketMeta::parse(frame.link, frame.data);
-        let family = if m.family == Family::V4 { 4 } else { 6 };
+        let family = m.family.ip().unwrap_or(IpFamily::V6);
         let name = |i: Option<u32>| i.and_then(|i| self.names.get(i as usize)).map(String::as_str);
         let l = &mut self.line;
         l.clear();
@@ -740,20 +740,20 @@ impl FirewallSink for Out<'_> {
 fn difference(l: &mut Vec<u8>, d: &Difference) {
     let k: &FlowKey = &d.key;
     let (src, dst, sport, dport) = match d.side {
-        Side::A => (&k.addr_a, &k.addr_b, k.port_a, k.port_b),
-        Side::B => (&k.addr_b, &k.addr_a, k.port_b, k.port_a),
+        Side::A => (k.addr_a_bytes(), k.addr_b_bytes(), k.port_a(), k.port_b()),
+        Side::B => (k.addr_b_bytes(), k.addr_a_bytes(), k.port_b(), k.port_a()),
     };
     let (sport, dport) =
         if k.kind() == rampart_flow::KeyKind::Ports { (sport, dport) } else { (0, 0) };
     l.clear();
     l.extend_from_slice(b"{\"proto\":");
-    proto(l, k.proto, k.family);
+    proto(l, k.proto(), k.family());
     l.extend_from_slice(b",\"src\":\"");
-    num::slot_addr(l, k.family, src);
+    num::slot_addr(l, k.family(), src);
     l.extend_from_slice(b"\",\"sport\":");
     num::int(l, sport);
     l.extend_from_slice(b",\"dst\":\"");
-    num::slot_addr(l, k.family, dst);
+    num::slot_addr(l, k.family(), dst);
     l.extend_from_slice(b"\",\"dport\":");
     num::int(l, dport);
     l.extend_from_slice(b",\"packets\":");
@@ -860,7 +860,7 @@ pub(crate) fn summary(
             c.name,
             c.hook.name(),
             c.priority,
-            c.family.map_or(String::new(), |f| format!(", IPv{f}"))
+            c.family.map_or(String::new(), |f| format!(", IPv{}", f.version()))
         );
         for (e, n) in hits.into_iter().enumerate() {
             let verdict = action_name(c, e);

@@ -215,10 +215,10 @@ impl Agg {
         }
         // `side` sent the packet that carried the echo: the sample's `src`.
         let addr = match (self.by, s.side) {
-            (ByArg::Src, Side::A) | (ByArg::Dst, Side::B) => &s.key.addr_a,
-            (ByArg::Src, Side::B) | (ByArg::Dst, Side::A) => &s.key.addr_b,
+            (ByArg::Src, Side::A) | (ByArg::Dst, Side::B) => s.key.addr_a_bytes(),
+            (ByArg::Src, Side::B) | (ByArg::Dst, Side::A) => s.key.addr_b_bytes(),
         };
-        self.a.add(s.ts, s.key.family, addr, s.rtt);
+        self.a.add(s.ts, s.key.family(), addr, s.rtt);
         Ok(())
     }
 

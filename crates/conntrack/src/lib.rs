@@ -83,7 +83,7 @@ mod state;
 mod stats;
 pub mod tcp;
 
-use rampart_flow::{Dir, FlowId, FlowKey, KeyKind, Side};
+use rampart_flow::{Dir, FlowId, FlowKey, IpFamily, KeyKind, Side};
 use rampart_wire::icmp::{self, QuoteKind};
 use rampart_wire::{Checksum, Family, proto};
 
@@ -730,7 +730,7 @@ impl Conntrack {
         let Some(q) = p.quote else {
             return self.invalid(Reason::IcmpOrphan, Action::None);
         };
-        let family = if v6 { 6 } else { 4 };
+        let family = if v6 { IpFamily::V6 } else { IpFamily::V4 };
         // The quoted packet went q.src -> q.dst; the error travels back, so Linux looks up
         // the inverted tuple.
         let (key, quoted_side) = match q.kind {

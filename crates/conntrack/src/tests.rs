@@ -705,7 +705,8 @@ fn related_needs_the_flow_and_its_endpoint() {
     let (p, side) = udp_pkt(true, 4);
     let i = ct.inspect(None, side, &p, 0, |_, _| None);
     ct.commit(&i, true, Some(ID));
-    let (key, _) = FlowKey::new(addr16(CLIENT), 5000, addr16(SERVER), 53, 17, 4, KeyKind::Ports);
+    let (key, _) =
+        FlowKey::new(addr16(CLIENT), 5000, addr16(SERVER), 53, 17, IpFamily::V4, KeyKind::Ports);
     let lookup = |k: &FlowKey, _: Side| (*k == key).then_some(ID);
     // The server's port unreachable to the client: related, in the reply direction.
     let (err, eside) = icmp_pkt(SERVER, CLIENT, 3, 3, &quoted_udp());

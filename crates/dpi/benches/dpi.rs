@@ -14,14 +14,14 @@ use std::path::PathBuf;
 use criterion::{Criterion, criterion_group, criterion_main};
 use rampart_capture::Capture;
 use rampart_dpi::{Config, FlowDpi};
-use rampart_wire::{Family, PacketMeta};
+use rampart_wire::PacketMeta;
 
 /// A flow's packets: (from the initiator, payload), its ports and responder address, and
 /// (for nDPI) each packet from its IP header, with its time in milliseconds.
 struct Flow {
     l4: u8,
     ports: [u16; 2],
-    family: u8,
+    family: rampart_flow::IpFamily,
     responder: [u8; 16],
     packets: Vec<(bool, Vec<u8>)>,
     #[cfg_attr(not(feature = "ndpi"), allow(dead_code))]
@@ -65,7 +65,7 @@ fn flows(sub: &str) -> Option<Vec<Flow>> {
                         out.push(Flow {
                             l4: m.proto,
                             ports: [m.sport, m.dport],
-                            family: if m.family == Family::V4 { 4 } else { 6 },
+                            family: m.family.ip().unwrap_or(rampart_flow::IpFamily::V6),
                             responder: m.dst,
                             packets: Vec::new(),
                             ip: Vec::new(),

@@ -8,6 +8,8 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::OnceLock;
 
+use rampart_flow::IpFamily;
+
 /// A multiplicative hasher for the tables' short keys (a lookup per flow must cost a few
 /// nanoseconds, not SipHash's tens); the keys come from the data files, not from traffic,
 /// and a lookup's key from traffic only probes.
@@ -224,13 +226,14 @@ fn blocks() -> &'static [Vec<Block>; 2] {
     })
 }
 
-/// The application an address belongs to, by `data/addresses.txt` (`family` 4 or 6;
-/// IPv4 in the first four bytes); the most specific block wins.
-pub fn app_for_address(family: u8, addr: &[u8; 16]) -> Option<&'static str> {
+/// The application an address belongs to, by `data/addresses.txt` (IPv4 in the first four
+/// bytes); the most specific block wins.
+pub fn app_for_address(family: IpFamily, addr: &[u8; 16]) -> Option<&'static str> {
     let (list, value) = match family {
-        4 => (&blocks()[0], u128::from(u32::from_be_bytes([addr[0], addr[1], addr[2], addr[3]]))),
-        6 => (&blocks()[1], u128::from_be_bytes(*addr)),
-        _ => return None,
+        IpFamily::V4 => {
+            (&blocks()[0], u128::from(u32::from_be_bytes([addr[0], addr[1], addr[2], addr[3]])))
+        }
+        IpFamily::V6 => (&blocks()[1], u128::from_be_bytes(*addr)),
     };
     let mut i = list.partition_point(|b| b.start <= value).checked_sub(1)?;
     loop {
@@ -253,20 +256,20 @@ mod address_tests {
             b[..4].copy_from_slice(&a);
             b
         };
-        assert_eq!(app_for_address(4, &v4([91, 108, 12, 5])), Some("Telegram"));
-        assert_eq!(app_for_address(4, &v4([149, 154, 175, 255])), Some("Telegram"));
-        assert_eq!(app_for_address(4, &v4([149, 154, 176, 0])), None);
-        assert_eq!(app_for_address(6, &v4([91, 108, 12, 5])), None);
+        assert_eq!(app_for_address(IpFamily::V4, &v4([91, 108, 12, 5])), Some("Telegram"));
+        assert_eq!(app_for_address(IpFamily::V4, &v4([149, 154, 175, 255])), Some("Telegram"));
+        assert_eq!(app_for_address(IpFamily::V4, &v4([149, 154, 176, 0])), None);
+        assert_eq!(app_for_address(IpFamily::V6, &v4([91, 108, 12, 5])), None);
         assert!(blocks()[0].len() >= 10);
-        assert_eq!(app_for_address(4, &v4([157, 240, 1, 1])), Some("Facebook"));
-        assert_eq!(app_for_address(4, &v4([157, 241, 1, 1])), None);
+        assert_eq!(app_for_address(IpFamily::V4, &v4([157, 240, 1, 1])), Some("Facebook"));
+        assert_eq!(app_for_address(IpFamily::V4, &v4([157, 241, 1, 1])), None);
     }
 
     /// The binary search agrees with a scan for the longest matching block, on addresses
     /// inside, at the edges of and around every block.
     #[test]
     fn search_agrees_with_a_scan() {
-        for (family, list) in [(4u8, &blocks()[0]), (6u8, &blocks()[1])] {
+        for (family, list) in [(IpFamily::V4, &blocks()[0]), (IpFamily::V6, &blocks()[1])] {
             let longest = |v: u128| {
                 list.iter()
                     .filter(|b| b.start <= v && v <= b.end)
@@ -282,7 +285,7 @@ mod address_tests {
                     b.start + (b.end - b.start) / 2,
                 ] {
                     let mut addr = [0u8; 16];
-                    if family == 4 {
+                    if family == IpFamily::V4 {
                         if v > u128::from(u32::MAX) {
                             continue;
                         }

@@ -36,6 +36,8 @@ mod udp;
 
 use std::fmt;
 
+use rampart_flow::IpFamily;
+
 pub use apps::{app_for_address, app_for_host};
 pub use registry::{ProtocolInfo, protocols, protocols_markdown};
 pub use stage::flow_info;
@@ -433,10 +435,9 @@ impl FlowDpi {
         }
     }
 
-    /// Tells the flow its responder's address (`family` 4 or 6; IPv4 in the first four
-    /// bytes): a flow no detector recognises is labelled by the application that address
+    /// Tells the flow its responder's address (IPv4 in the first four bytes): a flow no detector recognises is labelled by the application that address
     /// belongs to, if any ([`By::Address`]).
-    pub fn set_responder(&mut self, family: u8, addr: &[u8; 16]) {
+    pub fn set_responder(&mut self, family: IpFamily, addr: &[u8; 16]) {
         self.address_app = app_for_address(family, addr);
     }
 

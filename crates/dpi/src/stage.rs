@@ -11,10 +11,10 @@ use crate::{App, DpiStats, DpiTable, FlowInfo};
 pub fn flow_info(f: &Flow) -> FlowInfo<'_> {
     let k = &f.key;
     let (ports, responder) = match f.initiator {
-        Side::A => ([k.port_a, k.port_b], &k.addr_b),
-        Side::B => ([k.port_b, k.port_a], &k.addr_a),
+        Side::A => ([k.port_a(), k.port_b()], k.addr_b_bytes()),
+        Side::B => ([k.port_b(), k.port_a()], k.addr_a_bytes()),
     };
-    FlowInfo { l4: k.proto, ports, family: k.family, responder }
+    FlowInfo { l4: k.proto(), ports, family: k.family(), responder }
 }
 
 impl SideStage for DpiTable {
@@ -81,7 +81,12 @@ mod tests {
         let cfg = Config { max_total_bytes: 64 << 10, ..Config::default() };
         let mut t = DpiTable::new(cfg);
         let responder = [192, 0, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
-        let info = FlowInfo { l4: 6, ports: [40000, 443], family: 4, responder: &responder };
+        let info = FlowInfo {
+            l4: 6,
+            ports: [40000, 443],
+            family: rampart_flow::IpFamily::V4,
+            responder: &responder,
+        };
         let filler = vec![0x42u8; 1400];
         for round in 0..4 {
             for slot in 0..200u32 {

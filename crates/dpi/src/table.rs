@@ -7,6 +7,8 @@
 //! its [`App`]: the label, how it was found and the metadata (boxed, and only when some was
 //! found).
 
+use rampart_flow::IpFamily;
+
 use crate::{By, Config, FlowDpi, Label, Meta};
 
 /// What a flow record says about the application: the label, how it was found, and the
@@ -55,8 +57,8 @@ pub struct FlowInfo<'a> {
     pub l4: u8,
     /// The initiator's port, then the responder's.
     pub ports: [u16; 2],
-    /// Address family, 4 or 6.
-    pub family: u8,
+    /// Address family.
+    pub family: IpFamily,
     /// The responder's address (IPv4 in the first four bytes).
     pub responder: &'a [u8; 16],
 }
@@ -320,11 +322,11 @@ mod tests {
     const SERVER: [u8; 16] = [10, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
 
     fn udp(ports: [u16; 2]) -> FlowInfo<'static> {
-        FlowInfo { l4: 17, ports, family: 4, responder: &SERVER }
+        FlowInfo { l4: 17, ports, family: IpFamily::V4, responder: &SERVER }
     }
 
     fn tcp(ports: [u16; 2]) -> FlowInfo<'static> {
-        FlowInfo { l4: 6, ports, family: 4, responder: &SERVER }
+        FlowInfo { l4: 6, ports, family: IpFamily::V4, responder: &SERVER }
     }
 
     /// A DNS query for `www.example.com`.
@@ -378,7 +380,7 @@ mod tests {
         assert_eq!((tls.label.master, tls.by), (Proto::Tls, By::Port));
         let none = t.retire(9, &tcp([50000, 50001]));
         assert_eq!((none.label, none.by), (Label::UNKNOWN, By::None));
-        let icmp = FlowInfo { l4: 1, ports: [0, 0], family: 4, responder: &SERVER };
+        let icmp = FlowInfo { l4: 1, ports: [0, 0], family: IpFamily::V4, responder: &SERVER };
         t.feed(1, &icmp, true, b"ping");
         assert!(!t.wants(1));
         assert_eq!(t.retire(1, &icmp).label.master, Proto::Icmp);

@@ -13,7 +13,7 @@ mod common;
 use common::{Key, data_dir, endpoint, expected, key, master, snabbwall};
 use rampart_capture::Capture;
 use rampart_dpi::{Config, FlowDpi};
-use rampart_wire::{Family, PacketMeta};
+use rampart_wire::PacketMeta;
 
 fn data() -> Option<PathBuf> {
     data_dir("pcaps/dpi/ndpi")
@@ -42,7 +42,7 @@ fn label_capture(path: &Path) -> BTreeMap<Key, (String, String)> {
             let k = key(l4, src.clone(), dst);
             let entry = flows.entry(k).or_insert_with(|| {
                 let mut f = FlowDpi::new(m.proto);
-                f.set_responder(if m.family == Family::V4 { 4 } else { 6 }, &m.dst);
+                f.set_responder(m.family.ip().unwrap_or(rampart_flow::IpFamily::V6), &m.dst);
                 (src.clone(), f, [m.sport, m.dport])
             });
             let from_initiator = entry.0 == src;

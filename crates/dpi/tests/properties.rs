@@ -133,7 +133,7 @@ fn flow_of(kind: u8) -> FlowInfo<'static> {
         2 => (17, 53),
         _ => (17, 40001),
     };
-    FlowInfo { l4, ports: [50000, port], family: 4, responder: &SERVER }
+    FlowInfo { l4, ports: [50000, port], family: rampart_flow::IpFamily::V4, responder: &SERVER }
 }
 
 proptest! {

@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use rampart_capture::Frame;
 use rampart_flow::{FlowKey, PacketInfo};
 use rampart_rtt::RttInput;
-use rampart_wire::{PacketMeta, Status};
+use rampart_wire::{IpFamily, PacketMeta, Status};
 
 use crate::Summary;
 
@@ -134,7 +134,7 @@ pub struct Parser {
     payloads: bool,
     tcp_only: bool,
     tunnels: bool,
-    local: Vec<(u8, [u8; 16])>,
+    local: Vec<(IpFamily, [u8; 16])>,
     now: u64,
 }
 
@@ -148,9 +148,9 @@ impl Parser {
                 IpAddr::V4(v) => {
                     let mut s = [0; 16];
                     s[..4].copy_from_slice(&v.octets());
-                    (4, s)
+                    (IpFamily::V4, s)
                 }
-                IpAddr::V6(v) => (6, v.octets()),
+                IpAddr::V6(v) => (IpFamily::V6, v.octets()),
             })
             .collect();
         Self { rtt, payloads: false, tcp_only: false, tunnels: false, local, now: 0 }
@@ -254,7 +254,7 @@ impl Parser {
             return None;
         }
         s.problem(meta);
-        if self.tcp_only && key.proto != rampart_wire::proto::TCP {
+        if self.tcp_only && key.proto() != rampart_wire::proto::TCP {
             s.not_tcp += 1;
             return None;
         }
@@ -286,7 +286,7 @@ impl Parser {
             if let Some(i) = &mut tcp
                 && !self.local.is_empty()
             {
-                let fam = info.key.family;
+                let fam = info.key.family();
                 i.to_local = self.local.iter().any(|(f, a)| *f == fam && *a == meta.dst);
             }
         }

@@ -192,8 +192,8 @@ impl Policy {
     pub fn decide(&mut self, p: &rampart_flow::PacketInfo) -> Verdict {
         let k = &p.key;
         let (src, dst, sport, dport) = match p.side {
-            rampart_flow::Side::A => (k.addr_a(), k.addr_b(), k.port_a, k.port_b),
-            rampart_flow::Side::B => (k.addr_b(), k.addr_a(), k.port_b, k.port_a),
+            rampart_flow::Side::A => (k.addr_a(), k.addr_b(), k.port_a(), k.port_b()),
+            rampart_flow::Side::B => (k.addr_b(), k.addr_a(), k.port_b(), k.port_a()),
         };
         let (sport, dport) = if k.kind() == KeyKind::Ports { (sport, dport) } else { (0, 0) };
         let packet = FwPacket {
@@ -201,7 +201,7 @@ impl Policy {
             dst,
             sport,
             dport,
-            proto: k.proto,
+            proto: k.proto(),
             iif: "",
             oif: "",
             ct: None,
@@ -453,7 +453,7 @@ impl Pipeline {
             let insp = st
                 .inspect(found, side, meta, frame.data, ts, |k, _| table.lookup(k, table.hash(k)));
             let oif = st.route(dir, iif, || meta.dst_addr());
-            let icmp = matches!(key.proto, 1 | 58).then_some((meta.icmp_type, meta.icmp_code));
+            let icmp = matches!(key.proto(), 1 | 58).then_some((meta.icmp_type, meta.icmp_code));
             let app = found.and_then(|id| self.dpi.as_ref().and_then(|d| d.decided(id.0)));
             let q = Query {
                 key,

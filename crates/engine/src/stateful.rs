@@ -28,7 +28,7 @@ use rampart_classify::ipset::masked;
 use rampart_classify::iptables::{CtState as RuleCt, RejectWith as ReadReject, Target};
 use rampart_classify::nft::NftRuleset;
 use rampart_conntrack::{Conntrack, CtState, Inspection, Summary as CtSummary};
-use rampart_flow::{FlowId, FlowKey, KeyKind, Side};
+use rampart_flow::{FlowId, FlowKey, IpFamily, KeyKind, Side};
 
 use crate::pipeline::Verdict;
 use crate::reply::RejectWith;
@@ -55,9 +55,9 @@ pub struct BaseChain {
     pub reject: Vec<RejectWith>,
     /// Each entry's name as records and logs show it.
     names: Vec<Arc<str>>,
-    /// The address family whose packets traverse it (4 or 6; `None`: both), as an nftables
-    /// `ip` or `ip6` table's chains see only their family.
-    pub family: Option<u8>,
+    /// The address family whose packets traverse it (`None`: both), as an nftables `ip` or
+    /// `ip6` table's chains see only their family.
+    pub family: Option<IpFamily>,
 }
 
 impl BaseChain {
@@ -177,12 +177,12 @@ impl RuleSet {
         Self::everywhere_for(source, name, None, rules)
     }
 
-    /// [`RuleSet::everywhere`] for the packets of one family (4 or 6) only, as an nftables
+    /// [`RuleSet::everywhere`] for the packets of one family only, as an nftables
     /// `ip` or `ip6` table's chain sees them.
     pub fn everywhere_for(
         source: impl Into<String>,
         name: &str,
-        family: Option<u8>,
+        family: Option<IpFamily>,
         rules: Firewall,
     ) -> Self {
         let mut c = BaseChain::new(name, Hook::Forward, 0, rules);
@@ -199,7 +199,7 @@ impl RuleSet {
         for b in &nft.base {
             let rules = Firewall::from_iptables(&nft.rules, &b.chain, &nft.sets)?;
             let mut c = BaseChain::new(b.chain.clone(), b.hook, b.priority, rules);
-            c.family = b.family.version();
+            c.family = b.family.version().and_then(IpFamily::from_version);
             chains.push(c);
         }
         Ok(Self::new(source, chains))
@@ -214,7 +214,7 @@ impl RuleSet {
             .map(|h| {
                 let mut c = BaseChain::new(h.name, h.hook, h.priority, h.rules);
                 c.every_path = h.every_path;
-                c.family = h.family;
+                c.family = h.family.and_then(IpFamily::from_version);
                 c
             })
             .collect();
@@ -261,7 +261,7 @@ impl RuleSet {
     ) -> (Verdict, Option<RuleRef>) {
         paths.clear();
         let mut last = None;
-        let family = if p.src.is_ipv4() { 4 } else { 6 };
+        let family = IpFamily::of(&p.src);
         for (k, c) in self.chains.iter().enumerate() {
             if !(c.every_path || hooks.contains(&c.hook)) || c.family.is_some_and(|f| f != family) {
                 continue;
@@ -696,7 +696,7 @@ impl Stateful {
     #[inline]
     fn cache_key(&self, q: &Query<'_>) -> (u8, [u8; 2], u8) {
         let flags = match &self.rules.flag_class {
-            Some(class) if q.key.proto == 6 => class[usize::from(q.tcp_flags)],
+            Some(class) if q.key.proto() == 6 => class[usize::from(q.tcp_flags)],
             _ => 0,
         };
         let (icmp, bits) = Cached::key_bits(q.icmp, q.app.is_some());
@@ -739,8 +739,8 @@ impl Stateful {
         let (flags, icmp_key, bits) = self.cache_key(q);
         let Query { key: k, side, ct, tcp_flags, icmp, iif, oif, app, now } = *q;
         let (src, dst, sport, dport) = match side {
-            Side::A => (k.addr_a(), k.addr_b(), k.port_a, k.port_b),
-            Side::B => (k.addr_b(), k.addr_a(), k.port_b, k.port_a),
+            Side::A => (k.addr_a(), k.addr_b(), k.port_a(), k.port_b()),
+            Side::B => (k.addr_b(), k.addr_a(), k.port_b(), k.port_a()),
         };
         // ICMP type and code take the port fields, as the rule model lowers them.
         let (sport, dport) = match (k.kind(), icmp) {
@@ -769,7 +769,7 @@ impl Stateful {
             dst,
             sport,
             dport,
-            proto: k.proto,
+            proto: k.proto(),
             iif: routes.name(Some(iif)),
             oif: routes.name(oif),
             ct: Some(rule_ct(ct)),

@@ -85,14 +85,14 @@ fn stop_flag_ends_the_run_with_flows_flushed() {
 fn tcp_only_keeps_no_other_flow() {
     // Hardening item 10: `rtt` keeps only what RTT needs in its table.
     let (all, _) = run(sample(), FlowsConfig::default());
-    let tcp = all.iter().filter(|r| r.flow.key.proto == 6).count();
+    let tcp = all.iter().filter(|r| r.flow.key.proto() == 6).count();
     assert!(tcp < all.len(), "the sample has other flows too");
     let (got, out) = run(sample(), FlowsConfig { tcp_only: true, ..FlowsConfig::default() });
     assert_eq!(got.len(), tcp);
     assert_eq!(out.summary.table.created as usize, tcp);
     let other: u64 = all
         .iter()
-        .filter(|r| r.flow.key.proto != 6)
+        .filter(|r| r.flow.key.proto() != 6)
         .map(|r| r.flow.packets[0] + r.flow.packets[1])
         .sum();
     assert_eq!(out.summary.not_tcp, other);

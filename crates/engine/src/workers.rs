@@ -34,7 +34,7 @@ use std::thread::{self, Thread};
 use std::time::Instant;
 
 use rampart_capture::{Capture, Frame, LinkType, SharedBytes, Timestamp};
-use rampart_flow::{FlowId, FlowKey, TableConfig};
+use rampart_flow::{FlowId, FlowKey, IpFamily, TableConfig};
 use rampart_rss::{Key, Reta, Toeplitz};
 
 use crate::driver::{Consumer, FINISH_CHUNK, Sink, emit, read_batches};
@@ -81,8 +81,11 @@ impl Shard {
     pub fn hash(&self, k: &FlowKey) -> u32 {
         let fold16 =
             |x: &[u8]| x.chunks_exact(2).fold(0u16, |f, c| f ^ u16::from_be_bytes([c[0], c[1]]));
-        let len = if k.family == 4 { 4 } else { 16 };
-        let f = fold16(&k.addr_a[..len]) ^ fold16(&k.addr_b[..len]) ^ k.port_a ^ k.port_b;
+        let len = if k.family() == IpFamily::V4 { 4 } else { 16 };
+        let f = fold16(&k.addr_a_bytes()[..len])
+            ^ fold16(&k.addr_b_bytes()[..len])
+            ^ k.port_a()
+            ^ k.port_b();
         let [hi, lo] = f.to_be_bytes();
         self.fold[0][usize::from(hi)] ^ self.fold[1][usize::from(lo)]
     }
@@ -95,11 +98,16 @@ impl Shard {
 
     /// The full Toeplitz hash of the key's input, the definition [`Shard::hash`] shortcuts.
     pub fn toeplitz(&self, k: &FlowKey) -> u32 {
-        if k.family == 4 {
-            let (a, b) = (&k.addr_a, &k.addr_b);
-            self.t.hash_v4([a[0], a[1], a[2], a[3]], [b[0], b[1], b[2], b[3]], k.port_a, k.port_b)
+        if k.family() == IpFamily::V4 {
+            let (a, b) = (k.addr_a_bytes(), k.addr_b_bytes());
+            self.t.hash_v4(
+                [a[0], a[1], a[2], a[3]],
+                [b[0], b[1], b[2], b[3]],
+                k.port_a(),
+                k.port_b(),
+            )
         } else {
-            self.t.hash_v6(k.addr_a, k.addr_b, k.port_a, k.port_b)
+            self.t.hash_v6(*k.addr_a_bytes(), *k.addr_b_bytes(), k.port_a(), k.port_b())
         }
     }
 }
@@ -817,9 +825,9 @@ mod tests {
             x ^= x << 17;
             let a: [u8; 16] = std::array::from_fn(|j| (x >> (j % 8 * 8)) as u8 ^ j as u8);
             let b: [u8; 16] = std::array::from_fn(|j| (x >> (j % 8 * 8)) as u8 ^ 0x5a ^ i as u8);
-            let fam = if i % 2 == 0 { 4 } else { 6 };
+            let fam = if i % 2 == 0 { IpFamily::V4 } else { IpFamily::V6 };
             let trim = |mut v: [u8; 16]| {
-                if fam == 4 {
+                if fam == IpFamily::V4 {
                     v[4..].fill(0);
                 }
                 v

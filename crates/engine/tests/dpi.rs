@@ -24,15 +24,19 @@ fn records(cap: &mut Capture, cfg: &FlowsConfig) -> Vec<Row> {
     let stop = AtomicBool::new(false);
     let mut sink = |e: &FlowRecord| {
         let k = &e.flow.key;
-        let l4 = match k.proto {
+        let l4 = match k.proto() {
             6 => "TCP",
             17 => "UDP",
             _ => "other",
         };
-        let fam = if k.family == 4 { Family::V4 } else { Family::V6 };
+        let fam = Family::from(k.family());
         let app = e.app.as_ref().expect("identification is on");
         rows.push((
-            key(l4, endpoint(fam, &k.addr_a, k.port_a), endpoint(fam, &k.addr_b, k.port_b)),
+            key(
+                l4,
+                endpoint(fam, k.addr_a_bytes(), k.port_a()),
+                endpoint(fam, k.addr_b_bytes(), k.port_b()),
+            ),
             app.label.to_string(),
             app.by.name(),
             app.meta().clone(),

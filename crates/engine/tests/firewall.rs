@@ -86,8 +86,8 @@ impl FirewallSink for Collect {
 fn tuple(r: &FlowRecord) -> String {
     let k = &r.flow.key;
     let (src, dst, sport, dport) = match r.flow.initiator {
-        Side::A => (k.addr_a(), k.addr_b(), k.port_a, k.port_b),
-        Side::B => (k.addr_b(), k.addr_a(), k.port_b, k.port_a),
+        Side::A => (k.addr_a(), k.addr_b(), k.port_a(), k.port_b()),
+        Side::B => (k.addr_b(), k.addr_a(), k.port_b(), k.port_a()),
     };
     match k.kind() {
         KeyKind::Echo => {
@@ -234,7 +234,7 @@ fn linux_router_oracle_through_the_nft_rule_sets() {
     assert_eq!(flows, 20);
     // A flow a dropped first packet would have opened has no connection state.
     assert!(
-        !sink.records.iter().any(|r| r.ct.is_some() && r.flow.key.port_b == 2222),
+        !sink.records.iter().any(|r| r.ct.is_some() && r.flow.key.port_b() == 2222),
         "the blocked SYN left state"
     );
 }
@@ -294,7 +294,7 @@ fn what_if_lists_the_flows_two_rule_sets_treat_differently() {
     assert_eq!(d.len(), 2, "{d:?}");
     assert_eq!(outcome.summary.differing_flows, 2);
     for x in d {
-        assert_eq!(x.key.proto, 1);
+        assert_eq!(x.key.proto(), 1);
         assert_eq!(x.a.0, Verdict::Accept);
         assert_eq!((x.b.0, x.b.1.as_deref()), (Verdict::Drop, Some("forward:2 reload-B")));
     }

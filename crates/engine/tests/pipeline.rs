@@ -134,7 +134,7 @@ fn verdicts_samples_and_records_come_out_of_one_batch() {
     let ended: Vec<&FlowRecord> = events.records.iter().map(|o| &o.record).collect();
     assert_eq!(ended.len(), 1);
     let web = ended[0];
-    assert_eq!((web.end, web.flow.packets, web.flow.key.port_b), (EndReason::Fin, [5, 3], 80));
+    assert_eq!((web.end, web.flow.packets, web.flow.key.port_b()), (EndReason::Fin, [5, 3], 80));
     let rtt = web.rtt.unwrap();
     assert_eq!(rtt.dirs[1].count, 2, "two samples towards the server");
     assert_eq!(web.app.as_ref().unwrap().label.to_string(), "HTTP");

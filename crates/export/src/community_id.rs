@@ -24,7 +24,7 @@
 //! "other IP-borne protocols", even where rampart keys them by ports.
 
 use rampart_flow::{Flow, KeyKind};
-use rampart_wire::proto;
+use rampart_wire::{IpFamily, proto};
 use sha1::{Digest, Sha1};
 
 /// A Community ID: `1:` and 28 base64 characters.
@@ -135,22 +135,26 @@ pub fn icmp(seed: u16, src: &[u8], dst: &[u8], v6: bool, type_: u8, code: u8) ->
 /// not matter.
 pub fn of_flow(flow: &Flow, seed: u16) -> Option<CommunityId> {
     let k = &flow.key;
-    let len = if k.family == 4 { 4 } else { 16 };
-    let (a, b) = (&k.addr_a[..len], &k.addr_b[..len]);
+    let len = if k.family() == IpFamily::V4 { 4 } else { 16 };
+    let (a, b) = (&k.addr_a_bytes()[..len], &k.addr_b_bytes()[..len]);
     // ICMP's mapping is directional: the echo requests' sender is taken to be the initiator.
     let (ia, ib) = match flow.initiator {
         rampart_flow::Side::A => (a, b),
         rampart_flow::Side::B => (b, a),
     };
-    let hashes_ports = matches!(k.proto, proto::TCP | proto::UDP | proto::SCTP);
-    match (k.kind(), k.proto) {
+    let hashes_ports = matches!(k.proto(), proto::TCP | proto::UDP | proto::SCTP);
+    match (k.kind(), k.proto()) {
         // An echo flow holds requests one way and replies the other: the ID of both.
-        (KeyKind::Echo, proto::ICMP) if k.family == 4 => Some(icmp(seed, ia, ib, false, 8, 0)),
-        (KeyKind::Echo, proto::ICMPV6) if k.family == 6 => Some(icmp(seed, ia, ib, true, 128, 0)),
+        (KeyKind::Echo, proto::ICMP) if k.family() == IpFamily::V4 => {
+            Some(icmp(seed, ia, ib, false, 8, 0))
+        }
+        (KeyKind::Echo, proto::ICMPV6) if k.family() == IpFamily::V6 => {
+            Some(icmp(seed, ia, ib, true, 128, 0))
+        }
         (KeyKind::Echo, _) => None,
         (_, proto::ICMP | proto::ICMPV6) => None,
         (KeyKind::Ports, _) if hashes_ports => {
-            Some(compute(seed, a, b, k.proto, Some((k.port_a, k.port_b)), false))
+            Some(compute(seed, a, b, k.proto(), Some((k.port_a(), k.port_b())), false))
         }
         (_, _) if hashes_ports => None,
         (_, p) => Some(compute(seed, a, b, p, None, false)),
@@ -411,7 +415,7 @@ mod tests {
         let (oa, ob) = (octets(a), octets(b));
         sa[..oa.len()].copy_from_slice(&oa);
         sb[..ob.len()].copy_from_slice(&ob);
-        let family = if oa.len() == 4 { 4 } else { 6 };
+        let family = if oa.len() == 4 { IpFamily::V4 } else { IpFamily::V6 };
         let (key, side) = FlowKey::new(sa, pa, sb, pb, proto, family, kind);
         let p = PacketInfo { key, side, hash: 0, ts: 1, wire_len: 60, tcp_flags: 0 };
         Flow::start(&p)

@@ -82,7 +82,7 @@ use std::net::{SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::time::Duration;
 
 use rampart_engine::FlowRecord;
-use rampart_flow::{EndReason, KeyKind, Side};
+use rampart_flow::{EndReason, IpFamily, KeyKind, Side};
 use rampart_rtt::DirSummary;
 
 use crate::community_id;
@@ -356,7 +356,7 @@ impl Encoder {
         now: u64,
         emit: &mut dyn FnMut(Message<'_>) -> io::Result<()>,
     ) -> io::Result<()> {
-        let v6 = r.flow.key.family == 6;
+        let v6 = r.flow.key.family() == IpFamily::V6;
         let template = template_id(v6, &self.cfg);
         // The two strings, formatted first so the record's length is known.
         self.scratch.clear();
@@ -565,23 +565,23 @@ fn put_var(b: &mut Vec<u8>, v: &[u8]) {
 fn encode_fixed(b: &mut Vec<u8>, r: &FlowRecord) {
     let f = &r.flow;
     let k = &f.key;
-    let alen = if k.family == 6 { 16 } else { 4 };
+    let alen = if k.family() == IpFamily::V6 { 16 } else { 4 };
     let (src, sport, dst, dport) = match f.initiator {
-        Side::A => (&k.addr_a, k.port_a, &k.addr_b, k.port_b),
-        Side::B => (&k.addr_b, k.port_b, &k.addr_a, k.port_a),
+        Side::A => (k.addr_a_bytes(), k.port_a(), k.addr_b_bytes(), k.port_b()),
+        Side::B => (k.addr_b_bytes(), k.port_b(), k.addr_a_bytes(), k.port_a()),
     };
     let (sport, dport) = match k.kind() {
         KeyKind::Ports => (sport, dport),
         KeyKind::Echo | KeyKind::Pair => (0, 0),
     };
-    let tcp = k.proto == rampart_wire::proto::TCP;
+    let tcp = k.proto() == rampart_wire::proto::TCP;
     b.extend_from_slice(&(f.first / 1_000_000).to_be_bytes());
     b.extend_from_slice(&(f.last / 1_000_000).to_be_bytes());
     b.extend_from_slice(&src[..alen]);
     b.extend_from_slice(&dst[..alen]);
     b.extend_from_slice(&sport.to_be_bytes());
     b.extend_from_slice(&dport.to_be_bytes());
-    b.push(k.proto);
+    b.push(k.proto());
     b.push(if tcp { f.tcp_flags[0] } else { 0 });
     b.extend_from_slice(&f.bytes[0].to_be_bytes());
     b.extend_from_slice(&f.packets[0].to_be_bytes());

@@ -61,7 +61,7 @@ use rampart_engine::FlowRecord;
 use rampart_flow::{KeyKind, Side};
 use rampart_rtt::DirSummary;
 use rampart_tcpstate::DirCounters;
-use rampart_wire::proto;
+use rampart_wire::{IpFamily, proto};
 
 pub mod community_id;
 pub mod ipfix;
@@ -155,14 +155,14 @@ impl<'a> View<'a> {
         let f = &r.flow;
         let k = &f.key;
         let (src, sport, dst, dport) = match f.initiator {
-            Side::A => (&k.addr_a, k.port_a, &k.addr_b, k.port_b),
-            Side::B => (&k.addr_b, k.port_b, &k.addr_a, k.port_a),
+            Side::A => (k.addr_a_bytes(), k.port_a(), k.addr_b_bytes(), k.port_b()),
+            Side::B => (k.addr_b_bytes(), k.port_b(), k.addr_a_bytes(), k.port_a()),
         };
         let (sport, dport) = match f.key.kind() {
             KeyKind::Ports => (sport, dport),
             KeyKind::Echo | KeyKind::Pair => (0, 0),
         };
-        let tcp = f.key.proto == proto::TCP;
+        let tcp = f.key.proto() == proto::TCP;
         let rtt = r.rtt.filter(|_| tcp).map(|s| s.toward_src_dst());
         Self { r, src, sport, dst, dport, tcp, rtt, seed }
     }
@@ -233,9 +233,9 @@ enum Value<'a> {
     /// Text from the packets (escaped).
     Text(&'a str),
     /// An address in a key slot, and the family.
-    Addr(u8, &'a [u8; 16]),
+    Addr(IpFamily, &'a [u8; 16]),
     /// The protocol: a name, or the number.
-    Proto(u8, u8),
+    Proto(u8, IpFamily),
     /// TCP flags.
     Flags(u8),
     /// An application label.
@@ -271,10 +271,10 @@ const V2: [&[Field]; 3] = [V2_HEAD, APP_AND_FIREWALL, V2_TAIL];
 
 /// [`Schema::Rampart`]'s fields before [`APP_AND_FIREWALL`].
 const RAMPART_HEAD: &[Field] = &[
-    ("proto", |v| Value::Proto(v.r.flow.key.proto, v.r.flow.key.family)),
-    ("src", |v| Value::Addr(v.r.flow.key.family, v.src)),
+    ("proto", |v| Value::Proto(v.r.flow.key.proto(), v.r.flow.key.family())),
+    ("src", |v| Value::Addr(v.r.flow.key.family(), v.src)),
     ("sport", |v| Value::Int(v.sport.into())),
-    ("dst", |v| Value::Addr(v.r.flow.key.family, v.dst)),
+    ("dst", |v| Value::Addr(v.r.flow.key.family(), v.dst)),
     ("dport", |v| Value::Int(v.dport.into())),
     ("community_id", |v| community_id::of_flow(&v.r.flow, 0).map_or(Value::Absent, Value::Cid)),
     ("first", |v| Value::Time(v.r.flow.first)),
@@ -339,11 +339,11 @@ const V2_HEAD: &[Field] = &[
     ("duration", |v| Value::Time(v.r.flow.last.saturating_sub(v.r.flow.first))),
     ("uid", |v| v.uid()),
     ("community_id", |v| community_id::of_flow(&v.r.flow, 0).map_or(Value::Absent, Value::Cid)),
-    ("orig_h", |v| Value::Addr(v.r.flow.key.family, v.src)),
+    ("orig_h", |v| Value::Addr(v.r.flow.key.family(), v.src)),
     ("orig_p", |v| Value::Int(v.sport.into())),
-    ("resp_h", |v| Value::Addr(v.r.flow.key.family, v.dst)),
+    ("resp_h", |v| Value::Addr(v.r.flow.key.family(), v.dst)),
     ("resp_p", |v| Value::Int(v.dport.into())),
-    ("proto", |v| Value::Proto(v.r.flow.key.proto, v.r.flow.key.family)),
+    ("proto", |v| Value::Proto(v.r.flow.key.proto(), v.r.flow.key.family())),
     ("icmp_id", icmp_id),
     ("orig_pkts", |v| Value::Int(v.r.flow.packets[0])),
     ("orig_wire_bytes", |v| Value::Int(v.r.flow.bytes[0])),
@@ -377,7 +377,7 @@ const V2_TAIL: &[Field] = &[("tunnel", tunnel)];
 
 /// The tunnel the flow's packets came out of, when they did.
 fn tunnel<'a>(v: &View<'a>) -> Value<'a> {
-    match rampart_wire::Tunnel::from_code(v.r.flow.key.tunnel) {
+    match rampart_wire::Tunnel::from_code(v.r.flow.key.tunnel()) {
         Some(rampart_wire::Tunnel::None) | None => Value::Absent,
         Some(t) => Value::Name(t.name()),
     }
@@ -385,7 +385,7 @@ fn tunnel<'a>(v: &View<'a>) -> Value<'a> {
 
 fn icmp_id<'a>(v: &View<'a>) -> Value<'a> {
     match v.r.flow.key.kind() {
-        KeyKind::Echo => Value::Int(v.r.flow.key.port_a.into()),
+        KeyKind::Echo => Value::Int(v.r.flow.key.port_a().into()),
         _ => Value::Absent,
     }
 }
@@ -439,18 +439,18 @@ pub fn uid(flow: &rampart_flow::Flow, seed: u64) -> u64 {
     }
     let k = &flow.key;
     let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
-    let tail = u64::from(k.port_a) << 48
-        | u64::from(k.port_b) << 32
-        | u64::from(k.proto) << 24
-        | u64::from(k.family) << 16
-        | u64::from(k.kind) << 8
+    let tail = u64::from(k.port_a()) << 48
+        | u64::from(k.port_b()) << 32
+        | u64::from(k.proto()) << 24
+        | u64::from(k.family().version()) << 16
+        | u64::from(k.kind() as u8) << 8
         | u64::from(flow.initiator == Side::B);
     let mut h = mix(seed ^ 0x9e37_79b9_7f4a_7c15);
     for w in [
-        word(&k.addr_a[..8]),
-        word(&k.addr_a[8..]),
-        word(&k.addr_b[..8]),
-        word(&k.addr_b[8..]),
+        word(&k.addr_a_bytes()[..8]),
+        word(&k.addr_a_bytes()[8..]),
+        word(&k.addr_b_bytes()[..8]),
+        word(&k.addr_b_bytes()[8..]),
         tail,
         flow.first,
     ] {
@@ -682,13 +682,13 @@ pub fn epoch(l: &mut Vec<u8>, ns: u64) {
     l.extend_from_slice(digits.as_bytes());
 }
 
-/// The protocol's name in records (`family` 4 or 6), or `None` where the number is written.
-pub fn proto_name(p: u8, family: u8) -> Option<&'static str> {
+/// The protocol's name in records, or `None` where the number is written.
+pub fn proto_name(p: u8, family: IpFamily) -> Option<&'static str> {
     match (p, family) {
         (proto::TCP, _) => Some("tcp"),
         (proto::UDP, _) => Some("udp"),
-        (proto::ICMP, 4) => Some("icmp"),
-        (proto::ICMPV6, 6) => Some("icmp6"),
+        (proto::ICMP, IpFamily::V4) => Some("icmp"),
+        (proto::ICMPV6, IpFamily::V6) => Some("icmp6"),
         _ => None,
     }
 }
@@ -718,10 +718,10 @@ mod tests {
     use rampart_flow::{EndReason, Flow, FlowKey, KeyKind, PacketInfo, Side};
     use rampart_rtt::RttSummary;
 
-    pub(crate) fn ended(proto: u8, kind: KeyKind, family: u8) -> FlowRecord {
+    pub(crate) fn ended(proto: u8, kind: KeyKind, family: IpFamily) -> FlowRecord {
         let mut a = [0; 16];
         let mut b = [0; 16];
-        if family == 4 {
+        if family == IpFamily::V4 {
             a[..4].copy_from_slice(&[10, 0, 0, 1]);
             b[..4].copy_from_slice(&[10, 0, 0, 2]);
         } else {
@@ -777,7 +777,7 @@ mod tests {
     /// schema; the interval's own times and counters are the record's.
     #[test]
     fn interim_records_say_active_and_keep_the_flows_uid() {
-        let whole = ended(6, KeyKind::Ports, 4);
+        let whole = ended(6, KeyKind::Ports, IpFamily::V4);
         let mut part = whole.clone();
         part.flow.first = whole.flow.first + 700_000_000;
         part.flow.packets = [1, 1];
@@ -807,7 +807,7 @@ mod tests {
 
     #[test]
     fn json_tcp() {
-        let r = ended(6, KeyKind::Ports, 4);
+        let r = ended(6, KeyKind::Ports, IpFamily::V4);
         let s = render(FlowFormat::Json, &r);
         assert_eq!(
             s,
@@ -821,12 +821,12 @@ mod tests {
                 uid_field(&r)
             )
         );
-        assert_eq!(ended(6, KeyKind::Ports, 4).flow.initiator, Side::B);
+        assert_eq!(ended(6, KeyKind::Ports, IpFamily::V4).flow.initiator, Side::B);
         // Samples the initiator's packets completed measure the path to the initiator:
         // `rtt_src`.
         let mut r = RttSummary::default();
         r.dirs[0] = rampart_rtt::DirSummary { count: 2, min: 1_000, median: 1_500, max: 2_000 };
-        let mut rec = ended(6, KeyKind::Ports, 4);
+        let mut rec = ended(6, KeyKind::Ports, IpFamily::V4);
         rec.rtt = Some(r);
         let s = render(FlowFormat::Json, &rec);
         assert!(
@@ -840,10 +840,10 @@ mod tests {
 
     #[test]
     fn json_icmp6_echo_and_other_protocols() {
-        let s = render(FlowFormat::Json, &ended(58, KeyKind::Echo, 6));
+        let s = render(FlowFormat::Json, &ended(58, KeyKind::Echo, IpFamily::V6));
         assert!(s.starts_with("{\"proto\":\"icmp6\",\"src\":\"fd77::2\",\"sport\":0,"), "{s}");
         assert!(s.contains(",\"icmp_id\":7,") && !s.contains("tcp_flags"), "{s}");
-        let s = render(FlowFormat::Json, &ended(47, KeyKind::Pair, 4));
+        let s = render(FlowFormat::Json, &ended(47, KeyKind::Pair, IpFamily::V4));
         assert!(s.starts_with("{\"proto\":47,"), "{s}");
     }
 
@@ -856,8 +856,8 @@ mod tests {
     #[test]
     fn csv_has_a_header_and_fixed_columns() {
         let mut w = FlowWriter::new(Vec::new(), FlowFormat::Csv);
-        w.write(&ended(17, KeyKind::Ports, 4)).unwrap();
-        w.write(&ended(6, KeyKind::Ports, 6)).unwrap();
+        w.write(&ended(17, KeyKind::Ports, IpFamily::V4)).unwrap();
+        w.write(&ended(6, KeyKind::Ports, IpFamily::V6)).unwrap();
         let s = String::from_utf8(w.into_inner().unwrap()).unwrap();
         let lines: Vec<_> = s.lines().collect();
         assert_eq!(lines[0], COLUMNS);
@@ -879,7 +879,7 @@ mod tests {
     /// spec's byte layout).
     #[test]
     fn schemas() {
-        let r = ended(6, KeyKind::Ports, 4);
+        let r = ended(6, KeyKind::Ports, IpFamily::V4);
         let mut w = FlowWriter::with_schema(Vec::new(), FlowFormat::Json, Schema::Rampart);
         w.write(&r).unwrap();
         let s = String::from_utf8(w.into_inner().unwrap()).unwrap();
@@ -910,7 +910,7 @@ mod tests {
         );
         assert_eq!(lines[1].split(',').count(), V2_COLUMNS.split(',').count());
         // No ID (ICMP other than echo): an empty cell, no JSON field.
-        let r = ended(1, KeyKind::Pair, 4);
+        let r = ended(1, KeyKind::Pair, IpFamily::V4);
         let mut w = FlowWriter::with_schema(Vec::new(), FlowFormat::Csv, Schema::V2);
         w.write(&r).unwrap();
         let s = String::from_utf8(w.into_inner().unwrap()).unwrap();
@@ -931,7 +931,7 @@ mod tests {
     #[test]
     fn connection_fields() {
         use rampart_tcpstate::{ConnState, ConnSummary, DirCounters};
-        let mut r = ended(6, KeyKind::Ports, 4);
+        let mut r = ended(6, KeyKind::Ports, IpFamily::V4);
         let mut c = ConnSummary { state: ConnState::SF, ..ConnSummary::default() };
         c.dirs[0] = DirCounters { retrans: 1, out_of_order: 2, lost: 3, zero_window: 4 };
         c.dirs[1] = DirCounters { retrans: 5, out_of_order: 6, lost: 7, zero_window: 8 };
@@ -964,7 +964,7 @@ mod tests {
             "{s}"
         );
         // Not TCP: a state, no counters.
-        let mut r = ended(17, KeyKind::Ports, 4);
+        let mut r = ended(17, KeyKind::Ports, IpFamily::V4);
         r.conn = Some(ConnSummary { state: ConnState::S0, ..ConnSummary::default() });
         let s = render(FlowFormat::Json, &r);
         assert!(s.ends_with(",\"conn_state\":\"S0\"}\n"), "{s}");
@@ -973,11 +973,21 @@ mod tests {
     /// A uid depends on the key, the first packet's time and the seed only.
     #[test]
     fn uids() {
-        let r = ended(6, KeyKind::Ports, 4);
+        let r = ended(6, KeyKind::Ports, IpFamily::V4);
         let mut later = r.clone();
         later.flow.first += 1;
         let mut other = r.clone();
-        other.flow.key.port_a += 1;
+        let k = r.flow.key;
+        other.flow.key = FlowKey::new(
+            *k.addr_a_bytes(),
+            k.port_a() + 1,
+            *k.addr_b_bytes(),
+            k.port_b(),
+            k.proto(),
+            k.family(),
+            k.kind(),
+        )
+        .0;
         let mut longer = r.clone();
         longer.flow.last += 5;
         longer.flow.packets[0] += 7;
@@ -1011,8 +1021,8 @@ mod tests {
     #[test]
     fn application_fields_in_json() {
         let mut w = FlowWriter::new(Vec::new(), FlowFormat::Json);
-        w.write(&with_app(ended(6, KeyKind::Ports, 4), tls_app())).unwrap();
-        w.write(&with_app(ended(17, KeyKind::Ports, 4), App::default())).unwrap();
+        w.write(&with_app(ended(6, KeyKind::Ports, IpFamily::V4), tls_app())).unwrap();
+        w.write(&with_app(ended(17, KeyKind::Ports, IpFamily::V4), App::default())).unwrap();
         let s = String::from_utf8(w.into_inner().unwrap()).unwrap();
         let lines: Vec<&str> = s.lines().collect();
         assert!(
@@ -1035,7 +1045,7 @@ mod tests {
     #[test]
     fn application_fields_in_csv() {
         let mut w = FlowWriter::new(Vec::new(), FlowFormat::Csv);
-        w.write(&with_app(ended(6, KeyKind::Ports, 4), tls_app())).unwrap();
+        w.write(&with_app(ended(6, KeyKind::Ports, IpFamily::V4), tls_app())).unwrap();
         let s = String::from_utf8(w.into_inner().unwrap()).unwrap();
         let row = s.lines().nth(1).unwrap();
         assert!(
@@ -1049,14 +1059,14 @@ mod tests {
     #[test]
     fn without_rtt_the_rtt_cells_are_empty() {
         // RTT matching off: no `rtt_*` field in JSON, empty cells in CSV (not zeros).
-        let mut r = ended(6, KeyKind::Ports, 4);
+        let mut r = ended(6, KeyKind::Ports, IpFamily::V4);
         r.rtt = None;
         assert!(!render(FlowFormat::Json, &r).contains("rtt_"));
         let csv = render(FlowFormat::Csv, &r);
         let row = csv.lines().nth(1).unwrap();
         assert!(row.ends_with(",end,,,,,,,,,,,,,,,,,,,,,"), "{row}");
         // RTT on, a TCP flow without samples: counts of 0.
-        let r = ended(6, KeyKind::Ports, 4);
+        let r = ended(6, KeyKind::Ports, IpFamily::V4);
         let row = render(FlowFormat::Csv, &r).lines().nth(1).unwrap().to_string();
         assert!(row.ends_with(",end,0,,,,0,,,,,,,,,,,,,,,,"), "{row}");
     }

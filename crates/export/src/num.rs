@@ -6,7 +6,9 @@
 //! Values outside that range fall back to Rust's formatter, which rounds the same way.
 
 use std::io::Write;
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::Ipv6Addr;
+
+use rampart_wire::IpFamily;
 
 /// Appends an integer.
 #[inline]
@@ -176,10 +178,10 @@ fn hex16(l: &mut Vec<u8>, g: u16) {
     }
 }
 
-/// Appends the address in a key slot: IPv4 in the first four bytes when `family` is 4.
+/// Appends the address in a key slot: IPv4 in the first four bytes.
 #[inline]
-pub fn slot_addr(l: &mut Vec<u8>, family: u8, a: &[u8; 16]) {
-    if family == 4 {
+pub fn slot_addr(l: &mut Vec<u8>, family: IpFamily, a: &[u8; 16]) {
+    if family == IpFamily::V4 {
         ipv4(l, [a[0], a[1], a[2], a[3]]);
     } else {
         ipv6(l, *a);
@@ -187,12 +189,8 @@ pub fn slot_addr(l: &mut Vec<u8>, family: u8, a: &[u8; 16]) {
 }
 
 /// The address in a key slot as a std address.
-pub fn slot_ip(family: u8, a: &[u8; 16]) -> std::net::IpAddr {
-    if family == 4 {
-        Ipv4Addr::new(a[0], a[1], a[2], a[3]).into()
-    } else {
-        Ipv6Addr::from(*a).into()
-    }
+pub fn slot_ip(family: IpFamily, a: &[u8; 16]) -> std::net::IpAddr {
+    family.addr(a)
 }
 
 #[cfg(test)]

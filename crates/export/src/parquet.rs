@@ -65,6 +65,7 @@ use ::parquet::file::writer::SerializedFileWriter;
 use ::parquet::schema::types::Type;
 use bytes::Bytes;
 use rampart_engine::FlowRecord;
+use rampart_wire::IpFamily;
 
 use crate::{FlowFormat, Schema, Value, View, num};
 
@@ -526,8 +527,8 @@ fn text(l: &mut Vec<u8>, v: Value<'_>) {
 }
 
 /// An address slot as 16 bytes (IPv4 mapped into IPv6) and, for IPv4, its number.
-fn addr_forms(family: u8, a: &[u8; 16]) -> ([u8; 16], Option<i64>) {
-    if family == 4 {
+fn addr_forms(family: IpFamily, a: &[u8; 16]) -> ([u8; 16], Option<i64>) {
+    if family == IpFamily::V4 {
         let v4 = [a[0], a[1], a[2], a[3]];
         let mut m = [0u8; 16];
         m[10] = 0xff;
@@ -659,7 +660,7 @@ impl DatasetWriter {
                 c.push(value(&view));
             }
         }
-        let family = r.flow.key.family;
+        let family = r.flow.key.family();
         for a in [view.src, view.dst] {
             let (bin, v4) = addr_forms(family, a);
             if let Some(c) = cols.next() {
@@ -931,11 +932,11 @@ mod tests {
     fn address_forms() {
         let mut a = [0u8; 16];
         a[..4].copy_from_slice(&[10, 0, 0, 1]);
-        let (bin, v4) = addr_forms(4, &a);
+        let (bin, v4) = addr_forms(IpFamily::V4, &a);
         assert_eq!(v4, Some(0x0a00_0001));
         assert_eq!(std::net::Ipv6Addr::from(bin).to_string(), "::ffff:10.0.0.1");
         let six: std::net::Ipv6Addr = "fd77::2".parse().unwrap();
-        assert_eq!(addr_forms(6, &six.octets()), (six.octets(), None));
+        assert_eq!(addr_forms(IpFamily::V6, &six.octets()), (six.octets(), None));
     }
 
     fn files_under(dir: &Path) -> Vec<PathBuf> {
@@ -973,23 +974,23 @@ mod tests {
             .unwrap()
             .with_row_group_rows(2)
             .with_uid_seed(7);
-        let mut tcp = ended(6, KeyKind::Ports, 4);
+        let mut tcp = ended(6, KeyKind::Ports, IpFamily::V4);
         let mut s = rampart_rtt::RttSummary::default();
         s.dirs[0] = rampart_rtt::DirSummary { count: 2, min: 1_000, median: 1_500, max: 2_000 };
         tcp.rtt = Some(s);
         let records = [
             tcp,
-            ended(17, KeyKind::Ports, 4),
-            ended(58, KeyKind::Echo, 6),
-            with_app(ended(6, KeyKind::Ports, 6), tls_app()),
-            ended(47, KeyKind::Pair, 4),
+            ended(17, KeyKind::Ports, IpFamily::V4),
+            ended(58, KeyKind::Echo, IpFamily::V6),
+            with_app(ended(6, KeyKind::Ports, IpFamily::V6), tls_app()),
+            ended(47, KeyKind::Pair, IpFamily::V4),
         ];
         for r in &records {
             w.write(r).unwrap();
         }
         // Two full row groups are in the open file; nothing under a final name yet.
         assert!(files_under(&root).iter().all(|p| !p.to_string_lossy().ends_with(".parquet")));
-        let mut later = ended(6, KeyKind::Ports, 4);
+        let mut later = ended(6, KeyKind::Ports, IpFamily::V4);
         later.flow.first += 3 * 3_600_000_000_000;
         later.flow.last += 3 * 3_600_000_000_000;
         w.write(&later).unwrap();
@@ -1097,7 +1098,7 @@ mod tests {
         use rampart_tcpstate::{ConnState, ConnSummary, DirCounters};
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("ds");
-        let mut r = ended(6, KeyKind::Ports, 4);
+        let mut r = ended(6, KeyKind::Ports, IpFamily::V4);
         let mut c = ConnSummary { state: ConnState::SF, ..ConnSummary::default() };
         c.dirs[0] = DirCounters { retrans: 1, out_of_order: 2, lost: 3, zero_window: 4 };
         c.dirs[1] = DirCounters { retrans: 5, out_of_order: 6, lost: 7, zero_window: 8 };

@@ -882,7 +882,8 @@ mod tests {
     /// neither as flows ended nor per application, and the live gauge is not lowered.
     #[test]
     fn interim_records_are_not_flows_ended() {
-        let mut r = crate::tests::ended(6, rampart_flow::KeyKind::Ports, 4);
+        let mut r =
+            crate::tests::ended(6, rampart_flow::KeyKind::Ports, rampart_wire::IpFamily::V4);
         r.app = Some(crate::tests::tls_app());
         let mut f = FlowCounts::default();
         r.end = EndReason::Active;
@@ -922,7 +923,7 @@ mod tests {
         };
         // Two intervals; the third prefix seen in the run goes to other.
         for (t, x, rtt) in [(0, 1, 20_000_000), (1, 2, 150_000), (1, 2, 3_000_000_000)] {
-            agg.add(t, 4, &addr(x), rtt);
+            agg.add(t, rampart_wire::IpFamily::V4, &addr(x), rtt);
         }
         agg.close(|r| {
             prom.add(r);
@@ -930,7 +931,7 @@ mod tests {
         })
         .unwrap();
         for (x, rtt) in [(3, 50_000), (1, 20_000_001)] {
-            agg.add(10_000_000_000, 4, &addr(x), rtt);
+            agg.add(10_000_000_000, rampart_wire::IpFamily::V4, &addr(x), rtt);
         }
         agg.close(|r| {
             prom.add(r);

@@ -93,19 +93,19 @@ pub struct RttWriter<W: Write> {
 /// Source address and port, then destination, of a packet sent by `side` of `key`.
 fn ends(key: &FlowKey, side: Side) -> (&[u8; 16], u16, &[u8; 16], u16) {
     match side {
-        Side::A => (&key.addr_a, key.port_a, &key.addr_b, key.port_b),
-        Side::B => (&key.addr_b, key.port_b, &key.addr_a, key.port_a),
+        Side::A => (key.addr_a_bytes(), key.port_a(), key.addr_b_bytes(), key.port_b()),
+        Side::B => (key.addr_b_bytes(), key.port_b(), key.addr_a_bytes(), key.port_a()),
     }
 }
 
 /// `src:sport+dst:dport` for a packet sent by `side` of `key`.
 fn flow_name(l: &mut Vec<u8>, key: &FlowKey, side: Side) {
     let (s, sp, d, dp) = ends(key, side);
-    slot_addr(l, key.family, s);
+    slot_addr(l, key.family(), s);
     l.push(b':');
     int(l, sp);
     l.push(b'+');
-    slot_addr(l, key.family, d);
+    slot_addr(l, key.family(), d);
     l.push(b':');
     int(l, dp);
 }
@@ -347,11 +347,11 @@ impl<W: Write> RttWriter<W> {
 fn endpoints_json(l: &mut Vec<u8>, key: &FlowKey, side: Side) {
     let (s, sp, d, dp) = ends(key, side);
     l.extend_from_slice(b",\"src\":\"");
-    slot_addr(l, key.family, s);
+    slot_addr(l, key.family(), s);
     l.extend_from_slice(b"\",\"sport\":");
     int(l, sp);
     l.extend_from_slice(b",\"dst\":\"");
-    slot_addr(l, key.family, d);
+    slot_addr(l, key.family(), d);
     l.extend_from_slice(b"\",\"dport\":");
     int(l, dp);
 }
@@ -440,7 +440,7 @@ mod tests {
         assert_eq!(pping_summary(&c), "3 flows, 10 packets, 2 uni-directional, 1 not TCP, \n");
         assert_eq!(pping_captured(10, 74.0), "Captured 10 packets in 74 seconds\n");
     }
-    use rampart_flow::KeyKind;
+    use rampart_flow::{IpFamily, KeyKind};
 
     fn key() -> (FlowKey, Side) {
         FlowKey::new(
@@ -449,7 +449,7 @@ mod tests {
             [10, 77, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
             41466,
             6,
-            4,
+            IpFamily::V4,
             KeyKind::Ports,
         )
     }
@@ -493,7 +493,7 @@ mod tests {
         let r = IntervalRow {
             start: 1_795_392_310_000_000_000,
             end: 1_795_392_320_000_000_000,
-            prefix: Some(Prefix::new(4, &a, 24)),
+            prefix: Some(Prefix::new(IpFamily::V4, &a, 24)),
             count: 4,
             min: 5_000_000,
             sum: 4_938_270,

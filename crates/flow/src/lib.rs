@@ -21,6 +21,8 @@ pub mod stage;
 mod table;
 
 pub use key::{Dir, FlowKey, KeyKind, Side};
+/// The address family of a [`FlowKey`] (re-exported from `rampart-wire`).
+pub use rampart_wire::IpFamily;
 pub use stage::{FlowCtx, SideStage};
 pub use table::{
     EndReason, EndedFlow, Flow, FlowId, FlowTable, Interval, Looked, PacketInfo, TableConfig,

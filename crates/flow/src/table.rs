@@ -167,8 +167,8 @@ impl Flow {
     pub fn endpoints(&self) -> (std::net::IpAddr, u16, std::net::IpAddr, u16) {
         let k = &self.key;
         match self.initiator {
-            Side::A => (k.addr_a(), k.port_a, k.addr_b(), k.port_b),
-            Side::B => (k.addr_b(), k.port_b, k.addr_a(), k.port_a),
+            Side::A => (k.addr_a(), k.port_a(), k.addr_b(), k.port_b()),
+            Side::B => (k.addr_b(), k.port_b(), k.addr_a(), k.port_a()),
         }
     }
 

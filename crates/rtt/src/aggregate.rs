@@ -35,6 +35,7 @@ use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use hashbrown::HashMap;
+use rampart_wire::IpFamily;
 
 /// Values below this (ns) have a bin each.
 const LINEAR: u64 = 128;
@@ -102,13 +103,13 @@ pub fn rank(n: u64, pct: u32) -> u64 {
     ((u128::from(n) * u128::from(pct)).div_ceil(100) as u64).max(1)
 }
 
-/// An address prefix: the family (4 or 6), the length and the address with every bit past the
+/// An address prefix: the family, the length and the address with every bit past the
 /// length cleared (an IPv4 address in the first four bytes, the rest zero). Ordered by family,
 /// length, then address.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Prefix {
-    /// 4 or 6.
-    pub family: u8,
+    /// The address family.
+    pub family: IpFamily,
     /// Prefix length in bits (at most 32 for IPv4, 128 for IPv6).
     pub len: u8,
     /// The masked address.
@@ -117,11 +118,11 @@ pub struct Prefix {
 
 impl Prefix {
     /// The prefix of length `len` holding the address in a key slot (`addr`, IPv4 in its first
-    /// four bytes when `family` is 4). A length past the family's width is taken as the
+    /// four bytes for IPv4). A length past the family's width is taken as the
     /// full width.
     #[inline]
-    pub fn new(family: u8, addr: &[u8; 16], len: u8) -> Self {
-        let width: u8 = if family == 4 { 32 } else { 128 };
+    pub fn new(family: IpFamily, addr: &[u8; 16], len: u8) -> Self {
+        let width: u8 = if family == IpFamily::V4 { 32 } else { 128 };
         let len = len.min(width);
         let mut out = [0u8; 16];
         let full = usize::from(len / 8);
@@ -137,7 +138,7 @@ impl Prefix {
 impl fmt::Display for Prefix {
     /// `10.1.2.0/24`, `2001:db8::/48`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.family == 4 {
+        if self.family == IpFamily::V4 {
             let a = Ipv4Addr::new(self.addr[0], self.addr[1], self.addr[2], self.addr[3]);
             write!(f, "{a}/{}", self.len)
         } else {
@@ -354,17 +355,17 @@ impl Aggregator {
     }
 
     /// Adds a sample of `rtt` ns taken at capture time `ts` for the address in a key slot
-    /// (`family` 4 or 6). Close a [`due`](Self::due) interval first, or the sample counts in
+    /// (of `family`). Close a [`due`](Self::due) interval first, or the sample counts in
     /// the open one.
     #[inline]
-    pub fn add(&mut self, ts: u64, family: u8, addr: &[u8; 16], rtt: u64) {
+    pub fn add(&mut self, ts: u64, family: IpFamily, addr: &[u8; 16], rtt: u64) {
         match self.start {
             None => self.start = Some(self.interval_start(ts)),
             Some(s) if ts < s => self.stats.late += 1,
             Some(_) => {}
         }
         self.stats.samples += 1;
-        let len = if family == 4 { self.cfg.v4_len } else { self.cfg.v6_len };
+        let len = if family == IpFamily::V4 { self.cfg.v4_len } else { self.cfg.v6_len };
         let prefix = Prefix::new(family, addr, len);
         let next = self.rows.len();
         let slot = match self.index.get(&prefix) {
@@ -485,31 +486,40 @@ mod tests {
     #[test]
     fn prefixes_mask_v4() {
         let a = v4([10, 1, 2, 3]);
-        assert_eq!(Prefix::new(4, &a, 24).to_string(), "10.1.2.0/24");
-        assert_eq!(Prefix::new(4, &a, 32).to_string(), "10.1.2.3/32");
-        assert_eq!(Prefix::new(4, &a, 0).to_string(), "0.0.0.0/0");
-        assert_eq!(Prefix::new(4, &a, 12).to_string(), "10.0.0.0/12");
-        assert_eq!(Prefix::new(4, &v4([10, 255, 2, 3]), 12).to_string(), "10.240.0.0/12");
-        assert_eq!(Prefix::new(4, &v4([192, 168, 77, 200]), 25).to_string(), "192.168.77.128/25");
+        assert_eq!(Prefix::new(IpFamily::V4, &a, 24).to_string(), "10.1.2.0/24");
+        assert_eq!(Prefix::new(IpFamily::V4, &a, 32).to_string(), "10.1.2.3/32");
+        assert_eq!(Prefix::new(IpFamily::V4, &a, 0).to_string(), "0.0.0.0/0");
+        assert_eq!(Prefix::new(IpFamily::V4, &a, 12).to_string(), "10.0.0.0/12");
+        assert_eq!(
+            Prefix::new(IpFamily::V4, &v4([10, 255, 2, 3]), 12).to_string(),
+            "10.240.0.0/12"
+        );
+        assert_eq!(
+            Prefix::new(IpFamily::V4, &v4([192, 168, 77, 200]), 25).to_string(),
+            "192.168.77.128/25"
+        );
         // The bytes past an IPv4 address never count.
         let mut junk = a;
         junk[4..].fill(0xff);
-        assert_eq!(Prefix::new(4, &junk, 32), Prefix::new(4, &a, 32));
-        assert_eq!(Prefix::new(4, &a, 40).len, 32);
+        assert_eq!(Prefix::new(IpFamily::V4, &junk, 32), Prefix::new(IpFamily::V4, &a, 32));
+        assert_eq!(Prefix::new(IpFamily::V4, &a, 40).len, 32);
     }
 
     #[test]
     fn prefixes_mask_v6() {
         let a = v6("2001:db8:aaaa:bbbb::1");
-        assert_eq!(Prefix::new(6, &a, 48).to_string(), "2001:db8:aaaa::/48");
-        assert_eq!(Prefix::new(6, &a, 128).to_string(), "2001:db8:aaaa:bbbb::1/128");
-        assert_eq!(Prefix::new(6, &a, 0).to_string(), "::/0");
-        assert_eq!(Prefix::new(6, &a, 36).to_string(), "2001:db8:a000::/36");
-        assert_eq!(Prefix::new(6, &v6("fd77::ffff"), 127).to_string(), "fd77::fffe/127");
-        assert_eq!(Prefix::new(6, &a, 200).len, 128);
+        assert_eq!(Prefix::new(IpFamily::V6, &a, 48).to_string(), "2001:db8:aaaa::/48");
+        assert_eq!(Prefix::new(IpFamily::V6, &a, 128).to_string(), "2001:db8:aaaa:bbbb::1/128");
+        assert_eq!(Prefix::new(IpFamily::V6, &a, 0).to_string(), "::/0");
+        assert_eq!(Prefix::new(IpFamily::V6, &a, 36).to_string(), "2001:db8:a000::/36");
+        assert_eq!(Prefix::new(IpFamily::V6, &v6("fd77::ffff"), 127).to_string(), "fd77::fffe/127");
+        assert_eq!(Prefix::new(IpFamily::V6, &a, 200).len, 128);
         // Equal prefixes of different addresses are one key.
-        assert_eq!(Prefix::new(6, &a, 48), Prefix::new(6, &v6("2001:db8:aaaa:1::9"), 48));
-        assert_ne!(Prefix::new(6, &a, 48), Prefix::new(4, &a, 32));
+        assert_eq!(
+            Prefix::new(IpFamily::V6, &a, 48),
+            Prefix::new(IpFamily::V6, &v6("2001:db8:aaaa:1::9"), 48)
+        );
+        assert_ne!(Prefix::new(IpFamily::V6, &a, 48), Prefix::new(IpFamily::V4, &a, 32));
     }
 
     #[test]
@@ -570,7 +580,7 @@ mod tests {
         let t0 = 1_795_392_314_233_537_000u64;
         assert_eq!(a.interval_start(t0), 1_795_392_310_000_000_000);
         assert!(!a.due(t0));
-        a.add(t0, 4, &v4([10, 77, 0, 2]), 5_000_000);
+        a.add(t0, IpFamily::V4, &v4([10, 77, 0, 2]), 5_000_000);
         assert!(!a.due(1_795_392_319_999_999_999));
         assert!(a.due(1_795_392_320_000_000_000));
         let rows = close(&mut a);
@@ -579,12 +589,12 @@ mod tests {
         assert!(!a.is_open());
         // A fractional interval: 250 ms.
         let mut a = Aggregator::new(cfg(250_000_000)).unwrap();
-        a.add(1_000_000_000_600_000_000, 4, &v4([1, 2, 3, 4]), 1);
+        a.add(1_000_000_000_600_000_000, IpFamily::V4, &v4([1, 2, 3, 4]), 1);
         let rows = close(&mut a);
         assert_eq!((rows[0].7, rows[0].8), (1_000_000_000_500_000_000, 1_000_000_000_750_000_000));
         // A sample earlier than the open interval counts in it, as late.
-        a.add(1_000_000_001_000_000_000, 4, &v4([1, 2, 3, 4]), 1);
-        a.add(1_000_000_000_100_000_000, 4, &v4([1, 2, 3, 4]), 1);
+        a.add(1_000_000_001_000_000_000, IpFamily::V4, &v4([1, 2, 3, 4]), 1);
+        a.add(1_000_000_000_100_000_000, IpFamily::V4, &v4([1, 2, 3, 4]), 1);
         assert_eq!(a.stats().late, 1);
         assert_eq!(close(&mut a)[0].1, 2);
     }
@@ -593,11 +603,11 @@ mod tests {
     fn rows_come_sorted_with_other_last_and_the_cap_holds() {
         let c = AggConfig { max_prefixes: 2, ..cfg(1_000_000_000) };
         let mut a = Aggregator::new(c).unwrap();
-        a.add(5, 6, &v6("2001:db8:1::1"), 300);
-        a.add(5, 4, &v4([10, 0, 9, 1]), 100);
-        a.add(5, 4, &v4([10, 0, 1, 1]), 200); // third prefix: other
-        a.add(5, 4, &v4([10, 0, 9, 7]), 50);
-        a.add(5, 6, &v6("2001:db8:2::1"), 400); // other
+        a.add(5, IpFamily::V6, &v6("2001:db8:1::1"), 300);
+        a.add(5, IpFamily::V4, &v4([10, 0, 9, 1]), 100);
+        a.add(5, IpFamily::V4, &v4([10, 0, 1, 1]), 200); // third prefix: other
+        a.add(5, IpFamily::V4, &v4([10, 0, 9, 7]), 50);
+        a.add(5, IpFamily::V6, &v6("2001:db8:2::1"), 400); // other
         let rows = close(&mut a);
         let names: Vec<String> =
             rows.iter().map(|r| r.0.map_or("other".into(), |p| p.to_string())).collect();
@@ -608,7 +618,7 @@ mod tests {
         let st = a.stats();
         assert_eq!((st.other, st.overflowed, st.rows, st.intervals, st.samples), (2, 1, 3, 1, 5));
         // The next interval starts empty: the first two prefixes get rows again.
-        a.add(2_000_000_000, 4, &v4([10, 0, 1, 1]), 1);
+        a.add(2_000_000_000, IpFamily::V4, &v4([10, 0, 1, 1]), 1);
         let rows = close(&mut a);
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].0.unwrap().to_string(), "10.0.1.0/24");
@@ -619,7 +629,7 @@ mod tests {
         let c = AggConfig { coarse: vec![100, 1000], ..cfg(1_000_000_000) };
         let mut a = Aggregator::new(c).unwrap();
         for v in [99, 100, 101, 1000, 5000] {
-            a.add(1, 4, &v4([1, 1, 1, 1]), v);
+            a.add(1, IpFamily::V4, &v4([1, 1, 1, 1]), v);
         }
         let mut got = Vec::new();
         a.close(|r| {
@@ -666,7 +676,7 @@ mod tests {
             let split = split.min(values.len());
             for (i, v) in values.iter().enumerate() {
                 let addr = if i < split { v4([10, 0, 0, 1]) } else { v4([10, 0, 1, 1]) };
-                a.add(7, 4, &addr, *v);
+                a.add(7, IpFamily::V4, &addr, *v);
             }
             let rows = close(&mut a);
             let parts = [values[..split].to_vec(), values[split..].to_vec()];

@@ -44,7 +44,7 @@ use std::hash::BuildHasher;
 use hashbrown::HashTable;
 use rampart_flow::{FlowKey, KeyKind, Side};
 use rampart_wire::ethernet::ethertype;
-use rampart_wire::{Family, LinkType, PacketMeta, Status, tcp::flags};
+use rampart_wire::{Family, IpFamily, LinkType, PacketMeta, Status, tcp::flags};
 
 use crate::{ts_hash, ts_key};
 
@@ -155,7 +155,13 @@ fn libtins_tcp(b: &[u8]) -> Option<LibtinsTcp> {
 }
 
 /// The view of a TCP segment once libtins has found it: pping's checks on its timestamps.
-fn tcp_view(tcp: &[u8], src: [u8; 16], dst: [u8; 16], family: u8, pdu_size: usize) -> CompatView {
+fn tcp_view(
+    tcp: &[u8],
+    src: [u8; 16],
+    dst: [u8; 16],
+    family: IpFamily,
+    pdu_size: usize,
+) -> CompatView {
     let Some((tcp_flags, sport, dport, ts)) = libtins_tcp(tcp) else {
         return CompatView::Filtered;
     };
@@ -254,7 +260,7 @@ fn libtins_v4(b: &[u8], l3: usize) -> CompatView {
     let mut dst = [0u8; 16];
     src[..4].copy_from_slice(&h[12..16]);
     dst[..4].copy_from_slice(&h[16..20]);
-    tcp_view(&b[hl..hl + len], src, dst, 4, l3 + hl + len)
+    tcp_view(&b[hl..hl + len], src, dst, IpFamily::V4, l3 + hl + len)
 }
 
 /// Classifies a frame as pping (the `tcp` filter, then libtins 4.0) would.
@@ -308,8 +314,9 @@ fn v6_view(frame: &[u8], meta: &PacketMeta) -> CompatView {
         // The extension headers did not lead to TCP as the parser reads them.
         return CompatView::Filtered;
     }
-    plain_tcp(frame, meta, l3 + ip_len)
-        .unwrap_or_else(|| tcp_view(&frame[l4..l3 + ip_len], meta.src, meta.dst, 6, l3 + ip_len))
+    plain_tcp(frame, meta, l3 + ip_len).unwrap_or_else(|| {
+        tcp_view(&frame[l4..l3 + ip_len], meta.src, meta.dst, IpFamily::V6, l3 + ip_len)
+    })
 }
 
 /// pping's settings.
@@ -576,7 +583,8 @@ impl PpingCompat {
         let cap_tm = self.cap_tm;
         let dir = p.side as usize;
         // A connection between one address and port and itself is its own reverse.
-        let symmetric = p.key.addr_a == p.key.addr_b && p.key.port_a == p.key.port_b;
+        let symmetric =
+            p.key.addr_a_bytes() == p.key.addr_b_bytes() && p.key.port_a() == p.key.port_b();
         let other = if symmetric { dir } else { dir ^ 1 };
         let hash = self.hasher.hash_one(p.key);
         let conns = &self.conns;
@@ -611,8 +619,8 @@ impl PpingCompat {
         d.bytes_snt = arr_fwd;
         let bytes_dep = d.bytes_dep;
         let local_dst = self.cfg.local.is_some_and(|l| {
-            let dst = if p.side == Side::A { &p.key.addr_b } else { &p.key.addr_a };
-            p.key.family == 4 && dst[..4] == l
+            let dst = if p.side == Side::A { p.key.addr_b_bytes() } else { p.key.addr_a_bytes() };
+            p.key.family() == IpFamily::V4 && dst[..4] == l
         });
         if !local_dst {
             let k = ts_key(ci, dir, p.tsval);

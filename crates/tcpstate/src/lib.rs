@@ -561,7 +561,7 @@ impl FlowTcp {
     fn summary(&self, flow: &Flow) -> ConnSummary {
         let [o, r] = &self.dirs;
         ConnSummary {
-            state: if flow.key.proto == proto::TCP {
+            state: if flow.key.proto() == proto::TCP {
                 ConnState::tcp(o.state, r.state, o.data || r.data, &self.history)
             } else {
                 other_state(flow)
@@ -574,7 +574,7 @@ impl FlowTcp {
 
 /// `conn_state` of a flow that is not TCP.
 fn other_state(flow: &Flow) -> ConnState {
-    if flow.key.proto != proto::UDP {
+    if flow.key.proto() != proto::UDP {
         return ConnState::Oth;
     }
     match (flow.packets[0] > 0, flow.packets[1] > 0) {
@@ -636,7 +636,7 @@ impl TcpStateStage {
 
 /// A UDP flow's history: `D` if the initiator sent, `d` if the responder did.
 fn with_udp_history(mut summary: ConnSummary, flow: &Flow) -> ConnSummary {
-    if flow.key.proto == proto::UDP {
+    if flow.key.proto() == proto::UDP {
         let mut h = History::default();
         if flow.packets[0] > 0 {
             h.push(b'D');

@@ -3,7 +3,7 @@
 
 use super::*;
 use proptest::prelude::*;
-use rampart_flow::{FlowKey, KeyKind, PacketInfo};
+use rampart_flow::{FlowKey, IpFamily, KeyKind, PacketInfo};
 use rampart_wire::tcp::flags::PSH;
 
 const O: usize = 0;
@@ -15,7 +15,7 @@ fn flow(p: u8, packets: [u64; 2]) -> Flow {
     a[..4].copy_from_slice(&[10, 0, 0, 1]);
     let mut b = [0u8; 16];
     b[..4].copy_from_slice(&[10, 0, 0, 2]);
-    let (key, side) = FlowKey::new(a, 40000, b, 80, p, 4, KeyKind::Ports);
+    let (key, side) = FlowKey::new(a, 40000, b, 80, p, IpFamily::V4, KeyKind::Ports);
     let info = PacketInfo { key, side, hash: 0, ts: 0, wire_len: 60, tcp_flags: 0 };
     let mut f = Flow::start(&info);
     f.packets = packets;

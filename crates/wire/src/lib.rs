@@ -40,7 +40,7 @@ pub mod udp;
 
 pub use check::{Checksum, Checksums};
 pub use link::LinkType;
-pub use meta::{Family, Layer, Malformed, PacketMeta, Status, TcpMeta, Tunnel};
+pub use meta::{Family, IpFamily, Layer, Malformed, PacketMeta, Status, TcpMeta, Tunnel};
 
 /// IP protocol numbers this crate gives names to.
 pub mod proto {

@@ -17,6 +17,74 @@ pub enum Family {
     V6,
 }
 
+impl Family {
+    /// The IP family, or `None` for a packet that is not IP.
+    #[inline]
+    pub fn ip(self) -> Option<IpFamily> {
+        match self {
+            Family::None => None,
+            Family::V4 => Some(IpFamily::V4),
+            Family::V6 => Some(IpFamily::V6),
+        }
+    }
+}
+
+/// An IP address family: IPv4 or IPv6. As a byte (`as u8`, [`IpFamily::version`]) it is the
+/// IP version, 4 or 6, so keys and hashes that held the version keep their values; IPv4
+/// addresses sit in the first 4 bytes of their 16-byte slots, the other 12 bytes zero.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum IpFamily {
+    /// IPv4.
+    #[default]
+    V4 = 4,
+    /// IPv6.
+    V6 = 6,
+}
+
+impl IpFamily {
+    /// The IP version: 4 or 6.
+    #[inline]
+    pub const fn version(self) -> u8 {
+        self as u8
+    }
+
+    /// The family of IP version `v` (4 or 6); `None` for any other number.
+    #[inline]
+    pub const fn from_version(v: u8) -> Option<Self> {
+        match v {
+            4 => Some(IpFamily::V4),
+            6 => Some(IpFamily::V6),
+            _ => None,
+        }
+    }
+
+    /// The family of a std address.
+    #[inline]
+    pub fn of(addr: &std::net::IpAddr) -> Self {
+        if addr.is_ipv4() { IpFamily::V4 } else { IpFamily::V6 }
+    }
+
+    /// The std address held in a 16-byte slot of this family (IPv4: its first 4 bytes).
+    #[inline]
+    pub fn addr(self, slot: &[u8; 16]) -> std::net::IpAddr {
+        match self {
+            IpFamily::V4 => std::net::Ipv4Addr::new(slot[0], slot[1], slot[2], slot[3]).into(),
+            IpFamily::V6 => std::net::Ipv6Addr::from(*slot).into(),
+        }
+    }
+}
+
+impl From<IpFamily> for Family {
+    #[inline]
+    fn from(f: IpFamily) -> Self {
+        match f {
+            IpFamily::V4 => Family::V4,
+            IpFamily::V6 => Family::V6,
+        }
+    }
+}
+
 /// The layer at which a packet was cut short.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[repr(u8)]

@@ -14,6 +14,7 @@ fn record(family: u8, proto: u8, sport: u16, dport: u16) -> FlowRecord {
         b = "2001:db8::53".parse::<std::net::Ipv6Addr>().unwrap().octets();
     }
     // The first packet comes from `a`: it is the initiator.
+    let family = IpFamily::from_version(family).expect("4 or 6");
     let (key, side) = FlowKey::new(a, sport, b, dport, proto, family, KeyKind::Ports);
     let p = PacketInfo {
         key,

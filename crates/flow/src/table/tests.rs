@@ -1,4 +1,5 @@
 use super::*;
+use crate::IpFamily;
 use crate::key::{Dir, KeyKind};
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -8,7 +9,7 @@ fn key(i: u16) -> (FlowKey, Side) {
     let mut b = [0; 16];
     a[..4].copy_from_slice(&[10, 0, 0, 1]);
     b[..4].copy_from_slice(&[10, 0, 0, 2]);
-    FlowKey::new(a, 1000 + i, b, 80, 6, 4, KeyKind::Ports)
+    FlowKey::new(a, 1000 + i, b, 80, 6, IpFamily::V4, KeyKind::Ports)
 }
 
 fn packet(t: &FlowTable, i: u16, reverse: bool, ts: u64) -> PacketInfo {
@@ -336,7 +337,7 @@ fn time_jumps_cost_in_proportion_to_the_flows_that_end() {
     let run = |first: Option<u64>, back_and_forth: bool| {
         let mut t = FlowTable::new(cfg(100_000, 300 * seconds));
         if let Some(ts) = first {
-            let (k, side) = FlowKey::new([1; 16], 1, [2; 16], 2, 17, 6, KeyKind::Ports);
+            let (k, side) = FlowKey::new([1; 16], 1, [2; 16], 2, 17, IpFamily::V6, KeyKind::Ports);
             t.track(&PacketInfo { key: k, side, hash: t.hash(&k), ts, wire_len: 60, tcp_flags: 0 });
             t.advance(ts);
         }
@@ -345,7 +346,7 @@ fn time_jumps_cost_in_proportion_to_the_flows_that_end() {
             let i = n % flows;
             let mut a = [0; 16];
             a[..4].copy_from_slice(&i.to_be_bytes());
-            let (k, side) = FlowKey::new(a, 1, [9; 16], 2, 17, 6, KeyKind::Ports);
+            let (k, side) = FlowKey::new(a, 1, [9; 16], 2, 17, IpFamily::V6, KeyKind::Ports);
             let ts = year_2024 + u64::from(n) * 2_500_000;
             t.track(&PacketInfo { key: k, side, hash: t.hash(&k), ts, wire_len: 60, tcp_flags: 0 });
             if n % 64 == 63 {
@@ -478,7 +479,7 @@ fn many_flows_grow_the_index_and_stay_findable() {
     for i in 0..50_000u32 {
         let mut a = [0; 16];
         a[..4].copy_from_slice(&i.to_be_bytes());
-        let (k, side) = FlowKey::new(a, 1, [9; 16], 2, 17, 6, KeyKind::Ports);
+        let (k, side) = FlowKey::new(a, 1, [9; 16], 2, 17, IpFamily::V6, KeyKind::Ports);
         let p = PacketInfo { key: k, side, hash: t.hash(&k), ts: 1, wire_len: 60, tcp_flags: 0 };
         ids.push((p, t.track(&p).id));
     }
@@ -502,7 +503,7 @@ fn a_flood_s_flows_are_looked_at_a_bounded_number_of_times() {
     for i in 0..flows {
         let mut a = [0; 16];
         a[..4].copy_from_slice(&i.to_be_bytes());
-        let (k, side) = FlowKey::new(a, 1, [9; 16], 2, 17, 6, KeyKind::Ports);
+        let (k, side) = FlowKey::new(a, 1, [9; 16], 2, 17, IpFamily::V6, KeyKind::Ports);
         let ts = (1 << 40) + u64::from(i) * 20_000; // 50 K new flows a second
         t.track(&PacketInfo { key: k, side, hash: t.hash(&k), ts, wire_len: 60, tcp_flags: 0 });
         if i % 64 == 63 {

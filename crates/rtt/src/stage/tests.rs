@@ -9,7 +9,7 @@ fn key() -> FlowKey {
     a[..4].copy_from_slice(&[10, 0, 0, 1]);
     let mut b = [0u8; 16];
     b[..4].copy_from_slice(&[10, 0, 0, 2]);
-    FlowKey::new(a, 40000, b, 80, 6, 4, KeyKind::Ports).0
+    FlowKey::new(a, 40000, b, 80, 6, rampart_flow::IpFamily::V4, KeyKind::Ports).0
 }
 
 fn pkt(flags: u16, ts: Option<(u32, u32)>, seq: u32, ack: u32, payload: u32) -> RttInput {
