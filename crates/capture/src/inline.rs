@@ -526,6 +526,15 @@ impl PacketPair {
         self.stats
     }
 
+    /// Whether either port's receive ring is at least half full (the reader is falling
+    /// behind): the slot half a ring ahead of the next one to read is already written.
+    pub fn backlogged(&self) -> bool {
+        self.ports.iter().any(|p| {
+            let ahead = (p.next + p.slots / 2) % p.slots.max(1);
+            p.status(ahead).load(Ordering::Relaxed) & TP_STATUS_USER != 0
+        })
+    }
+
     /// The first port whose interface went away, if any.
     pub fn gone(&self) -> Option<&str> {
         self.ports.iter().find(|p| p.gone()).map(|p| p.name.as_str())

@@ -14,8 +14,9 @@
 //! not load or prove changes nothing.
 //!
 //! Failure is closed: the ports are address-less, so when rampart stops nothing crosses.
-//! `--fail-open` lets new connections through untracked when the connection table is full
-//! (counted), for links where availability matters more.
+//! `--fail-open` lets new connections through untracked when the connection table is full,
+//! and frames through undecided while a worker falls behind (each counted), for links where
+//! availability matters more.
 
 use std::collections::BTreeMap;
 use std::io::{self, BufRead, BufReader, Write};
@@ -80,10 +81,13 @@ pub(crate) struct Args {
     /// ...), as `rampart firewall --ct`.
     #[arg(long = "ct", value_name = "NAME=VALUE")]
     ct: Vec<String>,
-    /// When the connection table is full, let new connections through untracked (counted)
-    /// instead of dropping them.
-    #[arg(long)]
-    fail_open: bool,
+    /// Fail open (each case counted): `table-full` lets a new connection that finds the
+    /// connection table full through untracked instead of dropping it; `overload` forwards
+    /// frames undecided while a worker's receive ring is more than half full instead of
+    /// letting it overflow; `all` (the value when none is given) both.
+    #[arg(long, value_name = "WHEN", num_args = 0..=1, default_missing_value = "all",
+          value_parser = ["all", "table-full", "overload"])]
+    fail_open: Option<String>,
     /// Flow records (JSON lines, as `rampart firewall -o`), written as flows end.
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<PathBuf>,
@@ -133,7 +137,7 @@ struct FileConfig {
     workers: Option<u16>,
     ct_max: Option<u64>,
     ct: Option<BTreeMap<String, u64>>,
-    fail_open: Option<bool>,
+    fail_open: Option<String>,
     output: Option<PathBuf>,
     log: Option<PathBuf>,
     drop_log: Option<PathBuf>,
@@ -163,7 +167,8 @@ struct Settings {
     workers: usize,
     ct_max: u64,
     ct: Vec<String>,
-    fail_open: bool,
+    /// Fail open when the table is full, and under overload.
+    fail_open: (bool, bool),
     output: Option<PathBuf>,
     log: Option<(PathBuf, bool)>,
     control: PathBuf,
@@ -249,6 +254,15 @@ fn settings(mut a: Args) -> Result<(Settings, IpfixArgs, MetricsArgs), Fail> {
     if !["rampart", "off"].contains(&dpi.as_str()) {
         return Err(Fail(format!("dpi {dpi:?}: rampart or off"), 2));
     }
+    let fail_open = match a.fail_open.or(f.fail_open).as_deref() {
+        None | Some("none") => (false, false),
+        Some("all") => (true, true),
+        Some("table-full") => (true, false),
+        Some("overload") => (false, true),
+        Some(x) => {
+            return Err(Fail(format!("fail-open {x:?}: all, table-full, overload or none"), 2));
+        }
+    };
     let buffer_mib = a.buffer_size.or(f.buffer_size).unwrap_or(64);
     if !(1..=65_536).contains(&buffer_mib) {
         return Err(Fail(format!("buffer-size {buffer_mib}: from 1 to 65536 MiB"), 2));
@@ -274,7 +288,7 @@ fn settings(mut a: Args) -> Result<(Settings, IpfixArgs, MetricsArgs), Fail> {
         workers,
         ct_max,
         ct,
-        fail_open: a.fail_open || f.fail_open.unwrap_or(false),
+        fail_open,
         output: a.output.or(f.output.map(rel)),
         log,
         control: a.control.or(f.control.map(rel)).unwrap_or_else(|| DEFAULT_CONTROL.into()),
@@ -541,7 +555,7 @@ impl Control<'_, '_> {
             self.slot.generation(),
         );
         let get = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-        let mut total = [0u64; 12];
+        let mut total = [0u64; 13];
         for (i, b) in self.boards.iter().enumerate() {
             let (p, w) = (i / s.workers, i % s.workers);
             let v = [
@@ -552,6 +566,7 @@ impl Control<'_, '_> {
                 get(&b.rejected),
                 get(&b.replies),
                 get(&b.fail_open),
+                get(&b.bypassed),
                 get(&b.kernel_dropped),
                 get(&b.tx_dropped),
                 get(&b.oversize),
@@ -601,11 +616,12 @@ fn wall_clock() -> u64 {
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
-fn counters(v: &[u64; 12]) -> String {
+fn counters(v: &[u64; 13]) -> String {
     format!(
         "received {} ({} bytes), forwarded {}, dropped {}, rejected {} ({} replies), \
-         fail-open {}, kernel dropped {}, tx dropped {}, oversize {}, flows {}, connections {}",
-        v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11]
+         fail-open {} (table full) {} (overload), kernel dropped {}, tx dropped {}, \
+         oversize {}, flows {}, connections {}",
+        v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12]
     )
 }
 
@@ -714,7 +730,7 @@ fn go(args: Args) -> Result<ExitCode, Fail> {
             ct,
             routes: Arc::clone(&routes),
             non_ip: Verdict::Accept,
-            fail_open: s.fail_open,
+            fail_open: s.fail_open.0,
             ..StatefulConfig::default()
         };
         let table = TableConfig {
@@ -734,7 +750,7 @@ fn go(args: Args) -> Result<ExitCode, Fail> {
         reloads: Mutex::new((0, 0)),
         owner,
     };
-    let inline = InlineConfig::default();
+    let inline = InlineConfig { fail_open_overload: s.fail_open.1, ..InlineConfig::default() };
     let results: Vec<(io::Result<InlineEnd>, Pipeline)> = std::thread::scope(|scope| {
         let mut handles = Vec::new();
         for (i, (_, mut p)) in ports.drain(..).enumerate() {
@@ -801,7 +817,7 @@ fn go(args: Args) -> Result<ExitCode, Fail> {
                 let (x, y) = &s.pairs[i / s.workers];
                 ports_line.push(format!(
                     "  worker {} of {x}:{y}: received {}/{}, sent {}/{}, kernel dropped {}/{}, \
-                     tx dropped {}/{}, oversize {}/{}, {} replies, {} reloads",
+                     tx dropped {}/{}, oversize {}/{}, {} replies, {} reloads{}",
                     i % s.workers,
                     p.received[0],
                     p.received[1],
@@ -815,6 +831,11 @@ fn go(args: Args) -> Result<ExitCode, Fail> {
                     p.oversize[1],
                     end.counts.replies,
                     end.counts.reloads,
+                    if end.counts.bypassed > 0 {
+                        format!(", {} frames forwarded undecided (overloaded)", end.counts.bypassed)
+                    } else {
+                        String::new()
+                    },
                 ));
                 if let Some(e) = end.error {
                     eprintln!("rampart run: {e}");

@@ -55,6 +55,12 @@ pub trait Ports {
     fn stats(&mut self) -> PairStats {
         PairStats::default()
     }
+
+    /// Whether the ports' receive buffers are filling faster than they are read (for
+    /// failing open under overload).
+    fn backlogged(&self) -> bool {
+        false
+    }
 }
 
 /// How long a quiet link waits for a frame before the driver looks at the clock, the rule
@@ -84,6 +90,10 @@ impl Ports for PacketPair {
 
     fn stats(&mut self) -> PairStats {
         PacketPair::stats(self)
+    }
+
+    fn backlogged(&self) -> bool {
+        PacketPair::backlogged(self)
     }
 }
 
@@ -173,6 +183,8 @@ pub struct WorkerBoard {
     pub replies: AtomicU64,
     /// New connections accepted untracked because the table was full (failing open).
     pub fail_open: AtomicU64,
+    /// Frames forwarded undecided while the worker was overloaded (failing open).
+    pub bypassed: AtomicU64,
     /// Frames the ports could not send (the driver kept refusing them).
     pub tx_dropped: AtomicU64,
     /// Frames the kernel dropped because a receive ring was full.
@@ -200,6 +212,8 @@ pub struct InlineCounts {
     pub replies: u64,
     /// New connections accepted untracked because the table was full.
     pub fail_open: u64,
+    /// Frames forwarded undecided while the worker was overloaded.
+    pub bypassed: u64,
     /// Reloads taken.
     pub reloads: u64,
     /// The ports' counters at the end.
@@ -226,11 +240,16 @@ pub struct InlineConfig {
     /// How often the sink's [`FirewallSink::batch_done`] is called while traffic flows (it
     /// is called at least this often, and after every quiet poll).
     pub publish_every: Duration,
+    /// Fail open under overload: while the ports' receive buffers are at least half full
+    /// ([`Ports::backlogged`]), frames are forwarded undecided (and counted) rather than left
+    /// to overflow the buffers and be lost, as NFQUEUE's fail-open passes what its full
+    /// queue cannot take. Connection tracking does not see them.
+    pub fail_open_overload: bool,
 }
 
 impl Default for InlineConfig {
     fn default() -> Self {
-        Self { batch: 64, publish_every: Duration::from_millis(100) }
+        Self { batch: 64, publish_every: Duration::from_millis(100), fail_open_overload: false }
     }
 }
 
@@ -282,6 +301,29 @@ pub fn run_inline(
         }
         events.clear();
         replies.clear();
+        if cfg.fail_open_overload && ports.backlogged() {
+            // Behind: pass a batch undecided, so the buffers drain instead of overflowing.
+            match ports.exchange(cfg.batch, &mut |frames, out| {
+                out.clear();
+                out.resize(frames.len(), Verdict::Accept);
+            }) {
+                Ok(n) => {
+                    counts.bypassed += n as u64;
+                    counts.forwarded += n as u64;
+                    if published.elapsed() >= cfg.publish_every {
+                        published = Instant::now();
+                        counts.ports = ports.stats();
+                        publish(board, pipeline, &s, &counts, generation);
+                        sink.batch_done(pipeline, &s)?;
+                    }
+                    continue;
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
         let exchanged = ports.exchange(cfg.batch, &mut |frames, out| {
             pipeline.process(frames, Verdict::Drop, &mut verdicts, &mut events, &mut s);
             out.clear();
@@ -388,6 +430,7 @@ fn publish(
     put(&b.rejected, c.rejected);
     put(&b.replies, c.replies);
     put(&b.fail_open, c.fail_open);
+    put(&b.bypassed, c.bypassed);
     put(&b.tx_dropped, sum(c.ports.tx_dropped));
     put(&b.kernel_dropped, sum(c.ports.kernel_dropped));
     put(&b.oversize, sum(c.ports.oversize));

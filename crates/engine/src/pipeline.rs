@@ -429,9 +429,20 @@ impl Pipeline {
             }
             let ts = frame.ts.0;
             let iif = frame.interface;
-            let Some(info) = info else {
-                verdicts.push(non_ip);
-                self.decisions.push(Decided { verdict: non_ip, iif, ..Decided::default() });
+            use rampart_wire::{Malformed, Status};
+            let broken_ip = matches!(
+                meta.status,
+                Status::Malformed(
+                    Malformed::IpVersion | Malformed::Ipv4HeaderLen | Malformed::Ipv4TotalLen
+                )
+            );
+            let (Some(info), false) = (info, broken_ip) else {
+                // Not IP (ARP, LLDP): the data plane's setting. An IP header that contradicts
+                // itself never reaches a hook (Linux's ip_rcv drops it, and br_netfilter on a
+                // bridge): dropped whatever that setting.
+                let v = if broken_ip { Verdict::Drop } else { non_ip };
+                verdicts.push(v);
+                self.decisions.push(Decided { verdict: v, iif, ..Decided::default() });
                 continue;
             };
             let (key, side) = (&info.key, info.side);

@@ -373,8 +373,9 @@ pub struct StatefulConfig {
     pub routes: Arc<Routes>,
     /// Cache each flow's decision (off only to check the cache against the rule set).
     pub cache: bool,
-    /// The verdict for frames that are not IP packets rampart parses (ARP, other link
-    /// types, malformed headers): dropped by default, as a router does not forward them.
+    /// The verdict for frames that are not IP (ARP, other EtherTypes and link types):
+    /// dropped by default, as a router does not forward them; a bridge passes them. Frames
+    /// whose IP header does not parse are dropped either way.
     pub non_ip: Verdict,
     /// Fail open when the connection table is full: a new connection's packet that finds no
     /// room is accepted untracked (its decision says [`Why::TableFull`]) instead of dropped,

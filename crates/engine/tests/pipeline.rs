@@ -341,3 +341,58 @@ fn a_published_rule_set_is_taken_between_batches_and_state_is_kept() {
         [Accept, Accept, Accept, Accept, Accept, Drop, Accept, Accept, Accept, Accept]
     );
 }
+
+#[test]
+fn a_bridge_passes_frames_that_are_not_ip_and_drops_broken_ip_headers() {
+    let mut p = bridge(rule_set("open", "table filter {\n  default accept\n}\n"));
+    let mut broken = arp();
+    broken[12..14].copy_from_slice(&0x0800u16.to_be_bytes());
+    broken[14] = 0x41; // IPv4 with a 4-byte header
+    let owned = vec![(0, arp()), (1, broken)];
+    let (mut v, mut events, mut s) = (Vec::new(), Events::default(), Default::default());
+    p.process(&frames(&owned), Verdict::Accept, &mut v, &mut events, &mut s);
+    assert_eq!(v, [Verdict::Accept, Verdict::Drop]);
+}
+
+/// Ports whose receive buffers are always backlogged.
+struct Behind<'a>(Drain<'a>);
+
+impl Ports for Behind<'_> {
+    fn exchange(
+        &mut self,
+        max: usize,
+        decide: &mut dyn FnMut(&[Frame<'_>], &mut Vec<Verdict>),
+    ) -> std::io::Result<usize> {
+        self.0.exchange(max, decide)
+    }
+
+    fn inject(&mut self, port: u32, data: &[u8]) -> std::io::Result<bool> {
+        self.0.inject(port, data)
+    }
+
+    fn backlogged(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn failing_open_under_overload_forwards_undecided_frames_and_counts_them() {
+    let closed = "table filter {\n  default drop\n}\n";
+    for fail_open in [false, true] {
+        let stop = AtomicBool::new(false);
+        let mut ports = Behind(Drain(queued(), &stop));
+        let mut p = bridge(rule_set("closed", closed));
+        let mut sink = Collected::default();
+        let cfg =
+            InlineConfig { batch: 4, fail_open_overload: fail_open, ..InlineConfig::default() };
+        let end = run_inline(&mut ports, &mut p, &cfg, None, None, &stop, &mut sink).unwrap();
+        let sent = ports.0.0.tx[0].len() + ports.0.0.tx[1].len();
+        if fail_open {
+            assert_eq!((sent as u64, end.counts.bypassed), (10, 10));
+            assert!(sink.verdicts.is_empty(), "nothing was decided");
+        } else {
+            // Only ARP (not IP) crosses a closed rule set.
+            assert_eq!((sent, end.counts.bypassed), (1, 0));
+        }
+    }
+}
