@@ -12,14 +12,16 @@
 #       --driver af_xdp`, each pinned to CPU 1. Per rate: frames sent, frames that reached s0
 #       (its rx_packets counter), and whether none was lost.
 #   tcp [SECONDS] [RUNS]  iperf3 (one TCP stream) and ping latency (p50, p99 of 300 echoes)
-#       through Linux forwarding the same rule set (nft, proxy ARP; as the oracle's router)
-#       and through `rampart run` over AF_PACKET and AF_XDP, RUNS interleaved rounds.
+#       through Linux forwarding the same rule set (nft, proxy ARP; as the oracle's router),
+#       the plain AF_PACKET and AF_XDP bridges, and `rampart run` over AF_PACKET and AF_XDP,
+#       RUNS interleaved rounds.
 #   reload [SECONDS] [RELOADS]  iperf3 through `rampart run` with and without RELOADS
 #       reloads (`rampart reload`, back to back) during the transfer: throughput and
 #       retransmissions.
-#   flood [SECONDS] [RATE]  iperf3 through `rampart run --ct-max 10000` alone, then while
-#       udpgen sends a SYN flood of RATE packets per second from random sources: the
-#       transfer's throughput, rampart's counters and its resident memory.
+#   flood [SECONDS] [RATE]  iperf3 through Linux forwarding and through `rampart run --ct-max
+#       10000`, each alone and then while udpgen sends a SYN flood of RATE packets per second
+#       from random sources to an accepted port (every SYN a new connection): the transfer's
+#       throughput, rampart's counters and its resident memory.
 #
 # Usage: sudo scripts/bench-inline.sh MODE [ARGS...]
 #        (root; iproute2, ethtool, taskset, iperf3, ping, nft, libxdp1 for the AF_XDP parts)
@@ -97,6 +99,9 @@ start() {
         ip -n $R addr add 10.78.0.1/32 dev r0
         ip -n $R route add 10.77.0.1/32 dev r0
         ip -n $R route add 10.77.0.2/32 dev r1
+        # udpgen's packets (to 10.127.0.1) go to the server's MAC, as the bridges pass them.
+        ip -n $R route add 10.127.0.0/16 dev r1
+        ip -n $R neigh replace 10.127.0.1 lladdr $s_mac dev r1
         ip netns exec $R nft -f "$tmp/rules.nft"
         mid=
         return
@@ -149,7 +154,7 @@ tcp)
     ip netns exec $S iperf3 -s -D -B 10.77.0.2
     sleep 0.5
     for r in $(seq "$runs"); do
-        for box in linux rampart rampart-xdp; do
+        for box in linux bridge rampart xdpbridge rampart-xdp; do
             start $box
             bps=$(ip netns exec $C iperf3 -c 10.77.0.2 -t "$secs" -J |
                 python3 -c 'import json,sys; print(int(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]))')
@@ -193,23 +198,34 @@ flood)
     rate=${2:-200000}
     ip netns exec $S iperf3 -s -D -B 10.77.0.2
     sleep 0.5
-    RUN_ARGS="--ct-max 10000" start rampart
-    rss() { awk '/VmRSS/ {print $2 " KiB"}' /proc/$(pgrep -f "control $tmp/ctl" | head -1)/status; }
-    echo "rampart resident memory at start: $(rss)"
-    for flood in no yes; do
-        if [ $flood = yes ]; then
-            taskset -c 0 ip netns exec $C "$ex/udpgen" c0 "$rate" $((rate * (secs + 2))) 60 "$s_mac" 0 syn >"$tmp/gen" &
-            gen=$!
-            sleep 1
+    for box in linux rampart; do
+        RUN_ARGS="--ct-max 10000" start $box
+        rss() {
+            [ -n "$mid" ] || { echo "-"; return; }
+            awk '/VmRSS/ {print $2 " KiB"}' /proc/$(pgrep -f "control $tmp/ctl" | head -1)/status
+        }
+        for flood in no yes; do
+            if [ $flood = yes ]; then
+                # To the next hop's MAC: the router's port, or through a bridge the server's.
+                to=$s_mac
+                [ -z "$mid" ] && to=$(ip netns exec $R cat /sys/class/net/r0/address)
+                taskset -c 0 ip netns exec $C "$ex/udpgen" c0 "$rate" $((rate * (secs + 2))) 60 "$to" 0 syn >"$tmp/gen" &
+                gen=$!
+                sleep 1
+            fi
+            bps=$(ip netns exec $C iperf3 -c 10.77.0.2 -t "$secs" -J |
+                python3 -c 'import json,sys; print(int(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]))')
+            printf '%-8s flood %-3s: %6.2f Gbit/s; resident memory %s\n' $box $flood "$(echo "$bps / 1000000000" | bc -l)" "$(rss)"
+            [ $flood = yes ] && { wait $gen; cat "$tmp/gen"; }
+        done
+        if [ -n "$mid" ]; then
+            "$bin" status --control "$tmp/ctl" | tail -1
+        else
+            ip netns exec $R cat /proc/sys/net/netfilter/nf_conntrack_count 2>/dev/null | sed 's/^/linux conntrack entries: /'
         fi
-        bps=$(ip netns exec $C iperf3 -c 10.77.0.2 -t "$secs" -J |
-            python3 -c 'import json,sys; print(int(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]))')
-        printf 'flood %-3s: %6.2f Gbit/s; rampart resident memory %s\n' $flood "$(echo "$bps / 1000000000" | bc -l)" "$(rss)"
-        [ $flood = yes ] && { wait $gen; cat "$tmp/gen"; }
+        stop
+        [ -n "$mid" ] && sed -n '/dropped or rejected/p; /conntrack:/p' "$tmp/mid.out"
     done
-    "$bin" status --control "$tmp/ctl" | tail -1
-    stop
-    sed -n '/dropped or rejected/p; /conntrack:/p' "$tmp/mid.out"
     ;;
 *)
     echo "unknown mode $mode (rate, tcp, reload, flood)" >&2
