@@ -399,7 +399,24 @@ fn two_workers_see_both_directions_of_every_flow() {
         print(ok)\n";
     let out = t.exec(&t.c, &["python3", "-c", client]);
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "200");
-    let status = String::from_utf8_lossy(&t.rampart("status").stdout).to_string();
+    // The workers publish their counters between batches: on a busy machine a moment after
+    // the traffic.
+    let received = |status: &str, w: &str| -> u64 {
+        status
+            .split(w)
+            .nth(1)
+            .and_then(|x| x.split_whitespace().next())
+            .and_then(|x| x.parse().ok())
+            .unwrap_or(0)
+    };
+    let until = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        let status = String::from_utf8_lossy(&t.rampart("status").stdout).to_string();
+        if received(&status, "total: received ") >= 400 || Instant::now() > until {
+            break status;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
     let summary = stop(child);
     assert!(summary.status.success(), "{}", String::from_utf8_lossy(&summary.stderr));
     // Every flow once, with packets both ways: its two directions met on one worker.
@@ -416,12 +433,7 @@ fn two_workers_see_both_directions_of_every_flow() {
     assert_eq!(seen.len(), 200);
     // Both workers had a share.
     for w in ["worker 0: received ", "worker 1: received "] {
-        let n: u64 = status
-            .split(w)
-            .nth(1)
-            .and_then(|x| x.split_whitespace().next())
-            .and_then(|x| x.parse().ok())
-            .unwrap_or(0);
+        let n = received(&status, w);
         assert!(n > 20, "{w}{n}: {status}");
     }
 }
