@@ -470,6 +470,10 @@ pub struct PacketPair {
     first: usize,
     /// The `interface` number of port 0's frames.
     base: u32,
+    /// The batch's frames and the ones going out of a port: allocations kept from batch to
+    /// batch (empty between them; see [`crate::recycle`]).
+    frames: Vec<Frame<'static>>,
+    out: Vec<&'static [u8]>,
 }
 
 // SAFETY: the iovec/mmsghdr scratch vectors hold pointers only during `send`; the pair is
@@ -500,6 +504,8 @@ impl PacketPair {
             msgs: Vec::new(),
             first: 0,
             base: cfg.first_interface,
+            frames: Vec::new(),
+            out: Vec::new(),
         })
     }
 
@@ -681,45 +687,46 @@ impl PacketPair {
         }
         let mut decisions = std::mem::take(&mut self.decisions);
         decisions.clear();
-        let frames: Vec<Frame<'_>> = self
-            .taken
-            .iter()
-            .map(|t| {
-                let data = self.bytes(t);
-                Frame {
-                    ts: t.ts,
-                    origlen: data.len() as u32,
-                    link: LinkType::Ethernet,
-                    interface: self.base + u32::from(t.port),
-                    offset: 0,
-                    data,
-                }
-            })
-            .collect();
-        decide(&frames, &mut decisions);
-        drop(frames);
-        // Out of each port, what came in on the other and was accepted.
-        for out in 0..2 {
-            let (mut iov, mut msgs) =
-                (std::mem::take(&mut self.iov), std::mem::take(&mut self.msgs));
-            let frames: Vec<&[u8]> = self
-                .taken
-                .iter()
-                .zip(decisions.iter().chain(std::iter::repeat(&false)))
-                .filter(|(t, d)| **d && usize::from(t.port) != out)
-                .map(|(t, _)| self.bytes(t))
-                .collect();
-            if frames.is_empty() {
-                (self.iov, self.msgs) = (iov, msgs);
-                continue;
+        let mut frames: Vec<Frame<'_>> = crate::recycle(std::mem::take(&mut self.frames));
+        let out: Vec<&[u8]> = crate::recycle(std::mem::take(&mut self.out));
+        frames.extend(self.taken.iter().map(|t| {
+            let data = self.bytes(t);
+            Frame {
+                ts: t.ts,
+                origlen: data.len() as u32,
+                link: LinkType::Ethernet,
+                interface: self.base + u32::from(t.port),
+                offset: 0,
+                data,
             }
-            let (sent, dropped) = self.ports[out].send(&frames, &mut iov, &mut msgs);
-            drop(frames);
-            iov.clear();
-            msgs.clear();
-            (self.iov, self.msgs) = (iov, msgs);
-            self.stats.sent[out] += sent;
-            self.stats.tx_dropped[out] += dropped;
+        }));
+        decide(&frames, &mut decisions);
+        let frames = crate::recycle(frames);
+        // Out of each port, what came in on the other and was accepted.
+        let (mut iov, mut msgs) = (std::mem::take(&mut self.iov), std::mem::take(&mut self.msgs));
+        let mut out_frames = out;
+        let (mut sent, mut dropped) = ([0u64; 2], [0u64; 2]);
+        for out in 0..2 {
+            out_frames.clear();
+            out_frames.extend(
+                self.taken
+                    .iter()
+                    .zip(decisions.iter().chain(std::iter::repeat(&false)))
+                    .filter(|(t, d)| **d && usize::from(t.port) != out)
+                    .map(|(t, _)| self.bytes(t)),
+            );
+            if !out_frames.is_empty() {
+                (sent[out], dropped[out]) = self.ports[out].send(&out_frames, &mut iov, &mut msgs);
+            }
+        }
+        iov.clear();
+        msgs.clear();
+        let out_frames = crate::recycle(out_frames);
+        (self.frames, self.out) = (frames, out_frames);
+        (self.iov, self.msgs) = (iov, msgs);
+        for p in 0..2 {
+            self.stats.sent[p] += sent[p];
+            self.stats.tx_dropped[p] += dropped[p];
         }
         for t in &self.taken {
             self.ports[usize::from(t.port)].give_back(t.slot as usize);

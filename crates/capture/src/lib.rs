@@ -81,3 +81,28 @@ impl Timestamp {
         Self(secs.saturating_mul(1_000_000_000).saturating_add(u64::from(nanos)))
     }
 }
+
+/// An empty vector with `v`'s allocation, for elements of another lifetime: drivers keep one
+/// vector of borrowed frames and fill it anew each batch without allocating (the elements are
+/// dropped first, so nothing of the old borrows survives; the standard library collects a
+/// `map` over a vector's own iterator into the same allocation when the element layouts are
+/// the same).
+pub(crate) fn recycle<T, U>(mut v: Vec<T>) -> Vec<U> {
+    v.clear();
+    v.into_iter().map(|_| unreachable!("the vector was emptied")).collect()
+}
+
+#[cfg(test)]
+mod recycle_tests {
+    #[test]
+    fn recycling_keeps_the_allocation() {
+        let data = [1u8, 2, 3];
+        let mut v: Vec<&[u8]> = Vec::with_capacity(64);
+        v.push(&data);
+        let at = v.as_ptr() as usize;
+        let w: Vec<&'static [u8]> = super::recycle(v);
+        assert!(w.is_empty());
+        assert_eq!(w.as_ptr() as usize, at, "the same allocation");
+        assert!(w.capacity() >= 64);
+    }
+}

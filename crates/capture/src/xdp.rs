@@ -675,6 +675,9 @@ pub struct XdpPair {
     opening: bool,
     /// The `interface` number of the first interface's frames.
     base: u32,
+    /// The batch's frames: an allocation kept from batch to batch (empty between them; see
+    /// [`crate::recycle`]).
+    frames: Vec<Frame<'static>>,
 }
 
 // SAFETY: the pair owns its sockets, rings and UMEM outright; nothing in it is tied to the
@@ -965,6 +968,7 @@ impl XdpPair {
             first: 0,
             opening: true,
             base: cfg.first_interface,
+            frames: Vec::new(),
         };
         let ucfg = UmemConfig {
             fill_size: ring,
@@ -1272,31 +1276,29 @@ impl XdpPair {
         let mut verdicts = std::mem::take(&mut self.verdicts);
         verdicts.clear();
         {
-            let frames: Vec<Frame<'_>> = self
-                .batch
-                .iter()
-                .map(|&(port, addr, len)| {
-                    let data: &[u8] = if self.frame_ok(addr, len) {
-                        // SAFETY: the frame came off an RX ring, so it is ours (the kernel does
-                        // not touch it until it goes onto a fill or TX ring, after `decide`),
-                        // and it lies inside the UMEM (checked).
-                        unsafe {
-                            std::slice::from_raw_parts(self.area.add(addr as usize), len as usize)
-                        }
-                    } else {
-                        &[]
-                    };
-                    Frame {
-                        ts,
-                        origlen: len,
-                        link: LinkType::Ethernet,
-                        interface: self.base + port,
-                        offset: addr,
-                        data,
+            let mut frames: Vec<Frame<'_>> = crate::recycle(std::mem::take(&mut self.frames));
+            frames.extend(self.batch.iter().map(|&(port, addr, len)| {
+                let data: &[u8] = if self.frame_ok(addr, len) {
+                    // SAFETY: the frame came off an RX ring, so it is ours (the kernel does
+                    // not touch it until it goes onto a fill or TX ring, after `decide`),
+                    // and it lies inside the UMEM (checked).
+                    unsafe {
+                        std::slice::from_raw_parts(self.area.add(addr as usize), len as usize)
                     }
-                })
-                .collect();
+                } else {
+                    &[]
+                };
+                Frame {
+                    ts,
+                    origlen: len,
+                    link: LinkType::Ethernet,
+                    interface: self.base + port,
+                    offset: addr,
+                    data,
+                }
+            }));
             decide(&frames, &mut verdicts);
+            self.frames = crate::recycle(frames);
         }
         let n = self.batch.len();
         let mask = !(u64::from(self.frame_size) - 1);

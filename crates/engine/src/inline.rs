@@ -63,6 +63,11 @@ pub trait Ports {
     }
 }
 
+thread_local! {
+    /// The verdicts of a worker's batch, kept from batch to batch (no allocation per batch).
+    static VERDICTS: std::cell::RefCell<Vec<Verdict>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// How long a quiet link waits for a frame before the driver looks at the clock, the rule
 /// slot and the stop flag.
 pub const POLL_MS: i32 = 10;
@@ -73,10 +78,12 @@ impl Ports for PacketPair {
         max: usize,
         decide: &mut dyn FnMut(&[Frame<'_>], &mut Vec<Verdict>),
     ) -> io::Result<usize> {
-        let mut verdicts = Vec::new();
-        PacketPair::exchange(self, max, POLL_MS, &mut |frames, out| {
-            decide(frames, &mut verdicts);
-            out.extend(verdicts.iter().map(|v| *v == Verdict::Accept));
+        VERDICTS.with_borrow_mut(|verdicts| {
+            PacketPair::exchange(self, max, POLL_MS, &mut |frames, out| {
+                verdicts.clear();
+                decide(frames, verdicts);
+                out.extend(verdicts.iter().map(|v| *v == Verdict::Accept));
+            })
         })
     }
 
@@ -103,10 +110,12 @@ impl Ports for XdpPair {
         max: usize,
         decide: &mut dyn FnMut(&[Frame<'_>], &mut Vec<Verdict>),
     ) -> io::Result<usize> {
-        let mut verdicts = Vec::new();
-        XdpPair::exchange(self, max, POLL_MS, &mut |frames, out| {
-            decide(frames, &mut verdicts);
-            out.extend(verdicts.iter().map(|v| *v == Verdict::Accept));
+        VERDICTS.with_borrow_mut(|verdicts| {
+            XdpPair::exchange(self, max, POLL_MS, &mut |frames, out| {
+                verdicts.clear();
+                decide(frames, verdicts);
+                out.extend(verdicts.iter().map(|v| *v == Verdict::Accept));
+            })
         })
     }
 
