@@ -19,7 +19,7 @@
 #       reloads (`rampart reload`, back to back) during the transfer: throughput and
 #       retransmissions.
 #   flood [SECONDS] [RATE]  iperf3 through Linux forwarding and through `rampart run --ct-max
-#       10000`, each alone and then while udpgen sends a SYN flood of RATE packets per second
+#       10000` (AF_PACKET and AF_XDP), each alone and then while udpgen sends a SYN flood of RATE packets per second
 #       from random sources to an accepted port (every SYN a new connection): the transfer's
 #       throughput, rampart's counters and its resident memory.
 #
@@ -99,9 +99,10 @@ start() {
         ip -n $R addr add 10.78.0.1/32 dev r0
         ip -n $R route add 10.77.0.1/32 dev r0
         ip -n $R route add 10.77.0.2/32 dev r1
-        # udpgen's packets (to 10.127.0.1) go to the server's MAC, as the bridges pass them.
+        # udpgen's packets (to 10.127.0.1) leave towards a MAC no one owns, as through the
+        # bridges: the server's side drops them at once, whichever box forwarded them.
         ip -n $R route add 10.127.0.0/16 dev r1
-        ip -n $R neigh replace 10.127.0.1 lladdr $s_mac dev r1
+        ip -n $R neigh replace 10.127.0.1 lladdr 02:00:00:00:00:02 dev r1
         ip netns exec $R nft -f "$tmp/rules.nft"
         mid=
         return
@@ -198,7 +199,7 @@ flood)
     rate=${2:-200000}
     ip netns exec $S iperf3 -s -D -B 10.77.0.2
     sleep 0.5
-    for box in linux rampart; do
+    for box in linux rampart rampart-xdp; do
         RUN_ARGS="--ct-max 10000" start $box
         rss() {
             [ -n "$mid" ] || { echo "-"; return; }
@@ -206,8 +207,9 @@ flood)
         }
         for flood in no yes; do
             if [ $flood = yes ]; then
-                # To the next hop's MAC: the router's port, or through a bridge the server's.
-                to=$s_mac
+                # To the next hop's MAC: the router's port, or through a bridge a MAC no one
+                # owns (the server's interface drops the frames unprocessed).
+                to=02:00:00:00:00:02
                 [ -z "$mid" ] && to=$(ip netns exec $R cat /sys/class/net/r0/address)
                 taskset -c 0 ip netns exec $C "$ex/udpgen" c0 "$rate" $((rate * (secs + 2))) 60 "$to" 0 syn >"$tmp/gen" &
                 gen=$!
