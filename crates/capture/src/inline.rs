@@ -38,33 +38,27 @@
 //! slot headers (with the documented acquire/release ordering on the status word).
 #![allow(unsafe_code)]
 
-use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use rampart_wire::check::{finish, pseudo_header, sum};
 use rampart_wire::{Family, LinkType, PacketMeta, proto};
 
 use crate::live::LiveError;
+use crate::packet_socket::{
+    self as ps, PACKET_RX_RING, PACKET_VERSION, SOL_PACKET, TP_STATUS_KERNEL, TP_STATUS_USER,
+    setsockopt, sys,
+};
 use crate::{Frame, Timestamp};
 
-const SOL_PACKET: libc::c_int = 263;
-const PACKET_ADD_MEMBERSHIP: libc::c_int = 1;
-const PACKET_RX_RING: libc::c_int = 5;
-const PACKET_STATISTICS: libc::c_int = 6;
-const PACKET_VERSION: libc::c_int = 10;
 const PACKET_FANOUT: libc::c_int = 18;
 const PACKET_QDISC_BYPASS: libc::c_int = 20;
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
 const TPACKET_V2: libc::c_int = 1;
 const PACKET_FANOUT_HASH: u32 = 0;
-const PACKET_MR_PROMISC: libc::c_ushort = 1;
-const ETH_P_ALL: u16 = 0x0003;
 const ARPHRD_ETHER: u32 = 1;
 
-const TP_STATUS_KERNEL: u32 = 0;
-const TP_STATUS_USER: u32 = 1;
 const TP_STATUS_CSUMNOTREADY: u32 = 1 << 3;
 const TP_STATUS_VLAN_VALID: u32 = 1 << 4;
 const TP_STATUS_VLAN_TPID_VALID: u32 = 1 << 6;
@@ -136,27 +130,6 @@ struct Port {
 // SAFETY: the ring is owned by one pair and only touched through &mut self.
 unsafe impl Send for Port {}
 
-fn sys(iface: &str, what: &'static str) -> LiveError {
-    let err = io::Error::last_os_error();
-    match err.raw_os_error() {
-        Some(libc::EPERM | libc::EACCES) => LiveError::Permission(iface.to_string()),
-        _ => LiveError::Sys { iface: iface.to_string(), what, err },
-    }
-}
-
-fn setsockopt<T>(fd: &OwnedFd, level: libc::c_int, name: libc::c_int, v: &T) -> libc::c_int {
-    // SAFETY: `v` points to a live value of the size passed.
-    unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            level,
-            name,
-            (v as *const T).cast(),
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    }
-}
-
 /// The MTU of `iface`, from sysfs.
 pub fn interface_mtu(iface: &str) -> Option<u32> {
     std::fs::read_to_string(format!("/sys/class/net/{iface}/mtu")).ok()?.trim().parse().ok()
@@ -191,12 +164,7 @@ struct TpacketStats {
 
 impl Port {
     fn open(iface: &str, cfg: &PairConfig, slot: usize) -> Result<Self, LiveError> {
-        let cname = CString::new(iface).map_err(|_| LiveError::NoInterface(iface.to_string()))?;
-        // SAFETY: a NUL-terminated name.
-        let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) };
-        if ifindex == 0 {
-            return Err(LiveError::NoInterface(iface.to_string()));
-        }
+        let ifindex = ps::ifindex(iface)?;
         let kind = std::fs::read_to_string(format!("/sys/class/net/{iface}/type"))
             .ok()
             .and_then(|t| t.trim().parse::<u32>().ok());
@@ -207,14 +175,7 @@ impl Port {
                 err: io::Error::from(io::ErrorKind::Unsupported),
             });
         }
-        // Protocol 0: nothing arrives before the bind, so no frame of another interface.
-        // SAFETY: plain socket call.
-        let raw = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-        if raw < 0 {
-            return Err(sys(iface, "socket(AF_PACKET)"));
-        }
-        // SAFETY: `raw` is a new descriptor we own.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let fd = ps::open(iface)?;
         if setsockopt(&fd, SOL_PACKET, PACKET_VERSION, &TPACKET_V2) < 0 {
             return Err(sys(iface, "PACKET_VERSION TPACKET_V2"));
         }
@@ -253,53 +214,19 @@ impl Port {
             block_nr /= 2;
         }
         let map_len = block * block_nr;
-        // SAFETY: mapping the ring the kernel just allocated for this socket.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        if map == libc::MAP_FAILED {
-            return Err(sys(iface, "mapping the ring"));
-        }
+        let map = ps::map(&fd, map_len, false, iface)?;
         let port = Self {
             name: iface.to_string(),
             fd,
-            map: map.cast(),
+            map,
             map_len,
             slot_size: slot,
             slots: block / slot * block_nr,
             next: 0,
-            ifindex: ifindex as i32,
+            ifindex,
         };
-        // SAFETY: packet_mreq is plain data; zeroed is a valid value.
-        let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
-        mreq.mr_ifindex = ifindex as libc::c_int;
-        mreq.mr_type = PACKET_MR_PROMISC;
-        if setsockopt(&port.fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mreq) < 0 {
-            return Err(sys(iface, "PACKET_ADD_MEMBERSHIP promiscuous"));
-        }
-        // SAFETY: sockaddr_ll is plain data; zeroed is a valid value.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = ETH_P_ALL.to_be();
-        sll.sll_ifindex = ifindex as i32;
-        // SAFETY: binding to a valid sockaddr_ll of the size passed.
-        let rc = unsafe {
-            libc::bind(
-                port.fd.as_raw_fd(),
-                (&sll as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            return Err(sys(iface, "bind"));
-        }
+        ps::promiscuous(&port.fd, ifindex, iface)?;
+        ps::bind_all(&port.fd, ifindex, iface)?;
         if let Some(id) = cfg.fanout {
             let arg: u32 = u32::from(id) | (PACKET_FANOUT_HASH << 16);
             if setsockopt(&port.fd, SOL_PACKET, PACKET_FANOUT, &arg) < 0 {
@@ -344,35 +271,12 @@ impl Port {
 
     /// Frames dropped by the kernel since the last call.
     fn kernel_drops(&self) -> u64 {
-        let mut st = TpacketStats::default();
-        let mut len = std::mem::size_of::<TpacketStats>() as libc::socklen_t;
-        // SAFETY: `st` has room for `len` bytes.
-        let rc = unsafe {
-            libc::getsockopt(
-                self.fd.as_raw_fd(),
-                SOL_PACKET,
-                PACKET_STATISTICS,
-                (&mut st as *mut TpacketStats).cast(),
-                &mut len,
-            )
-        };
-        if rc == 0 { u64::from(st.drops) } else { 0 }
+        ps::statistics::<TpacketStats>(&self.fd).map_or(0, |st| u64::from(st.drops))
     }
 
-    /// Whether the bound interface went away (its index on the socket became -1).
+    /// Whether the bound interface went away (see [`ps::unbound`]).
     fn gone(&self) -> bool {
-        // SAFETY: sockaddr_ll is plain data; zeroed is a valid value.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-        // SAFETY: `sll` has room for `len` bytes.
-        let rc = unsafe {
-            libc::getsockname(
-                self.fd.as_raw_fd(),
-                (&mut sll as *mut libc::sockaddr_ll).cast(),
-                &mut len,
-            )
-        };
-        rc == 0 && sll.sll_ifindex != self.ifindex
+        ps::unbound(&self.fd, self.ifindex)
     }
 
     /// Sends `frames` out of this port: one `sendmmsg` for as many as the driver takes, a
@@ -638,18 +542,7 @@ impl PacketPair {
             if f.revents & libc::POLLERR != 0 {
                 // The pending error (ENETDOWN while a link is down) is read, and so cleared;
                 // a port that went away is found by `gone`.
-                let mut err: libc::c_int = 0;
-                let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-                // SAFETY: `err` has room for `len` bytes.
-                unsafe {
-                    libc::getsockopt(
-                        self.ports[p].fd.as_raw_fd(),
-                        libc::SOL_SOCKET,
-                        libc::SO_ERROR,
-                        (&mut err as *mut libc::c_int).cast(),
-                        &mut len,
-                    );
-                }
+                ps::socket_error(&self.ports[p].fd);
             }
         }
         Ok(())

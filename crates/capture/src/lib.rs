@@ -38,6 +38,7 @@ pub mod filter;
 pub mod inline;
 mod lease;
 pub mod live;
+mod packet_socket;
 mod source;
 mod writer;
 pub mod xdp;

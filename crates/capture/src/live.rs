@@ -29,7 +29,6 @@
 //! the block status word).
 #![allow(unsafe_code)]
 
-use std::ffi::CString;
 use std::io;
 use std::net::IpAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -41,6 +40,10 @@ use rampart_wire::LinkType;
 
 use crate::Timestamp;
 use crate::error::ErrorKind;
+use crate::packet_socket::{
+    self as ps, PACKET_RX_RING, PACKET_VERSION, SOL_PACKET, TP_STATUS_KERNEL, TP_STATUS_USER,
+    setsockopt, sys,
+};
 
 /// The ring size when none is given: 256 MiB (see the module docs).
 pub const DEFAULT_BUFFER: u64 = 256 << 20;
@@ -270,17 +273,8 @@ pub fn interface_addresses(iface: &str) -> Vec<IpAddr> {
         .collect()
 }
 
-const SOL_PACKET: libc::c_int = 263;
-const PACKET_ADD_MEMBERSHIP: libc::c_int = 1;
-const PACKET_RX_RING: libc::c_int = 5;
-const PACKET_STATISTICS: libc::c_int = 6;
-const PACKET_VERSION: libc::c_int = 10;
 const TPACKET_V3: libc::c_int = 2;
-const PACKET_MR_PROMISC: libc::c_ushort = 1;
 const PACKET_OUTGOING: u8 = 4;
-const ETH_P_ALL: u16 = 0x0003;
-const TP_STATUS_USER: u32 = 1;
-const TP_STATUS_KERNEL: u32 = 0;
 const ARPHRD_LOOPBACK: u32 = 772;
 
 /// Blocks are this large when the ring holds at least eight of them.
@@ -361,46 +355,13 @@ fn geometry(bytes: u64) -> (usize, usize) {
 // SAFETY: the ring is owned by one Capture and only touched through &mut self.
 unsafe impl Send for Ring {}
 
-fn sys(iface: &str, what: &'static str) -> LiveError {
-    let err = io::Error::last_os_error();
-    match err.raw_os_error() {
-        Some(libc::EPERM | libc::EACCES) => LiveError::Permission(iface.to_string()),
-        _ => LiveError::Sys { iface: iface.to_string(), what, err },
-    }
-}
-
-fn setsockopt<T>(fd: &OwnedFd, level: libc::c_int, name: libc::c_int, v: &T) -> libc::c_int {
-    // SAFETY: `v` points to a live value of the size passed.
-    unsafe {
-        libc::setsockopt(
-            fd.as_raw_fd(),
-            level,
-            name,
-            (v as *const T).cast(),
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
-    }
-}
-
 impl Ring {
     pub(crate) fn open(iface: &str, cfg: &LiveConfig) -> Result<Self, LiveError> {
-        let cname = CString::new(iface).map_err(|_| LiveError::NoInterface(iface.to_string()))?;
-        // SAFETY: a NUL-terminated name.
-        let ifindex = unsafe { libc::if_nametoindex(cname.as_ptr()) };
-        if ifindex == 0 {
-            return Err(LiveError::NoInterface(iface.to_string()));
-        }
+        let ifindex = ps::ifindex(iface)?;
         let link = interface_link(iface).unwrap_or(LinkType::Ethernet);
         let loopback = std::fs::read_to_string(format!("/sys/class/net/{iface}/type"))
             .is_ok_and(|t| t.trim().parse() == Ok(ARPHRD_LOOPBACK));
-        // Protocol 0: no packets arrive until the bind below, so none from other interfaces.
-        // SAFETY: plain socket call.
-        let raw = unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, 0) };
-        if raw < 0 {
-            return Err(sys(iface, "socket(AF_PACKET)"));
-        }
-        // SAFETY: `raw` is a new descriptor we own.
-        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let fd = ps::open(iface)?;
         let program = cfg.program.clone().unwrap_or_else(|| vec![(0x06, 0, 0, cfg.snaplen)]);
         let mut insns: Vec<libc::sock_filter> = program
             .iter()
@@ -448,76 +409,25 @@ impl Ring {
             block_nr /= 2;
         }
         let map_len = block_size * block_nr;
-        // SAFETY: mapping the ring the kernel just allocated for this socket.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                map_len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED | libc::MAP_LOCKED,
-                fd.as_raw_fd(),
-                0,
-            )
-        };
-        let map = if map == libc::MAP_FAILED {
-            // MAP_LOCKED can fail under a low RLIMIT_MEMLOCK; the ring works unlocked too.
-            // SAFETY: as above.
-            let m = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    map_len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED,
-                    fd.as_raw_fd(),
-                    0,
-                )
-            };
-            if m == libc::MAP_FAILED {
-                return Err(sys(iface, "mapping the ring"));
-            }
-            m
-        } else {
-            map
-        };
+        let map = ps::map(&fd, map_len, true, iface)?;
         let ring = Self {
             fd,
-            map: map.cast(),
+            map,
             map_len,
             block_size,
             block_nr,
             block: 0,
             held: None,
             loopback,
-            ifindex: ifindex as i32,
+            ifindex,
             link,
             down: false,
             unusable: 0,
         };
         if cfg.promisc {
-            // SAFETY: packet_mreq is plain data; zeroed is a valid value.
-            let mut mreq: libc::packet_mreq = unsafe { std::mem::zeroed() };
-            mreq.mr_ifindex = ifindex as libc::c_int;
-            mreq.mr_type = PACKET_MR_PROMISC;
-            if setsockopt(&ring.fd, SOL_PACKET, PACKET_ADD_MEMBERSHIP, &mreq) < 0 {
-                return Err(sys(iface, "PACKET_ADD_MEMBERSHIP promiscuous"));
-            }
+            ps::promiscuous(&ring.fd, ifindex, iface)?;
         }
-        // SAFETY: sockaddr_ll is plain data; zeroed is a valid value.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        sll.sll_family = libc::AF_PACKET as u16;
-        sll.sll_protocol = ETH_P_ALL.to_be();
-        sll.sll_ifindex = ifindex as i32;
-        // SAFETY: binding to a valid sockaddr_ll of the size passed.
-        let rc = unsafe {
-            libc::bind(
-                ring.fd.as_raw_fd(),
-                (&sll as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        };
-        if rc < 0 {
-            return Err(sys(iface, "bind"));
-        }
+        ps::bind_all(&ring.fd, ifindex, iface)?;
         Ok(ring)
     }
 
@@ -641,55 +551,19 @@ impl Ring {
 
     /// The socket's pending error (SO_ERROR), which reading clears.
     fn socket_error(&self) -> i32 {
-        let mut err: libc::c_int = 0;
-        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-        // SAFETY: `err` has room for `len` bytes.
-        let rc = unsafe {
-            libc::getsockopt(
-                self.fd.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_ERROR,
-                (&mut err as *mut libc::c_int).cast(),
-                &mut len,
-            )
-        };
-        if rc == 0 { err } else { 0 }
+        ps::socket_error(&self.fd)
     }
 
-    /// Whether the bound interface is gone: the kernel sets the socket's interface index to
-    /// -1 when its device unregisters (deleted, or moved to another network namespace), so
-    /// this cannot be fooled by a new interface taking the name.
+    /// Whether the bound interface is gone (see [`ps::unbound`]).
     fn gone(&self) -> bool {
-        // SAFETY: sockaddr_ll is plain data; zeroed is a valid value.
-        let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
-        // SAFETY: `sll` has room for `len` bytes.
-        let rc = unsafe {
-            libc::getsockname(
-                self.fd.as_raw_fd(),
-                (&mut sll as *mut libc::sockaddr_ll).cast(),
-                &mut len,
-            )
-        };
-        rc == 0 && sll.sll_ifindex != self.ifindex
+        ps::unbound(&self.fd, self.ifindex)
     }
 
     /// The kernel's counters since the last read (it resets them on each read): packets
     /// dropped and ring freezes.
     fn kernel_counts(&mut self) -> (u64, u64) {
-        let mut st = TpacketStatsV3::default();
-        let mut len = std::mem::size_of::<TpacketStatsV3>() as libc::socklen_t;
-        // SAFETY: `st` has room for `len` bytes.
-        let rc = unsafe {
-            libc::getsockopt(
-                self.fd.as_raw_fd(),
-                SOL_PACKET,
-                PACKET_STATISTICS,
-                (&mut st as *mut TpacketStatsV3).cast(),
-                &mut len,
-            )
-        };
-        if rc == 0 { (u64::from(st.drops), u64::from(st.freeze_q_cnt)) } else { (0, 0) }
+        ps::statistics::<TpacketStatsV3>(&self.fd)
+            .map_or((0, 0), |st| (u64::from(st.drops), u64::from(st.freeze_q_cnt)))
     }
 }
 

@@ -16,6 +16,8 @@
 //! each test says why in one line and passes, or fails under `RAMPART_REQUIRE_DATA=1`, as CI
 //! runs it. Addresses: 10.77.0.0/24, 10.78.0.1 and fd77::/64 only, inside the namespaces.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -23,37 +25,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-fn can_run(test: &str, tools: &[&str]) -> bool {
-    if !nix::unistd::geteuid().is_root() {
-        rampart_testkit::skip(
-            rampart_testkit::REQUIRE_DATA,
-            test,
-            "not root (it creates network namespaces and needs CAP_NET_RAW)",
-        );
-        return false;
-    }
-    for tool in tools {
-        let found = Command::new("which")
-            .arg(tool)
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !found {
-            rampart_testkit::skip(
-                rampart_testkit::REQUIRE_DATA,
-                test,
-                &format!("{tool} is not installed"),
-            );
-            return false;
-        }
-    }
-    true
-}
-
-fn sh(script: &str) {
-    let out = Command::new("bash").args(["-ec", script]).output().unwrap();
-    assert!(out.status.success(), "{script}: {}", String::from_utf8_lossy(&out.stderr));
-}
+use common::{can_run_live as can_run, sh};
 
 fn live_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/live")

@@ -8,6 +8,8 @@
 //! test). Without them each test says why in one line and passes, or fails under
 //! `RAMPART_REQUIRE_DATA=1`, as CI runs it. Addresses: 10.232.0.0/16 only.
 
+mod common;
+
 use std::io::Read;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -15,38 +17,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
-/// Whether the machine can run live tests; if not, `test` is skipped (or fails in CI).
-fn can_run(test: &str, tools: &[&str]) -> bool {
-    if !nix::unistd::geteuid().is_root() {
-        rampart_testkit::skip(
-            rampart_testkit::REQUIRE_DATA,
-            test,
-            "not root (it creates network namespaces and needs CAP_NET_RAW)",
-        );
-        return false;
-    }
-    for tool in tools {
-        let found = Command::new("which")
-            .arg(tool)
-            .stdout(Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !found {
-            rampart_testkit::skip(
-                rampart_testkit::REQUIRE_DATA,
-                test,
-                &format!("{tool} is not installed"),
-            );
-            return false;
-        }
-    }
-    true
-}
-
-fn sh(script: &str) {
-    let out = Command::new("bash").args(["-ec", script]).output().unwrap();
-    assert!(out.status.success(), "{script}: {}", String::from_utf8_lossy(&out.stderr));
-}
+use common::{can_run_live as can_run, sh};
 
 /// Two namespaces, `a` and `b`, deleted (with whatever runs in them) when dropped. `net`
 /// picks the /24 inside 10.232.0.0/16, so tests running at once do not share addresses.

@@ -16,7 +16,9 @@
 //! a test ends, also when it fails. Addresses: 10.232.40.0/24 and 10.232.41.0/24.
 
 mod common;
+
 use common::Daemon;
+use common::sh;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader};
@@ -34,11 +36,6 @@ struct Pair {
     b: String,
     /// The pair's /24 inside 10.232.0.0/16: a is .1, b is .2.
     net: u8,
-}
-
-fn sh(script: &str) {
-    let out = Command::new("bash").args(["-ec", script]).output().unwrap();
-    assert!(out.status.success(), "{script}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
 impl Pair {

@@ -68,6 +68,21 @@ thread_local! {
     static VERDICTS: std::cell::RefCell<Vec<Verdict>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// Runs a port pair's exchange (which takes one `bool` per frame: send it on) with the
+/// pipeline's `decide` (one verdict per frame): accepted frames go on, the rest are dropped.
+fn forward_accepted(
+    decide: &mut dyn FnMut(&[Frame<'_>], &mut Vec<Verdict>),
+    exchange: impl FnOnce(&mut dyn FnMut(&[Frame<'_>], &mut Vec<bool>)) -> io::Result<usize>,
+) -> io::Result<usize> {
+    VERDICTS.with_borrow_mut(|verdicts| {
+        exchange(&mut |frames, out| {
+            verdicts.clear();
+            decide(frames, verdicts);
+            out.extend(verdicts.iter().map(|v| *v == Verdict::Accept));
+        })
+    })
+}
+
 /// How long a quiet link waits for a frame before the driver looks at the clock, the rule
 /// slot and the stop flag.
 pub const POLL_MS: i32 = 10;
@@ -78,13 +93,7 @@ impl Ports for PacketPair {
         max: usize,
         decide: &mut dyn FnMut(&[Frame<'_>], &mut Vec<Verdict>),
     ) -> io::Result<usize> {
-        VERDICTS.with_borrow_mut(|verdicts| {
-            PacketPair::exchange(self, max, POLL_MS, &mut |frames, out| {
-                verdicts.clear();
-                decide(frames, verdicts);
-                out.extend(verdicts.iter().map(|v| *v == Verdict::Accept));
-            })
-        })
+        forward_accepted(decide, |d| PacketPair::exchange(self, max, POLL_MS, d))
     }
 
     fn inject(&mut self, port: u32, data: &[u8]) -> io::Result<bool> {
@@ -110,13 +119,7 @@ impl Ports for XdpPair {
         max: usize,
         decide: &mut dyn FnMut(&[Frame<'_>], &mut Vec<Verdict>),
     ) -> io::Result<usize> {
-        VERDICTS.with_borrow_mut(|verdicts| {
-            XdpPair::exchange(self, max, POLL_MS, &mut |frames, out| {
-                verdicts.clear();
-                decide(frames, verdicts);
-                out.extend(verdicts.iter().map(|v| *v == Verdict::Accept));
-            })
-        })
+        forward_accepted(decide, |d| XdpPair::exchange(self, max, POLL_MS, d))
     }
 
     fn inject(&mut self, port: u32, data: &[u8]) -> io::Result<bool> {

@@ -188,3 +188,39 @@ pub fn interrupted_while_reading(
     drop(feeder);
     out
 }
+
+/// Whether the machine can run a live test (root, for network namespaces and CAP_NET_RAW, and
+/// every tool in `tools` on the PATH); if not, `test` is skipped with one line, or fails under
+/// `RAMPART_REQUIRE_DATA`, as CI runs it.
+pub fn can_run_live(test: &str, tools: &[&str]) -> bool {
+    if !nix::unistd::geteuid().is_root() {
+        rampart_testkit::skip(
+            rampart_testkit::REQUIRE_DATA,
+            test,
+            "not root (it creates network namespaces and needs CAP_NET_RAW)",
+        );
+        return false;
+    }
+    for tool in tools {
+        let found = Command::new("which")
+            .arg(tool)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !found {
+            rampart_testkit::skip(
+                rampart_testkit::REQUIRE_DATA,
+                test,
+                &format!("{tool} is not installed"),
+            );
+            return false;
+        }
+    }
+    true
+}
+
+/// Runs a bash script, failing the test with its standard error if it fails.
+pub fn sh(script: &str) {
+    let out = Command::new("bash").args(["-ec", script]).output().unwrap();
+    assert!(out.status.success(), "{script}: {}", String::from_utf8_lossy(&out.stderr));
+}
