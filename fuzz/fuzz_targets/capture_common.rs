@@ -38,7 +38,7 @@ fn drain(
                     let m = PacketMeta::parse(f.link, f.data);
                     assert!(usize::from(m.l4_offset) <= f.data.len());
                     let _ = FlowKey::from_meta(&m);
-                    out.push((f.ts.0, f.origlen, f.data.to_vec(), f.offset));
+                    out.push((f.ts.as_nanos(), f.origlen, f.data.to_vec(), f.offset));
                 }
             }
             Err(e) => return (out, Some(e.to_string())),

@@ -417,7 +417,7 @@ impl Decoder {
                     self.stats.origlen(origlen, caplen, max_caplen(iface.link).max(MAX_ORIGLEN));
                 self.count_link(iface.link);
                 let frame = RawFrame {
-                    ts: Timestamp(0),
+                    ts: Timestamp::from_nanos(0),
                     data_start: 12,
                     caplen,
                     origlen,
@@ -466,7 +466,7 @@ impl Interface {
         };
         let ns = ns.min(u128::from(u64::MAX)) as u64;
         let off = self.offset_secs.unsigned_abs().saturating_mul(1_000_000_000);
-        Timestamp(if self.offset_secs >= 0 {
+        Timestamp::from_nanos(if self.offset_secs >= 0 {
             ns.saturating_add(off)
         } else {
             ns.saturating_sub(off)
@@ -535,20 +535,20 @@ mod tests {
             pow2: false,
             offset_secs: 0,
         };
-        assert_eq!(i.timestamp(1_500_000), Timestamp(1_500_000_000));
+        assert_eq!(i.timestamp(1_500_000), Timestamp::from_nanos(1_500_000_000));
         i.resol = 9;
-        assert_eq!(i.timestamp(7), Timestamp(7));
+        assert_eq!(i.timestamp(7), Timestamp::from_nanos(7));
         i.resol = 12;
-        assert_eq!(i.timestamp(7_000), Timestamp(7));
+        assert_eq!(i.timestamp(7_000), Timestamp::from_nanos(7));
         i.pow2 = true;
         i.resol = 10;
-        assert_eq!(i.timestamp(1024 * 3), Timestamp(3_000_000_000));
+        assert_eq!(i.timestamp(1024 * 3), Timestamp::from_nanos(3_000_000_000));
         i.pow2 = false;
         i.resol = 0;
         i.offset_secs = -1;
-        assert_eq!(i.timestamp(5), Timestamp(4_000_000_000));
+        assert_eq!(i.timestamp(5), Timestamp::from_nanos(4_000_000_000));
         i.offset_secs = 2;
-        assert_eq!(i.timestamp(u64::MAX), Timestamp(u64::MAX));
+        assert_eq!(i.timestamp(u64::MAX), Timestamp::from_nanos(u64::MAX));
     }
 
     #[test]

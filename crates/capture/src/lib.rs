@@ -49,39 +49,12 @@ pub use filter::{Filter, FilterError};
 pub use inline::{PacketPair, PairConfig, PairStats};
 pub use live::{LinkState, LiveConfig, LiveError, LiveMonitor, LiveStats};
 pub use rampart_wire::LinkType;
+/// A frame's capture time: the instant type of [`rampart_wire::time`], so times keep their
+/// type from the capture to every stage.
+pub use rampart_wire::{Span, Timestamp};
 pub use source::{Batch, Capture, FileAccess, FileId, Frame, SharedBytes};
 pub use writer::PcapWriter;
 pub use xdp::{XdpConfig, XdpKernelStats, XdpPair, XdpPortStats, XdpStats};
-
-/// A capture timestamp: nanoseconds since the Unix epoch (UTC).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Timestamp(pub u64);
-
-impl Timestamp {
-    /// Whole seconds since the epoch.
-    #[inline]
-    pub fn secs(self) -> u64 {
-        self.0 / 1_000_000_000
-    }
-
-    /// Nanoseconds past the whole second.
-    #[inline]
-    pub fn subsec_nanos(self) -> u32 {
-        (self.0 % 1_000_000_000) as u32
-    }
-
-    /// Microseconds past the whole second (truncated).
-    #[inline]
-    pub fn subsec_micros(self) -> u32 {
-        self.subsec_nanos() / 1000
-    }
-
-    /// A timestamp from seconds and nanoseconds.
-    #[inline]
-    pub fn from_parts(secs: u64, nanos: u32) -> Self {
-        Self(secs.saturating_mul(1_000_000_000).saturating_add(u64::from(nanos)))
-    }
-}
 
 /// An empty vector with `v`'s allocation, for elements of another lifetime: drivers keep one
 /// vector of borrowed frames and fill it anew each batch without allocating (the elements are

@@ -221,7 +221,7 @@ fn ndpi_labels(
                 if f.packets <= if m.proto == 6 { 80 } else { 24 } {
                     let l3 = usize::from(m.l3_offset).min(frame.data.len());
                     let end = l3.saturating_add(m.ip_wire_len as usize).min(frame.data.len());
-                    f.ndpi.feed(&frame.data[l3..end], frame.ts.0 / 1_000_000);
+                    f.ndpi.feed(&frame.data[l3..end], frame.ts.as_nanos() / 1_000_000);
                 }
             }
             Ok(())

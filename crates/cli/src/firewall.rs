@@ -663,7 +663,7 @@ impl FirewallSink for Out<'_> {
         let l = &mut self.line;
         l.clear();
         l.extend_from_slice(b"{\"time\":");
-        rampart_export::epoch(l, frame.ts.0);
+        rampart_export::epoch(l, frame.ts.as_nanos());
         l.extend_from_slice(b",\"iif\":");
         text::json_string(l, name(Some(d.iif)).unwrap_or(""));
         l.extend_from_slice(b",\"oif\":");

@@ -49,7 +49,7 @@ fn many_flows(path: &Path, n: u32) {
     let mut w = PcapWriter::new(out, LinkType::Ethernet, 65_535, false).unwrap();
     for i in 0..n {
         let f = udp_frame(i % 65_000, 1024 + (i / 65_000) as u16, 40);
-        let ts = Timestamp(1_700_000_000_000_000_000 + u64::from(i) * 10_000_000);
+        let ts = Timestamp::from_nanos(1_700_000_000_000_000_000 + u64::from(i) * 10_000_000);
         w.write(ts, f.len() as u32, &f).unwrap();
     }
     w.into_inner().unwrap();

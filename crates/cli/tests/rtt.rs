@@ -134,8 +134,8 @@ fn to_pcapng(src: &Path, dst: &Path) {
             }
             let mut epb = Vec::new();
             epb.extend_from_slice(&0u32.to_le_bytes());
-            epb.extend_from_slice(&((f.ts.0 >> 32) as u32).to_le_bytes());
-            epb.extend_from_slice(&(f.ts.0 as u32).to_le_bytes());
+            epb.extend_from_slice(&((f.ts.as_nanos() >> 32) as u32).to_le_bytes());
+            epb.extend_from_slice(&(f.ts.as_nanos() as u32).to_le_bytes());
             epb.extend_from_slice(&f.caplen().to_le_bytes());
             epb.extend_from_slice(&f.origlen.to_le_bytes());
             epb.extend_from_slice(f.data);

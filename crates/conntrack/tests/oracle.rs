@@ -69,7 +69,7 @@ fn ingress(path: &Path, port: [u8; 6], from_client: bool, out: &mut Vec<In>) {
         }
         for f in batch.iter() {
             if f.data.get(6..12) != Some(&port[..]) {
-                out.push(In { ts: f.ts.0, from_client, frame: f.data.to_vec() });
+                out.push(In { ts: f.ts.as_nanos(), from_client, frame: f.data.to_vec() });
             }
         }
     }

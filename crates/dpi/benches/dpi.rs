@@ -81,7 +81,7 @@ fn flows(sub: &str) -> Option<Vec<Flow>> {
                     fl.packets.push((from_initiator, frame.data[start..end].to_vec()));
                     let l3 = usize::from(m.l3_offset).min(frame.data.len());
                     let ip_end = l3.saturating_add(m.ip_wire_len as usize).min(frame.data.len());
-                    fl.ip.push((frame.data[l3..ip_end].to_vec(), frame.ts.0 / 1_000_000));
+                    fl.ip.push((frame.data[l3..ip_end].to_vec(), frame.ts.as_nanos() / 1_000_000));
                 }
             }
         }

@@ -58,7 +58,7 @@ fn label(nd: &Ndpi, path: &Path) -> BTreeMap<Key, (String, String)> {
             let l3 = usize::from(m.l3_offset).min(frame.data.len());
             let end = l3.saturating_add(m.ip_wire_len as usize).min(frame.data.len());
             if e.packets <= limit {
-                e.ndpi.feed(&frame.data[l3..end], frame.ts.0 / 1_000_000);
+                e.ndpi.feed(&frame.data[l3..end], frame.ts.as_nanos() / 1_000_000);
             }
             let start = usize::from(m.payload_offset).min(frame.data.len());
             let pend = start.saturating_add(m.payload_wire_len as usize).min(frame.data.len());

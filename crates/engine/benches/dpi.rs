@@ -49,8 +49,8 @@ fn load() -> Option<Vec<Owned>> {
             && !batch.is_empty()
         {
             for fr in batch.iter() {
-                let t0 = *first.get_or_insert(fr.ts.0);
-                let ts = clock + fr.ts.0.saturating_sub(t0).min(60_000_000_000);
+                let t0 = *first.get_or_insert(fr.ts.as_nanos());
+                let ts = clock + fr.ts.as_nanos().saturating_sub(t0).min(60_000_000_000);
                 last = last.max(ts);
                 out.push(Owned { link: fr.link, ts, origlen: fr.origlen, data: fr.data.to_vec() });
             }
@@ -64,7 +64,7 @@ fn frames(owned: &[Owned]) -> Vec<Frame<'_>> {
     owned
         .iter()
         .map(|o| Frame {
-            ts: Timestamp(o.ts),
+            ts: Timestamp::from_nanos(o.ts),
             origlen: o.origlen,
             link: o.link,
             interface: 0,

@@ -71,7 +71,7 @@ const SERVER: [u8; 4] = [192, 0, 2, 1];
 
 fn frame(data: &[u8], ts: u64) -> Frame<'_> {
     Frame {
-        ts: Timestamp(ts),
+        ts: Timestamp::from_nanos(ts),
         origlen: data.len() as u32,
         link: LinkType::Ethernet,
         interface: 0,

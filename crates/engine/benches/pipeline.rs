@@ -67,7 +67,7 @@ impl Workload {
 fn frame_at(buf: &[u8], i: usize, n: usize) -> Frame<'_> {
     let at = i * STRIDE;
     Frame {
-        ts: Timestamp(1_700_000_000_000_000_000 + n as u64),
+        ts: Timestamp::from_nanos(1_700_000_000_000_000_000 + n as u64),
         origlen: 66,
         link: LinkType::Ethernet,
         interface: 0,

@@ -20,7 +20,7 @@ fn frames() -> Vec<(u64, Vec<u8>)> {
         if b.is_empty() {
             break;
         }
-        out.extend(b.iter().map(|f| (f.ts.0, f.data.to_vec())));
+        out.extend(b.iter().map(|f| (f.ts.as_nanos(), f.data.to_vec())));
     }
     out
 }
@@ -58,7 +58,7 @@ fn bench(c: &mut Criterion) {
         let mut w =
             rampart_capture::PcapWriter::new(&mut pcap, LinkType::Ethernet, 262_144, true).unwrap();
         for (ts, f) in &frames {
-            w.write(rampart_capture::Timestamp(*ts), f.len() as u32, f).unwrap();
+            w.write(rampart_capture::Timestamp::from_nanos(*ts), f.len() as u32, f).unwrap();
         }
         w.flush().unwrap();
     }

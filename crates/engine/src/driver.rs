@@ -216,7 +216,8 @@ pub fn read_batches(
             &mut s.filtered,
             &mut filter_error,
         ));
-        let (take, done) = limit(frames.iter().map(|f| f.ts.0), left, limits.seconds, &mut first);
+        let (take, done) =
+            limit(frames.iter().map(|f| f.ts.as_nanos()), left, limits.seconds, &mut first);
         passed += take as u64;
         to.batch(&frames[..take], s)?;
         spare = recycle(frames);
@@ -516,7 +517,8 @@ pub fn read_merged(
             })
             .collect();
         let left = limits.count.map_or(u64::MAX, |c| c - passed);
-        let (take, done) = limit(frames.iter().map(|f| f.ts.0), left, limits.seconds, &mut first);
+        let (take, done) =
+            limit(frames.iter().map(|f| f.ts.as_nanos()), left, limits.seconds, &mut first);
         passed += take as u64;
         to.batch(&frames[..take], s)?;
         to.tick()?;

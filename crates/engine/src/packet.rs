@@ -204,7 +204,7 @@ impl Parser {
         keep: impl FnOnce(&FlowKey) -> bool,
         unkeyed: bool,
     ) -> Option<Packet> {
-        self.now = frame.ts.0;
+        self.now = frame.ts.as_nanos();
         let mut meta = PacketMeta::parse(frame.link, frame.data);
         if self.tunnels {
             meta.decapsulate(frame.data);
@@ -240,7 +240,7 @@ impl Parser {
         keep: impl FnOnce(&FlowKey) -> bool,
         unkeyed: bool,
     ) -> Option<PacketInfo> {
-        self.now = frame.ts.0;
+        self.now = frame.ts.as_nanos();
         let Some((key, side)) = FlowKey::from_meta(meta) else {
             if unkeyed {
                 s.problem(meta);
@@ -263,7 +263,7 @@ impl Parser {
             key,
             side,
             hash: 0,
-            ts: frame.ts.0,
+            ts: frame.ts.as_nanos(),
             wire_len: frame.origlen,
             tcp_flags: meta.tcp.flags,
         })
@@ -316,7 +316,7 @@ mod tests {
     #[test]
     fn a_payload_is_read_only_from_its_own_buffer() {
         let frame = Frame {
-            ts: rampart_capture::Timestamp(0),
+            ts: rampart_capture::Timestamp::from_nanos(0),
             origlen: 8,
             link: rampart_wire::LinkType::Raw,
             interface: 0,

@@ -427,7 +427,7 @@ impl Pipeline {
                     st.prefetch(id);
                 }
             }
-            let ts = frame.ts.0;
+            let ts = frame.ts.as_nanos();
             let iif = frame.interface;
             use rampart_wire::{Malformed, Status};
             let broken_ip = matches!(

@@ -158,7 +158,7 @@ impl<S: FirewallSink + ?Sized> Run<'_, S> {
                     packets: 0,
                     a: name(da, &ra),
                     b: name(db, &rb),
-                    first: f.ts.0,
+                    first: f.ts.as_nanos(),
                 });
                 e.packets += 1;
             }
@@ -183,13 +183,13 @@ impl<S: FirewallSink + ?Sized> Consumer for Run<'_, S> {
         // Cut the batch where a reload falls, so each packet meets the rules in force then.
         let mut start = 0;
         while start < frames.len() {
-            self.reload_until(frames[start].ts.0)?;
+            self.reload_until(frames[start].ts.as_nanos())?;
             let end = match &self.next {
                 Some(r) => {
                     start
                         + frames[start..]
                             .iter()
-                            .position(|f| f.ts.0 >= r.at)
+                            .position(|f| f.ts.as_nanos() >= r.at)
                             .unwrap_or(frames.len() - start)
                 }
                 None => frames.len(),

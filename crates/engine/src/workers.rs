@@ -590,7 +590,7 @@ impl Consumer for Reader<'_> {
         if let Some(bytes) = &m.bytes {
             for (i, frame) in frames.iter().enumerate() {
                 s.count(frame);
-                m.now = frame.ts.0;
+                m.now = frame.ts.as_nanos();
                 let start = bytes.offset_of(frame.data).expect("frames lie in the input");
                 m.frames.push(FrameRef {
                     ts: frame.ts,

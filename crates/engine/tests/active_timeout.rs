@@ -88,7 +88,7 @@ fn frames(owned: &[(u64, Vec<u8>)]) -> Vec<Frame<'_>> {
     owned
         .iter()
         .map(|(ns, data)| Frame {
-            ts: Timestamp(*ns),
+            ts: Timestamp::from_nanos(*ns),
             origlen: data.len() as u32,
             link: LinkType::Ethernet,
             interface: 0,

@@ -62,7 +62,12 @@ impl FirewallSink for Collect {
     ) -> io::Result<()> {
         let m = PacketMeta::parse(frame.link, frame.data);
         self.packets.push(Seen {
-            id: (micros(frame.ts.0), frame.interface == 0, addr(&m, &m.src), addr(&m, &m.dst)),
+            id: (
+                micros(frame.ts.as_nanos()),
+                frame.interface == 0,
+                addr(&m, &m.src),
+                addr(&m, &m.dst),
+            ),
             tag: tag(frame.data, usize::from(m.l3_offset)),
             decided: *decided,
             rule: decided.rule.map(|r| Arc::clone(rules.rule_name(r))),
@@ -479,7 +484,7 @@ mod cached {
                 let frames: Vec<Frame<'_>> = packets[at..end]
                     .iter()
                     .map(|(t, iif, data)| Frame {
-                        ts: Timestamp(*t),
+                        ts: Timestamp::from_nanos(*t),
                         origlen: data.len() as u32,
                         link: LinkType::Ethernet,
                         interface: *iif,
@@ -539,7 +544,7 @@ mod cached {
             .iter()
             .enumerate()
             .map(|(i, (iif, data))| Frame {
-                ts: Timestamp(1_700_000_000_000_000_000 + i as u64 * 1_000_000),
+                ts: Timestamp::from_nanos(1_700_000_000_000_000_000 + i as u64 * 1_000_000),
                 origlen: data.len() as u32,
                 link: LinkType::Ethernet,
                 interface: *iif,
@@ -582,7 +587,7 @@ mod cached {
             .iter()
             .enumerate()
             .map(|(i, data)| Frame {
-                ts: Timestamp(1_700_000_000_000_000_000 + i as u64 * 100_000_000),
+                ts: Timestamp::from_nanos(1_700_000_000_000_000_000 + i as u64 * 100_000_000),
                 origlen: data.len() as u32,
                 link: LinkType::Ethernet,
                 interface: 0,
@@ -621,7 +626,7 @@ mod cached {
             .iter()
             .enumerate()
             .map(|(i, data)| Frame {
-                ts: Timestamp(1_700_000_000_000_000_000 + i as u64 * 1_000_000),
+                ts: Timestamp::from_nanos(1_700_000_000_000_000_000 + i as u64 * 1_000_000),
                 origlen: data.len() as u32,
                 link: LinkType::Ethernet,
                 interface: 0,

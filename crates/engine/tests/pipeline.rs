@@ -96,7 +96,7 @@ fn frames(owned: &[(u64, Vec<u8>)]) -> Vec<Frame<'_>> {
     owned
         .iter()
         .map(|(ms, data)| Frame {
-            ts: Timestamp(ms * 1_000_000),
+            ts: Timestamp::from_nanos(ms * 1_000_000),
             origlen: data.len() as u32,
             link: LinkType::Ethernet,
             interface: 0,
@@ -258,7 +258,7 @@ fn queued() -> MemoryPorts {
     for (ms, data) in conversation() {
         // The client sits on port 0, the server on port 1; ARP from the client.
         let from_server = data.len() > 34 && data[26..30] == S;
-        let f = MemoryFrame { ts: Timestamp(ms * 1_000_000), data };
+        let f = MemoryFrame { ts: Timestamp::from_nanos(ms * 1_000_000), data };
         ports.rx[usize::from(from_server)].push_back(f);
     }
     ports

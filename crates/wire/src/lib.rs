@@ -36,11 +36,13 @@ pub mod ipv6;
 mod link;
 mod meta;
 pub mod tcp;
+pub mod time;
 pub mod udp;
 
 pub use check::{Checksum, Checksums};
 pub use link::LinkType;
 pub use meta::{Family, IpFamily, Layer, Malformed, PacketMeta, Status, TcpMeta, Tunnel};
+pub use time::{Span, Timestamp};
 
 /// IP protocol numbers this crate gives names to.
 pub mod proto {

@@ -18,7 +18,7 @@ impl Read for Trickle {
 fn pcap(nanos: bool, frames: &[(u64, &[u8])]) -> Vec<u8> {
     let mut w = PcapWriter::new(Vec::new(), LinkType::Ethernet, 65535, nanos).unwrap();
     for (ts, d) in frames {
-        w.write(Timestamp(*ts), d.len() as u32 + 4, d).unwrap();
+        w.write(Timestamp::from_nanos(*ts), d.len() as u32 + 4, d).unwrap();
     }
     w.into_inner().unwrap()
 }
@@ -123,7 +123,14 @@ fn drain(mut c: Capture, batch: usize) -> (Vec<Seen>, Option<CaptureError>) {
             Ok(b) if b.is_empty() => return (v, None),
             Ok(b) => {
                 for f in b.iter() {
-                    v.push((f.ts.0, f.origlen, f.data.to_vec(), f.link, f.interface, f.offset));
+                    v.push((
+                        f.ts.as_nanos(),
+                        f.origlen,
+                        f.data.to_vec(),
+                        f.link,
+                        f.interface,
+                        f.offset,
+                    ));
                 }
             }
             Err(e) => return (v, Some(e)),
@@ -296,7 +303,7 @@ fn stats_of(bytes: &[u8]) -> RecordStats {
 #[test]
 fn records_longer_than_the_snap_length_are_read_as_libpcap_reads_them() {
     let mut w = PcapWriter::new(Vec::new(), LinkType::Ethernet, 8, false).unwrap();
-    w.write(Timestamp(0), 4, b"abcd").unwrap();
+    w.write(Timestamp::from_nanos(0), 4, b"abcd").unwrap();
     let mut bytes = w.into_inner().unwrap();
     // 100 bytes under a snap length of 8: within libpcap's 256 KiB, so read whole and counted.
     bytes.extend_from_slice(&record(100, 100));
@@ -319,7 +326,7 @@ fn records_longer_than_the_snap_length_are_read_as_libpcap_reads_them() {
     );
     // A header snap length above the limit is the limit, as in libpcap.
     let mut w = PcapWriter::new(Vec::new(), LinkType::Ethernet, u32::MAX, false).unwrap();
-    w.write(Timestamp(0), 4, b"abcd").unwrap();
+    w.write(Timestamp::from_nanos(0), 4, b"abcd").unwrap();
     let mut bytes = w.into_inner().unwrap();
     bytes.extend_from_slice(&record(300_000, 300_000));
     bytes.extend_from_slice(&vec![0; 300_000]);
@@ -338,7 +345,7 @@ fn records_longer_than_the_snap_length_are_read_as_libpcap_reads_them() {
 #[test]
 fn implausible_original_lengths_are_counted_and_not_summed() {
     let mut w = PcapWriter::new(Vec::new(), LinkType::Ethernet, 65_535, false).unwrap();
-    w.write(Timestamp(0), 60, b"ok").unwrap();
+    w.write(Timestamp::from_nanos(0), 60, b"ok").unwrap();
     let mut bytes = w.into_inner().unwrap();
     // Original length below the captured length, then 0xffffffff, then 1 MiB exactly.
     for origlen in [3, u32::MAX, 1 << 20] {
@@ -379,7 +386,7 @@ fn frames_of_unparsed_link_types_are_counted_by_type() {
     // PPP (9) in classic pcap: every frame.
     let mut w = PcapWriter::new(Vec::new(), LinkType::Other(9), 65_535, false).unwrap();
     for _ in 0..3 {
-        w.write(Timestamp(0), 4, b"\xff\x03\x00\x21").unwrap();
+        w.write(Timestamp::from_nanos(0), 4, b"\xff\x03\x00\x21").unwrap();
     }
     let st = stats_of(&w.into_inner().unwrap());
     assert_eq!(st.unsupported, vec![(9, 3)]);
@@ -436,7 +443,7 @@ fn stream_records_larger_than_the_initial_buffer() {
     let frames: Vec<(u64, &[u8])> = (0..12).map(|i| (i, &big[..])).collect();
     let mut w = PcapWriter::new(Vec::new(), LinkType::Ethernet, 262_144, false).unwrap();
     for (ts, d) in &frames {
-        w.write(Timestamp(*ts), d.len() as u32, d).unwrap();
+        w.write(Timestamp::from_nanos(*ts), d.len() as u32, d).unwrap();
     }
     let bytes = w.into_inner().unwrap();
     let c = Capture::from_reader("s", Box::new(Cursor::new(bytes))).unwrap();
