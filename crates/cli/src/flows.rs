@@ -1,5 +1,6 @@
 //! `rampart flows`: one record per flow.
 
+use rampart_wire::Span;
 use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -320,8 +321,8 @@ pub(crate) fn run(args: Args) -> Result<ExitCode, Fail> {
     let cfg = FlowsConfig {
         table: TableConfig {
             max_flows: args.max_flows as usize,
-            idle_timeout_ns: (args.flow_timeout * 1e9) as u64,
-            close_linger_ns: (args.tcp_linger * 1e9) as u64,
+            idle_timeout: Span::from_nanos((args.flow_timeout * 1e9) as u64),
+            close_linger: Span::from_nanos((args.tcp_linger * 1e9) as u64),
             ..TableConfig::default()
         },
         active_timeout_ns: args.active_timeout.map(secs_ns),

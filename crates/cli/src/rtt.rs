@@ -439,7 +439,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode, Fail> {
             let cfg = FlowsConfig {
                 table: TableConfig {
                     max_flows: args.max_flows as usize,
-                    idle_timeout_ns: (args.flow_max_idle * 1e9) as u64,
+                    idle_timeout: rampart_wire::Span::from_nanos((args.flow_max_idle * 1e9) as u64),
                     ..TableConfig::default()
                 },
                 active_timeout_ns: args.active_timeout.map(crate::flows::secs_ns),

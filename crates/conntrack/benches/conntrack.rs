@@ -90,7 +90,7 @@ fn bench(c: &mut Criterion) {
             key: p.key,
             side: p.side,
             hash: table.hash(&p.key),
-            ts: 5_000,
+            ts: rampart_wire::Timestamp::from_nanos(5_000),
             wire_len: p.frame.len() as u32,
             tcp_flags: ACK,
         })

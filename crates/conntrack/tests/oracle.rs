@@ -161,8 +161,8 @@ fn linux_router_oracle() {
 
     let table = FlowTable::new(TableConfig {
         max_flows: 1 << 16,
-        idle_timeout_ns: u64::MAX / 4,
-        close_linger_ns: u64::MAX / 4,
+        idle_timeout: rampart_wire::Span::from_nanos(u64::MAX / 4),
+        close_linger: rampart_wire::Span::from_nanos(u64::MAX / 4),
         seed: 7,
         evict_protected: true,
     });
@@ -212,7 +212,7 @@ fn linux_router_oracle() {
                 key,
                 side,
                 hash,
-                ts: p.ts,
+                ts: rampart_wire::Timestamp::from_nanos(p.ts),
                 wire_len: p.frame.len() as u32,
                 tcp_flags: m.tcp.flags,
             };

@@ -77,7 +77,7 @@ fn frames(owned: &[Owned]) -> Vec<Frame<'_>> {
 fn stage(dpi: bool) -> Pipeline {
     let table = TableConfig {
         max_flows: 1 << 14,
-        idle_timeout_ns: 3_600_000_000_000,
+        idle_timeout: rampart_wire::Span::from_secs(3_600),
         ..TableConfig::default()
     };
     let dpi = dpi.then(rampart_dpi::Config::default);

@@ -263,7 +263,7 @@ impl Parser {
             key,
             side,
             hash: 0,
-            ts: frame.ts.as_nanos(),
+            ts: frame.ts,
             wire_len: frame.origlen,
             tcp_flags: meta.tcp.flags,
         })

@@ -37,7 +37,7 @@ use rampart_flow::{
 };
 use rampart_rtt::{RttStage, RttSummary, Sample};
 use rampart_tcpstate::{ConnSummary, TcpSeg, TcpStateStage};
-use rampart_wire::PacketMeta;
+use rampart_wire::{PacketMeta, Span, Timestamp};
 
 use crate::packet::{Packet, PayloadSource};
 use crate::stateful::{Decided, Decision, Query, Stateful, Why};
@@ -85,9 +85,9 @@ pub struct FlowRecord {
     /// Key, endpoints, times, counters and TCP flags per direction: of the whole flow, or
     /// with an active timeout of the interval the record covers.
     pub flow: Flow,
-    /// The flow's first packet (ns since the epoch): `flow.first`, unless the record covers
-    /// a later interval of the flow.
-    pub start: u64,
+    /// The flow's first packet: `flow.first`, unless the record covers a later interval of
+    /// the flow.
+    pub start: Timestamp,
     /// Why the record was written.
     pub end: EndReason,
     /// Passive RTT towards each end (`None` when RTT matching is off).
@@ -132,12 +132,12 @@ impl Ordered {
     /// flow's first packet ([`FlowRecord::start`], so an active timeout does not reorder
     /// them), then key (a total order that does not depend on table layout); flows one
     /// packet ended in the order it ended them (sort stably).
-    pub fn order(&self) -> (u32, u64, u64, FlowKey) {
+    pub fn order(&self) -> (u32, Timestamp, Timestamp, FlowKey) {
         let f = &self.record.flow;
         if self.tick {
             (self.pos, f.last, self.record.start, f.key)
         } else {
-            (self.pos, 0, 0, FlowKey::default())
+            (self.pos, Timestamp::EPOCH, Timestamp::EPOCH, FlowKey::default())
         }
     }
 }
@@ -242,7 +242,7 @@ impl Pipeline {
     /// A pipeline with the table, RTT matching and identification `cfg` asks for.
     pub fn new(cfg: &FlowsConfig) -> Self {
         let mut table = FlowTable::new(cfg.table);
-        table.set_active_timeout(cfg.active_timeout_ns);
+        table.set_active_timeout(cfg.active_timeout_ns.map(Span::from_nanos));
         Self {
             parser: cfg.parser(),
             table,
@@ -446,7 +446,7 @@ impl Pipeline {
                 continue;
             };
             let (key, side) = (&info.key, info.side);
-            let looked = self.table.lookup_due(key, info.hash, side, ts);
+            let looked = self.table.lookup_due(key, info.hash, side, frame.ts);
             if let Some(Looked { id, due: true, .. }) = looked {
                 // Its connection timed out before this packet: it ends first, for the reason
                 // the table's own timer would give (a closed connection's, or idle).
@@ -482,7 +482,11 @@ impl Pipeline {
             let mut reason = insp.reason.map(|r| Why::Invalid(r, insp.detail));
             let accepted = verdict == Verdict::Accept;
             let tracked = if accepted || found.is_some() {
-                let t = self.table.try_track_looked_up(info, found, insp.new_timeout());
+                let t = self.table.try_track_looked_up(
+                    info,
+                    found,
+                    insp.new_timeout().map(Span::from_nanos),
+                );
                 if t.is_none() {
                     // The table is full of connections that may not be pushed out: the
                     // packet is dropped, or passes untracked when failing open.
@@ -531,9 +535,12 @@ impl Pipeline {
                 self.table.set_timeout(t.id, None);
             }
             if let Some(id) = out.id {
-                let timeout = out.refresh.timeout(ts, || self.table.deadline(id));
+                let timeout = out
+                    .refresh
+                    .timeout(ts, || self.table.deadline(id).map(Timestamp::as_nanos))
+                    .map(Span::from_nanos);
                 let keep = !st.conntrack().may_early_drop(id, false);
-                self.table.refresh(id, timeout, ts, keep);
+                self.table.refresh(id, timeout, frame.ts, keep);
             }
             if !self.table.ended().is_empty() {
                 self.retire_ended(i as u32, false, events);
@@ -597,7 +604,7 @@ impl Pipeline {
     /// Lets capture time run to `now`, ending the flows quiet past their timeout at position
     /// `tick` (sorted in output order among themselves).
     pub fn advance(&mut self, now: u64, tick: u32, events: &mut Events) {
-        self.table.advance(now);
+        self.table.advance(Timestamp::from_nanos(now));
         let start = events.records.len();
         self.retire_ended(tick, true, events);
         events.records[start..].sort_unstable_by_key(Ordered::order);

@@ -456,7 +456,7 @@ mod cached {
             StatefulConfig { ct, routes: Arc::new(routes), cache, ..StatefulConfig::default() };
         let table = TableConfig {
             max_flows: 64,
-            idle_timeout_ns: 30_000_000_000,
+            idle_timeout: rampart_wire::Span::from_secs(30),
             ..TableConfig::default()
         };
         Pipeline::new(&FlowsConfig { table, rtt: None, dpi: None, ..FlowsConfig::default() })

@@ -417,7 +417,14 @@ mod tests {
         sb[..ob.len()].copy_from_slice(&ob);
         let family = if oa.len() == 4 { IpFamily::V4 } else { IpFamily::V6 };
         let (key, side) = FlowKey::new(sa, pa, sb, pb, proto, family, kind);
-        let p = PacketInfo { key, side, hash: 0, ts: 1, wire_len: 60, tcp_flags: 0 };
+        let p = PacketInfo {
+            key,
+            side,
+            hash: 0,
+            ts: rampart_wire::Timestamp::from_nanos(1),
+            wire_len: 60,
+            tcp_flags: 0,
+        };
         Flow::start(&p)
     }
 

@@ -575,8 +575,8 @@ fn encode_fixed(b: &mut Vec<u8>, r: &FlowRecord) {
         KeyKind::Echo | KeyKind::Pair => (0, 0),
     };
     let tcp = k.proto() == rampart_wire::proto::TCP;
-    b.extend_from_slice(&(f.first / 1_000_000).to_be_bytes());
-    b.extend_from_slice(&(f.last / 1_000_000).to_be_bytes());
+    b.extend_from_slice(&(f.first.as_nanos() / 1_000_000).to_be_bytes());
+    b.extend_from_slice(&(f.last.as_nanos() / 1_000_000).to_be_bytes());
     b.extend_from_slice(&src[..alen]);
     b.extend_from_slice(&dst[..alen]);
     b.extend_from_slice(&sport.to_be_bytes());

@@ -277,9 +277,9 @@ const RAMPART_HEAD: &[Field] = &[
     ("dst", |v| Value::Addr(v.r.flow.key.family(), v.dst)),
     ("dport", |v| Value::Int(v.dport.into())),
     ("community_id", |v| community_id::of_flow(&v.r.flow, 0).map_or(Value::Absent, Value::Cid)),
-    ("first", |v| Value::Time(v.r.flow.first)),
-    ("last", |v| Value::Time(v.r.flow.last)),
-    ("duration", |v| Value::Time(v.r.flow.last.saturating_sub(v.r.flow.first))),
+    ("first", |v| Value::Time(v.r.flow.first.as_nanos())),
+    ("last", |v| Value::Time(v.r.flow.last.as_nanos())),
+    ("duration", |v| Value::Time(v.r.flow.last.since(v.r.flow.first).as_nanos())),
     ("packets_fwd", |v| Value::Int(v.r.flow.packets[0])),
     ("bytes_fwd", |v| Value::Int(v.r.flow.bytes[0])),
     ("packets_rev", |v| Value::Int(v.r.flow.packets[1])),
@@ -334,9 +334,9 @@ const RAMPART_TAIL: &[Field] = &[
 
 /// [`Schema::V2`]'s fields before [`APP_AND_FIREWALL`].
 const V2_HEAD: &[Field] = &[
-    ("ts", |v| Value::Time(v.r.flow.first)),
-    ("ts_end", |v| Value::Time(v.r.flow.last)),
-    ("duration", |v| Value::Time(v.r.flow.last.saturating_sub(v.r.flow.first))),
+    ("ts", |v| Value::Time(v.r.flow.first.as_nanos())),
+    ("ts_end", |v| Value::Time(v.r.flow.last.as_nanos())),
+    ("duration", |v| Value::Time(v.r.flow.last.since(v.r.flow.first).as_nanos())),
     ("uid", |v| v.uid()),
     ("community_id", |v| community_id::of_flow(&v.r.flow, 0).map_or(Value::Absent, Value::Cid)),
     ("orig_h", |v| Value::Addr(v.r.flow.key.family(), v.src)),
@@ -452,7 +452,7 @@ pub fn uid(flow: &rampart_flow::Flow, seed: u64) -> u64 {
         word(&k.addr_b_bytes()[..8]),
         word(&k.addr_b_bytes()[8..]),
         tail,
-        flow.first,
+        flow.first.as_nanos(),
     ] {
         h = mix(h ^ w).wrapping_add(0x9e37_79b9_7f4a_7c15);
     }
@@ -717,6 +717,7 @@ mod tests {
     use rampart_dpi::App;
     use rampart_flow::{EndReason, Flow, FlowKey, KeyKind, PacketInfo, Side};
     use rampart_rtt::RttSummary;
+    use rampart_wire::{Span, Timestamp};
 
     pub(crate) fn ended(proto: u8, kind: KeyKind, family: IpFamily) -> FlowRecord {
         let mut a = [0; 16];
@@ -734,12 +735,12 @@ mod tests {
             key,
             side,
             hash: 0,
-            ts: 1_700_000_000_000_001_000,
+            ts: Timestamp::from_nanos(1_700_000_000_000_001_000),
             wire_len: 60,
             tcp_flags: 0x1b,
         };
         let mut flow = Flow::start(&p);
-        flow.last = 1_700_000_001_500_000_999;
+        flow.last = Timestamp::from_nanos(1_700_000_001_500_000_999);
         flow.packets = [3, 2];
         flow.bytes = [180, 1500];
         flow.tcp_flags = [0x1b, 0x12];
@@ -779,13 +780,13 @@ mod tests {
     fn interim_records_say_active_and_keep_the_flows_uid() {
         let whole = ended(6, KeyKind::Ports, IpFamily::V4);
         let mut part = whole.clone();
-        part.flow.first = whole.flow.first + 700_000_000;
+        part.flow.first = whole.flow.first + Span::from_millis(700);
         part.flow.packets = [1, 1];
         part.end = EndReason::Active;
         assert_eq!(record_uid(&part, 0), record_uid(&whole, 0));
         assert_eq!(record_uid(&whole, 0), uid(&whole.flow, 0));
         let mut other = whole.clone();
-        other.start += 1;
+        other.start += Span::from_nanos(1);
         assert_ne!(record_uid(&other, 0), record_uid(&whole, 0));
         let s = render(FlowFormat::Json, &part);
         assert!(s.contains("\"first\":1700000000.700001,"), "{s}");
@@ -975,7 +976,7 @@ mod tests {
     fn uids() {
         let r = ended(6, KeyKind::Ports, IpFamily::V4);
         let mut later = r.clone();
-        later.flow.first += 1;
+        later.flow.first += Span::from_nanos(1);
         let mut other = r.clone();
         let k = r.flow.key;
         other.flow.key = FlowKey::new(
@@ -989,7 +990,7 @@ mod tests {
         )
         .0;
         let mut longer = r.clone();
-        longer.flow.last += 5;
+        longer.flow.last += Span::from_nanos(5);
         longer.flow.packets[0] += 7;
         let u = uid(&r.flow, 0);
         assert_eq!(u, uid(&longer.flow, 0));

@@ -645,7 +645,7 @@ impl DatasetWriter {
     /// Adds one flow record to its partition (the hour of its first packet, UTC); writes a row
     /// group when the partition has a full one buffered.
     pub fn write(&mut self, r: &FlowRecord) -> io::Result<()> {
-        let hour = r.flow.first / 3_600_000_000_000;
+        let hour = r.flow.first.as_nanos() / 3_600_000_000_000;
         self.clock += 1;
         if !self.parts.contains_key(&hour) {
             self.open_partition(hour)?;
@@ -889,6 +889,7 @@ mod tests {
     use ::parquet::basic::{LogicalType, TimeUnit, TimestampType, Type as Physical};
     use ::parquet::file::reader::{FileReader, SerializedFileReader};
     use ::parquet::record::Field;
+    use rampart_wire::Span;
 
     #[test]
     fn columns_are_the_record_fields_then_the_address_forms() {
@@ -991,8 +992,8 @@ mod tests {
         // Two full row groups are in the open file; nothing under a final name yet.
         assert!(files_under(&root).iter().all(|p| !p.to_string_lossy().ends_with(".parquet")));
         let mut later = ended(6, KeyKind::Ports, IpFamily::V4);
-        later.flow.first += 3 * 3_600_000_000_000;
-        later.flow.last += 3 * 3_600_000_000_000;
+        later.flow.first += Span::from_secs(3 * 3_600);
+        later.flow.last += Span::from_secs(3 * 3_600);
         w.write(&later).unwrap();
         let written = w.finish().unwrap().clone();
         assert_eq!(written.rows, 6);

@@ -231,9 +231,9 @@ impl<W: Write> RttWriter<W> {
                 l.extend_from_slice(b"{\"proto\":\"tcp\"");
                 endpoints_json(l, &f.key, f.initiator);
                 l.extend_from_slice(b",\"first\":");
-                secs(l, f.first, 6);
+                secs(l, f.first.as_nanos(), 6);
                 l.extend_from_slice(b",\"last\":");
-                secs(l, f.last, 6);
+                secs(l, f.last.as_nanos(), 6);
                 summary_json(l, src, dst);
                 l.push(b'}');
             }
@@ -259,9 +259,9 @@ impl<W: Write> RttWriter<W> {
                 }
             }
             RttFormat::Machine => {
-                secs(l, f.first, 6);
+                secs(l, f.first.as_nanos(), 6);
                 l.push(b' ');
-                secs(l, f.last, 6);
+                secs(l, f.last.as_nanos(), 6);
                 l.push(b' ');
                 flow_name(l, &f.key, f.initiator);
                 for d in [src, dst] {

@@ -25,8 +25,8 @@ pub struct FlowCtx<'a> {
     pub side: Side,
     /// The flow's record, with this packet counted.
     pub flow: &'a Flow,
-    /// The packet's capture time (ns since the epoch).
-    pub ts: u64,
+    /// The packet's capture time.
+    pub ts: rampart_wire::Timestamp,
 }
 
 /// A stage that keeps state per flow beside the flow table.

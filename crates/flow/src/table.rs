@@ -1,5 +1,7 @@
 use std::hash::{BuildHasher, Hasher};
 
+use rampart_wire::{Span, Timestamp};
+
 use crate::key::{Dir, FlowKey, Side};
 
 /// Records per arena chunk; chunks are allocated as the number of live flows grows.
@@ -26,12 +28,12 @@ const WHEEL: usize = 4096;
 pub struct TableConfig {
     /// Most flows tracked at once; a new flow beyond it evicts an old one.
     pub max_flows: usize,
-    /// A flow idle for longer than this (capture time, nanoseconds) has ended.
-    pub idle_timeout_ns: u64,
+    /// A flow idle for longer than this (capture time) has ended.
+    pub idle_timeout: Span,
     /// A TCP flow that has been closed (a FIN each way, or a reset) ends once it has been
-    /// quiet this long (nanoseconds), so that retransmitted FINs and the last ACKs still join
-    /// it. `u64::MAX` keeps closed flows until the idle timeout.
-    pub close_linger_ns: u64,
+    /// quiet this long, so that retransmitted FINs and the last ACKs still join it.
+    /// [`Span::MAX`] keeps closed flows until the idle timeout.
+    pub close_linger: Span,
     /// Seed for the table hash (fixed seeds make runs reproducible; vary it per process to keep
     /// crafted traffic from colliding).
     pub seed: u64,
@@ -46,8 +48,8 @@ impl Default for TableConfig {
     fn default() -> Self {
         Self {
             max_flows: 1_000_000,
-            idle_timeout_ns: 300_000_000_000,
-            close_linger_ns: 5_000_000_000,
+            idle_timeout: Span::from_secs(300),
+            close_linger: Span::from_secs(5),
             seed: 0x5eed_f10e,
             evict_protected: true,
         }
@@ -98,10 +100,10 @@ impl EndReason {
 pub struct Flow {
     /// The flow's key.
     pub key: FlowKey,
-    /// First packet's timestamp (ns since the epoch).
-    pub first: u64,
+    /// First packet's timestamp.
+    pub first: Timestamp,
     /// Latest timestamp seen.
-    pub last: u64,
+    pub last: Timestamp,
     /// Packets per direction.
     pub packets: [u64; 2],
     /// Bytes per direction: each frame's original length on the wire.
@@ -201,8 +203,8 @@ impl Flow {
 /// flow's counters before it, and the TCP flags seen since.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Interval {
-    /// Capture time of the interval's first packet (ns since the epoch).
-    pub start: u64,
+    /// Capture time of the interval's first packet.
+    pub start: Timestamp,
     /// The flow's packets per direction before the interval.
     pub packets: [u64; 2],
     /// The flow's bytes per direction before the interval.
@@ -275,8 +277,8 @@ pub struct PacketInfo {
     pub side: Side,
     /// [`FlowTable::hash`] of the key.
     pub hash: u64,
-    /// Capture timestamp, ns since the epoch.
-    pub ts: u64,
+    /// Capture timestamp.
+    pub ts: Timestamp,
     /// Frame length on the wire.
     pub wire_len: u32,
     /// TCP flags (0 for other protocols).
@@ -379,17 +381,17 @@ pub struct FlowTable {
     ended: Vec<EndedFlow>,
     stats: TableStats,
     /// Timeouts of the classes a caller gave flows ([`FlowTable::set_timeout`]); class `i`
-    /// lasts `timeouts[i - 1]` ns.
-    timeouts: Vec<u64>,
+    /// lasts `timeouts[i - 1]`.
+    timeouts: Vec<Span>,
     /// Records whose deadline falls in the tick the cursor is in, by deadline (earliest
     /// first): each comes off when its deadline passes, so the tick's slot is not looked
     /// through again at every call to [`FlowTable::advance`] within the tick. An entry is
     /// current while its record's `prev` is [`NEAR`]; a record taken off its timer list
     /// leaves its entry behind, which is skipped when it comes up.
-    near: std::collections::BinaryHeap<std::cmp::Reverse<(u64, u32)>>,
-    /// The active timeout (ns; 0: none): a live flow's next packet more than this after the
+    near: std::collections::BinaryHeap<std::cmp::Reverse<(Timestamp, u32)>>,
+    /// The active timeout (zero: none): a live flow's next packet more than this after the
     /// start of its current interval first reports the interval ([`EndReason::Active`]).
-    active_ns: u64,
+    active: Span,
     /// With an active timeout, each record's current interval (indexed like the records,
     /// grown a chunk at a time); empty otherwise.
     intervals: Vec<Interval>,
@@ -424,13 +426,13 @@ impl FlowTable {
             stats: TableStats::default(),
             timeouts: Vec::new(),
             near: std::collections::BinaryHeap::new(),
-            active_ns: 0,
+            active: Span::ZERO,
             intervals: Vec::new(),
         }
     }
 
     /// Reports live flows in intervals (`None`, the default: one record per flow): a flow
-    /// whose next packet comes more than `timeout_ns` of capture time after the first packet
+    /// whose next packet comes more than `timeout` of capture time after the first packet
     /// of its current interval is reported first, as an [`EndedFlow`] with
     /// [`EndReason::Active`] and the interval's counters ([`EndedFlow::since`]); the flow stays
     /// live, and that packet begins its next interval. Its records (the interim ones and the
@@ -439,10 +441,10 @@ impl FlowTable {
     /// eviction or the end of input), its last record covering everything since the previous
     /// one. Set it before the first packet (flows live then start their interval at their
     /// first packet); a zero timeout is none.
-    pub fn set_active_timeout(&mut self, timeout_ns: Option<u64>) {
-        self.active_ns = timeout_ns.unwrap_or(0);
+    pub fn set_active_timeout(&mut self, timeout: Option<Span>) {
+        self.active = timeout.unwrap_or(Span::ZERO);
         self.intervals = Vec::new();
-        if self.active_ns != 0 {
+        if !self.active.is_zero() {
             self.intervals.resize(self.chunks.len() * CHUNK, Interval::default());
             for r in 0..self.allocated {
                 let f = &self.chunks[r / CHUNK][r % CHUNK];
@@ -455,14 +457,14 @@ impl FlowTable {
     }
 
     /// The active timeout ([`FlowTable::set_active_timeout`]), if any.
-    pub fn active_timeout(&self) -> Option<u64> {
-        (self.active_ns != 0).then_some(self.active_ns)
+    pub fn active_timeout(&self) -> Option<Span> {
+        (!self.active.is_zero()).then_some(self.active)
     }
 
     /// Where record `rec`'s current interval began, with an active timeout.
     #[inline]
     fn since(&self, rec: u32) -> Option<Interval> {
-        self.intervals.get(rec as usize).copied().filter(|_| self.active_ns != 0)
+        self.intervals.get(rec as usize).copied().filter(|_| !self.active.is_zero())
     }
 
     /// The table's limits.
@@ -515,16 +517,16 @@ impl FlowTable {
     /// How long a flow may stay quiet before it ends: the timeout its caller gave it, else
     /// the close linger once it is closed, else the idle timeout.
     #[inline]
-    fn timeout(&self, f: &Flow) -> u64 {
+    fn timeout(&self, f: &Flow) -> Span {
         Self::timeout_in(&self.cfg, &self.timeouts, f)
     }
 
     /// [`FlowTable::timeout`] from the table's parts (for a caller holding a record mutably).
     #[inline]
-    fn timeout_in(cfg: &TableConfig, timeouts: &[u64], f: &Flow) -> u64 {
+    fn timeout_in(cfg: &TableConfig, timeouts: &[Span], f: &Flow) -> Span {
         match f.bits & CLASS {
-            0 if f.closed().is_some() => cfg.close_linger_ns,
-            0 => cfg.idle_timeout_ns,
+            0 if f.closed().is_some() => cfg.close_linger,
+            0 => cfg.idle_timeout,
             c => timeouts[usize::from(c) - 1],
         }
     }
@@ -532,42 +534,43 @@ impl FlowTable {
     /// When a flow ends if no packet comes: its timeout after its last packet, or, for a flow
     /// with a caller's timeout, after the moment the caller last set it.
     #[inline]
-    fn deadline_of(&self, f: &Flow) -> u64 {
+    fn deadline_of(&self, f: &Flow) -> Timestamp {
         Self::from_of(f).saturating_add(self.timeout(f))
     }
 
     /// The moment a flow's timeout counts from: its last packet, or the caller's moment.
     #[inline]
-    fn from_of(f: &Flow) -> u64 {
+    fn from_of(f: &Flow) -> Timestamp {
         if f.bits & CLASS == 0 {
             f.last
         } else {
             // A caller's moment, kept in whole 2^20 ns units so that later packets, which move
             // `last` and `held` together, cannot move it.
-            ((f.last >> HELD_SHIFT).saturating_sub(u64::from(f.held))) << HELD_SHIFT
+            let units = (f.last.as_nanos() >> HELD_SHIFT).saturating_sub(u64::from(f.held));
+            Timestamp::from_nanos(units << HELD_SHIFT)
         }
     }
 
-    /// The capture time (ns) the live flow `id` ends at if no packet comes first.
-    pub fn deadline(&self, id: FlowId) -> Option<u64> {
+    /// The capture time the live flow `id` ends at if no packet comes first.
+    pub fn deadline(&self, id: FlowId) -> Option<Timestamp> {
         self.get(id).map(|f| self.deadline_of(f))
     }
 
-    /// Gives a live flow its own timeout, counted from `from` (ns; at most its last packet):
+    /// Gives a live flow its own timeout, counted from `from` (at most its last packet):
     /// it ends once that long has passed since `from` without the caller setting it again,
     /// whatever packets come meanwhile (as a connection tracker's timer, which some packets
     /// refresh and others do not). The deadline moves at once, either way. Moments are kept
     /// to about a millisecond (2^20 ns). At most 63 distinct timeouts are kept; a 64th is
     /// rounded to the nearest kept one.
     #[inline(never)]
-    pub fn set_deadline(&mut self, id: FlowId, timeout_ns: u64, from: u64) {
+    pub fn set_deadline(&mut self, id: FlowId, timeout: Span, from: Timestamp) {
         if self.get(id).is_none() {
             return;
         }
-        let class = self.class_of(timeout_ns);
+        let class = self.class_of(timeout);
         let before = self.deadline_of(self.record(id.0));
         let f = self.record_mut(id.0);
-        let held = (f.last >> HELD_SHIFT).saturating_sub(from >> HELD_SHIFT);
+        let held = (f.last.as_nanos() >> HELD_SHIFT).saturating_sub(from.as_nanos() >> HELD_SHIFT);
         f.held = u32::try_from(held).unwrap_or(u32::MAX);
         f.bits = (f.bits & !CLASS) | class;
         let linked = f.prev != 0;
@@ -583,16 +586,16 @@ impl FlowTable {
     }
 
     /// The class of a caller's timeout (registering it if new).
-    fn class_of(&mut self, ns: u64) -> u8 {
-        match self.timeouts.iter().position(|&t| t == ns) {
+    fn class_of(&mut self, timeout: Span) -> u8 {
+        match self.timeouts.iter().position(|&t| t == timeout) {
             Some(i) => i as u8 + 1,
             None if self.timeouts.len() < usize::from(CLASS) => {
-                self.timeouts.push(ns);
+                self.timeouts.push(timeout);
                 self.timeouts.len() as u8
             }
             None => {
                 let near = (0..self.timeouts.len())
-                    .min_by_key(|&i| self.timeouts[i].abs_diff(ns))
+                    .min_by_key(|&i| self.timeouts[i].as_nanos().abs_diff(timeout.as_nanos()))
                     .unwrap_or(0);
                 near as u8 + 1
             }
@@ -602,12 +605,12 @@ impl FlowTable {
     /// Gives a live flow its own timeout, counted from its last packet (`None`: the table's
     /// own choice again, the idle timeout or the close linger, which every packet renews):
     /// [`FlowTable::set_deadline`] from the flow's last packet.
-    pub fn set_timeout(&mut self, id: FlowId, timeout_ns: Option<u64>) {
+    pub fn set_timeout(&mut self, id: FlowId, timeout: Option<Span>) {
         let Some(f) = self.get(id) else { return };
-        match timeout_ns {
-            Some(ns) => {
+        match timeout {
+            Some(t) => {
                 let last = f.last;
-                self.set_deadline(id, ns, last);
+                self.set_deadline(id, t, last);
             }
             None => {
                 let f = self.record_mut(id.0);
@@ -641,7 +644,13 @@ impl FlowTable {
     /// packet's direction in it, and whether the flow's deadline ([`FlowTable::deadline`]) has
     /// passed (the table ends such a flow when it meets a packet).
     #[inline]
-    pub fn lookup_due(&self, key: &FlowKey, hash: u64, side: Side, now: u64) -> Option<Looked> {
+    pub fn lookup_due(
+        &self,
+        key: &FlowKey,
+        hash: u64,
+        side: Side,
+        now: Timestamp,
+    ) -> Option<Looked> {
         let (_, found) = self.find(key, hash as u32);
         let rec = found?;
         let f = self.record(rec);
@@ -649,10 +658,10 @@ impl FlowTable {
     }
 
     /// After a packet: gives the live flow `id` its own timeout counted from `from` when
-    /// `timeout_ns` is given ([`FlowTable::set_deadline`]), and marks whether a full table
+    /// `timeout` is given ([`FlowTable::set_deadline`]), and marks whether a full table
     /// keeps it ([`FlowTable::set_protected`]), in one step.
     #[inline]
-    pub fn refresh(&mut self, id: FlowId, timeout_ns: Option<u64>, from: u64, protected: bool) {
+    pub fn refresh(&mut self, id: FlowId, timeout: Option<Span>, from: Timestamp, protected: bool) {
         if id.0 as usize >= self.allocated {
             return;
         }
@@ -662,20 +671,21 @@ impl FlowTable {
             return;
         }
         f.bits = if protected { f.bits | PROTECTED } else { f.bits & !PROTECTED };
-        let Some(timeout_ns) = timeout_ns else { return };
+        let Some(timeout) = timeout else { return };
         let class = f.bits & CLASS;
-        if class != 0 && f.prev != 0 && self.timeouts[usize::from(class) - 1] == timeout_ns {
+        if class != 0 && f.prev != 0 && self.timeouts[usize::from(class) - 1] == timeout {
             // The same timeout as before, from a moment no earlier: the deadline moves later
             // (or stays), so the record stays where it waits on the wheel (as in
             // `set_deadline`).
-            let (last, held) = (f.last >> HELD_SHIFT, u64::from(f.held));
-            if from >> HELD_SHIFT >= last.saturating_sub(held) {
-                let held = last.saturating_sub(from >> HELD_SHIFT);
+            let (last, held) = (f.last.as_nanos() >> HELD_SHIFT, u64::from(f.held));
+            let from_units = from.as_nanos() >> HELD_SHIFT;
+            if from_units >= last.saturating_sub(held) {
+                let held = last.saturating_sub(from_units);
                 f.held = u32::try_from(held).unwrap_or(u32::MAX);
                 return;
             }
         }
-        self.set_deadline(id, timeout_ns, from);
+        self.set_deadline(id, timeout, from);
     }
 
     /// Why a flow that has been quiet past its timeout ends.
@@ -713,7 +723,7 @@ impl FlowTable {
         &mut self,
         p: &PacketInfo,
         found: Option<FlowId>,
-        new_timeout: Option<u64>,
+        new_timeout: Option<Span>,
     ) -> Option<Tracked> {
         match found {
             Some(id) if self.get(id).is_some() => {
@@ -735,7 +745,7 @@ impl FlowTable {
         p: &PacketInfo,
         slot: usize,
         found: Option<u32>,
-        new_timeout: Option<u64>,
+        new_timeout: Option<Span>,
     ) -> Option<Tracked> {
         let rec = match found {
             Some(rec) => {
@@ -752,9 +762,9 @@ impl FlowTable {
                 if !quiet && !reopen {
                     let dir = f.dir(p.side);
                     let d = dir as usize;
-                    if self.active_ns != 0 {
+                    if !self.active.is_zero() {
                         let iv = &mut self.intervals[r];
-                        if p.ts.saturating_sub(iv.start) > self.active_ns {
+                        if p.ts.since(iv.start) > self.active {
                             // Reported on for longer than the active timeout: the interval
                             // so far is reported, and this packet begins the next one.
                             self.stats.interim += 1;
@@ -775,7 +785,8 @@ impl FlowTable {
                     f.tcp_flags[d] |= p.tcp_flags as u8;
                     if !own && p.ts > f.last {
                         // A caller's deadline stays where the caller put it.
-                        let moved = (p.ts >> HELD_SHIFT) - (f.last >> HELD_SHIFT);
+                        let moved =
+                            (p.ts.as_nanos() >> HELD_SHIFT) - (f.last.as_nanos() >> HELD_SHIFT);
                         f.held = u32::try_from(u64::from(f.held) + moved).unwrap_or(u32::MAX);
                     }
                     f.last = f.last.max(p.ts);
@@ -785,7 +796,7 @@ impl FlowTable {
                         && f.closed().is_some()
                     {
                         // Closed by this packet: its deadline moves to the close linger.
-                        let deadline = f.last.saturating_add(self.cfg.close_linger_ns);
+                        let deadline = f.last.saturating_add(self.cfg.close_linger);
                         self.unlink(rec);
                         self.link(rec, Self::tick(deadline));
                     }
@@ -807,7 +818,7 @@ impl FlowTable {
             }
             None => self.insert(slot, p)?,
         };
-        if self.active_ns != 0 {
+        if !self.active.is_zero() {
             self.intervals[rec as usize] = Interval::start(p);
         }
         let class = new_timeout.map_or(0, |t| self.class_of(t));
@@ -840,7 +851,7 @@ impl FlowTable {
 
     /// Ends flows quiet past their timeout at `now`, looking at up to `budget` records from
     /// where the last sweep stopped (the table's way to make room before it evicts).
-    pub fn sweep(&mut self, now: u64, budget: usize) {
+    pub fn sweep(&mut self, now: Timestamp, budget: usize) {
         for _ in 0..budget.min(self.allocated) {
             self.hand = if self.hand + 1 >= self.allocated { 0 } else { self.hand + 1 };
             let f = self.record(self.hand as u32);
@@ -862,7 +873,7 @@ impl FlowTable {
     /// time): a jump forward looks at each slot at most once; a step back looks at one slot
     /// and sets the main wheel aside, untouched, until time comes back to where it was, while
     /// the flows met in between keep their timers on a wheel of their own.
-    pub fn advance(&mut self, now: u64) {
+    pub fn advance(&mut self, now: Timestamp) {
         let due = Self::tick(now);
         if due < self.cursor {
             // A step back. Entries that were already due when linked wait on the cursor's
@@ -900,7 +911,7 @@ impl FlowTable {
 
     /// Ends the flows of the near heap whose deadline has passed at `now` (a record whose
     /// deadline moved since it was filed is filed again under the new one).
-    fn expire_near(&mut self, now: u64) {
+    fn expire_near(&mut self, now: Timestamp) {
         while let Some(&std::cmp::Reverse((filed, rec))) = self.near.peek() {
             if now <= filed {
                 break;
@@ -919,7 +930,7 @@ impl FlowTable {
     /// A record taken off its timer list: ends it if quiet past its deadline at `now`, else
     /// files it again under its deadline (not before tick `due`).
     #[inline]
-    fn expire_or_refile(&mut self, rec: u32, now: u64, due: u64) {
+    fn expire_or_refile(&mut self, rec: u32, now: Timestamp, due: u64) {
         self.stats.timer_checks += 1;
         let f = self.record(rec);
         let deadline = self.deadline_of(f);
@@ -944,7 +955,7 @@ impl FlowTable {
 
     /// Looks at the slots of ticks `from..=to` (each slot once when that is more than a turn)
     /// of the main or the back wheel.
-    fn expire_range(&mut self, from: u64, to: u64, back: bool, now: u64) {
+    fn expire_range(&mut self, from: u64, to: u64, back: bool, now: Timestamp) {
         let due = self.cursor;
         let end = from + to.saturating_sub(from).min(WHEEL as u64 - 1);
         for t in from..=end {
@@ -954,7 +965,7 @@ impl FlowTable {
 
     /// Takes one slot's list: flows quiet past their timeout at `now` end, the others are
     /// filed again under their deadline (not before tick `due`).
-    fn expire_slot(&mut self, slot: usize, now: u64, due: u64) {
+    fn expire_slot(&mut self, slot: usize, now: Timestamp, due: u64) {
         let mut cur = std::mem::take(&mut self.wheel[slot]);
         while cur != 0 {
             let rec = cur - 1;
@@ -966,8 +977,10 @@ impl FlowTable {
         }
     }
 
-    fn tick(t: u64) -> u64 {
-        t >> TICK_SHIFT
+    /// The tick an instant falls in.
+    #[inline(always)]
+    fn tick(t: Timestamp) -> u64 {
+        t.as_nanos() >> TICK_SHIFT
     }
 
     /// The slot of tick `t` in the main wheel, or in the back wheel.
@@ -1039,7 +1052,7 @@ impl FlowTable {
     /// few at a time ([`FlowTable::end`]), never holds more than this list (4 bytes a flow)
     /// besides the table.
     pub fn live_in_order(&self) -> Vec<FlowId> {
-        let mut order: Vec<(u64, u32)> = (0..self.allocated as u32)
+        let mut order: Vec<(Timestamp, u32)> = (0..self.allocated as u32)
             .filter(|&r| self.record(r).live())
             .map(|r| (self.record(r).first, r))
             .collect();
@@ -1099,7 +1112,7 @@ impl FlowTable {
             + self.chunks.len() * CHUNK * std::mem::size_of::<Flow>()
             + self.free.capacity() * 4
             + self.wheel.len() * 4
-            + self.near.capacity() * std::mem::size_of::<(u64, u32)>()
+            + self.near.capacity() * std::mem::size_of::<(Timestamp, u32)>()
             + self.intervals.capacity() * std::mem::size_of::<Interval>()
     }
 
@@ -1153,7 +1166,7 @@ impl FlowTable {
                 if self.allocated == self.chunks.len() * CHUNK {
                     let chunk = vec![Flow::default(); CHUNK].into_boxed_slice();
                     self.chunks.push(chunk.try_into().expect("a chunk holds CHUNK records"));
-                    if self.active_ns != 0 {
+                    if !self.active.is_zero() {
                         self.intervals.resize(self.chunks.len() * CHUNK, Interval::default());
                     }
                 }
@@ -1173,7 +1186,7 @@ impl FlowTable {
     /// a bounded scan per refused flow.
     fn evict(&mut self) -> bool {
         let any = self.cfg.evict_protected;
-        let mut victim: Option<(u64, u32)> = None;
+        let mut victim: Option<(Timestamp, u32)> = None;
         let mut seen = 0;
         let mut r = self.hand;
         for _ in 0..self.allocated.min(EVICT_SCAN) {

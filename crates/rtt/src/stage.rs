@@ -509,7 +509,7 @@ impl SideStage for RttStage {
 
     #[inline]
     fn observe(&mut self, f: &FlowCtx<'_>, p: &RttInput) -> Option<Sample> {
-        self.observe_packet(f.id, f.new, &f.flow.key, f.side, f.dir, f.ts, p)
+        self.observe_packet(f.id, f.new, &f.flow.key, f.side, f.dir, f.ts.as_nanos(), p)
     }
 
     fn retire(&mut self, id: FlowId, _flow: &Flow) -> RttSummary {

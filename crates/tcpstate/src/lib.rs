@@ -657,7 +657,7 @@ impl SideStage for TcpStateStage {
 
     #[inline]
     fn observe(&mut self, f: &FlowCtx<'_>, input: &TcpSeg) -> Option<()> {
-        self.observe_segment(f.id, f.new, f.dir, f.ts, input);
+        self.observe_segment(f.id, f.new, f.dir, f.ts.as_nanos(), input);
         None
     }
 

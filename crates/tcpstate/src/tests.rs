@@ -16,7 +16,14 @@ fn flow(p: u8, packets: [u64; 2]) -> Flow {
     let mut b = [0u8; 16];
     b[..4].copy_from_slice(&[10, 0, 0, 2]);
     let (key, side) = FlowKey::new(a, 40000, b, 80, p, IpFamily::V4, KeyKind::Ports);
-    let info = PacketInfo { key, side, hash: 0, ts: 0, wire_len: 60, tcp_flags: 0 };
+    let info = PacketInfo {
+        key,
+        side,
+        hash: 0,
+        ts: rampart_wire::Timestamp::EPOCH,
+        wire_len: 60,
+        tcp_flags: 0,
+    };
     let mut f = Flow::start(&info);
     f.packets = packets;
     f

@@ -20,12 +20,12 @@ fn record(family: u8, proto: u8, sport: u16, dport: u16) -> FlowRecord {
         key,
         side,
         hash: 0,
-        ts: 1_700_000_000_123_456_789,
+        ts: rampart_wire::Timestamp::from_nanos(1_700_000_000_123_456_789),
         wire_len: 60,
         tcp_flags: 0x02,
     };
     let mut flow = Flow::start(&p);
-    flow.last = 1_700_000_002_623_999_999;
+    flow.last = rampart_wire::Timestamp::from_nanos(1_700_000_002_623_999_999);
     flow.packets = [10, 20];
     flow.bytes = [1000, 20000];
     flow.tcp_flags = [0x1b, 0x12];

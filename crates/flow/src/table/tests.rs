@@ -12,17 +12,27 @@ fn key(i: u16) -> (FlowKey, Side) {
     FlowKey::new(a, 1000 + i, b, 80, 6, IpFamily::V4, KeyKind::Ports)
 }
 
+/// The instant `ns` after the epoch.
+fn time(ns: u64) -> Timestamp {
+    Timestamp::from_nanos(ns)
+}
+
+/// A span of `ns`.
+fn span(ns: u64) -> Span {
+    Span::from_nanos(ns)
+}
+
 fn packet(t: &FlowTable, i: u16, reverse: bool, ts: u64) -> PacketInfo {
     let (k, side) = key(i);
     let side = if reverse { if side == Side::A { Side::B } else { Side::A } } else { side };
-    PacketInfo { key: k, side, hash: t.hash(&k), ts, wire_len: 100, tcp_flags: 0x10 }
+    PacketInfo { key: k, side, hash: t.hash(&k), ts: time(ts), wire_len: 100, tcp_flags: 0x10 }
 }
 
 fn cfg(max_flows: usize, timeout: u64) -> TableConfig {
     TableConfig {
         max_flows,
-        idle_timeout_ns: timeout,
-        close_linger_ns: timeout,
+        idle_timeout: span(timeout),
+        close_linger: span(timeout),
         seed: 1,
         evict_protected: true,
     }
@@ -38,7 +48,7 @@ fn counts_both_directions_in_one_record() {
     let f = *t.get(r.id).unwrap();
     assert_eq!(f.packets, [1, 1]);
     assert_eq!(f.bytes, [100, 100]);
-    assert_eq!((f.first, f.last), (5, 6));
+    assert_eq!((f.first, f.last), (time(5), time(6)));
     t.finish();
     let ended: Vec<_> = t.take_ended().collect();
     assert_eq!(ended.len(), 1);
@@ -64,7 +74,7 @@ fn sweep_ends_idle_flows_and_eviction_keeps_the_bound() {
     for i in 0..4 {
         t.track(&packet(&t, i, false, u64::from(i)));
     }
-    t.sweep(1002, 100);
+    t.sweep(time(1002), 100);
     let ended: Vec<_> = t.take_ended().collect();
     assert_eq!(ended.len(), 2, "flows last seen at 0 and 1 are idle at 1002");
     for i in 10..20 {
@@ -135,27 +145,27 @@ proptest! {
                 t.try_track_looked_up(&p, found, None).unwrap();
             }
             match model.get_mut(&p.key) {
-                Some(f) if ts - f.last <= timeout => {
+                Some(f) if ts - f.last.as_nanos() <= timeout => {
                     let d = usize::from(p.side != f.initiator);
                     f.packets[d] += 1;
                     f.bytes[d] += 100;
                     f.tcp_flags[d] |= 0x10;
-                    f.last = ts;
+                    f.last = time(ts);
                 }
                 other => {
                     if let Some(old) = other {
                         model_ended.push((*old, EndReason::Idle));
                     }
                     model.insert(p.key, Flow {
-                        key: p.key, first: ts, last: ts, packets: [1, 0], bytes: [100, 0],
+                        key: p.key, first: time(ts), last: time(ts), packets: [1, 0], bytes: [100, 0],
                         held: 0, next: 0, prev: 0, tcp_flags: [0x10, 0], initiator: p.side, bits: LIVE,
                     });
                 }
             }
             if op.sweep {
-                t.advance(ts);
+                t.advance(time(ts));
                 let idle: Vec<FlowKey> = model.iter()
-                    .filter(|(_, f)| ts - f.last > timeout).map(|(k, _)| *k).collect();
+                    .filter(|(_, f)| ts - f.last.as_nanos() > timeout).map(|(k, _)| *k).collect();
                 for k in idle {
                     model_ended.push((model.remove(&k).unwrap(), EndReason::Idle));
                 }
@@ -185,7 +195,7 @@ proptest! {
         const UNIT: u64 = 1 << 22;
         let (idle, linger) = (500 * UNIT, 40 * UNIT);
         let mut t = FlowTable::new(TableConfig {
-            max_flows: 1000, idle_timeout_ns: idle, close_linger_ns: linger, seed: 1,
+            max_flows: 1000, idle_timeout: span(idle), close_linger: span(linger), seed: 1,
             evict_protected: true,
         });
         // Per flow: its record, and the timeout a caller gave it (as a connection tracker
@@ -196,7 +206,7 @@ proptest! {
         // A caller's moment is kept to 2^20 ns, rounded down.
         let deadline = |(f, own): &(Flow, Option<(u64, u64)>)| match own {
             Some((t, from)) => (from >> 20 << 20).saturating_add(*t),
-            None => f.last.saturating_add(if f.closed().is_some() { linger } else { idle }),
+            None => f.last.as_nanos().saturating_add(if f.closed().is_some() { linger } else { idle }),
         };
         let mut ts: u64 = 1 << 50;
         for &(flow, reverse, dt, sweep, fl, custom) in &ops {
@@ -213,7 +223,7 @@ proptest! {
                     let d = f.dir(p.side) as usize;
                     f.packets[d] += 1;
                     f.tcp_flags[d] |= fl as u8;
-                    f.last = f.last.max(ts);
+                    f.last = f.last.max(time(ts));
                     e
                 }
                 other => {
@@ -228,19 +238,19 @@ proptest! {
             // Now and then a caller gives the flow its own timeout, or takes it back.
             if custom < 3 {
                 let own = [None, Some(20 * UNIT), Some(900 * UNIT)][custom as usize];
-                tracked.1 = own.map(|t| (t, tracked.0.last));
+                tracked.1 = own.map(|t| (t, tracked.0.last.as_nanos()));
                 let id = t.lookup(&p.key, p.hash).unwrap();
-                t.set_timeout(id, own);
+                t.set_timeout(id, own.map(span));
             } else if custom == 3 {
                 // A timeout counted from a moment before the last packet, as a tracker's
                 // timer that this packet did not renew.
-                let from = tracked.0.last.saturating_sub(6 * UNIT);
+                let from = tracked.0.last.as_nanos().saturating_sub(6 * UNIT);
                 tracked.1 = Some((30 * UNIT, from));
                 let id = t.lookup(&p.key, p.hash).unwrap();
-                t.set_deadline(id, 30 * UNIT, from);
+                t.set_deadline(id, span(30 * UNIT), time(from));
             }
             if sweep {
-                t.advance(ts);
+                t.advance(time(ts));
                 let mut quiet: Vec<FlowKey> = model.iter()
                     .filter(|(_, e)| ts > deadline(e)).map(|(k, _)| *k).collect();
                 quiet.sort();
@@ -274,7 +284,7 @@ proptest! {
             ts += op.dt;
             t.track(&packet(&t, op.flow, op.reverse, ts));
             prop_assert!(t.len() <= max);
-            if op.sweep { t.sweep(ts, 5); }
+            if op.sweep { t.sweep(time(ts), 5); }
             ended += t.take_ended().map(|e| e.flow.packets[0] + e.flow.packets[1]).sum::<u64>();
         }
         t.finish();
@@ -289,13 +299,13 @@ fn advancing_time_ends_exactly_the_idle_flows() {
     for i in 0..40 {
         t.track(&packet(&t, i, false, 10 + u64::from(i)));
     }
-    t.advance(10);
+    t.advance(time(10));
     assert_eq!(t.take_ended().count(), 0);
-    t.advance(4010);
+    t.advance(time(4010));
     assert_eq!(t.take_ended().count(), 0, "idle for exactly the timeout: not ended yet");
-    t.advance(4020);
+    t.advance(time(4020));
     assert_eq!(t.take_ended().count(), 10, "flows last seen at 10..=19");
-    t.advance(3000);
+    t.advance(time(3000));
     assert_eq!(t.take_ended().count(), 0, "time going backwards is ignored");
     // A flow that keeps sending is not ended; its timer moves on.
     let seconds = 1_000_000_000u64;
@@ -305,24 +315,24 @@ fn advancing_time_ends_exactly_the_idle_flows() {
         if s % 3 == 0 {
             t.track(&packet(&t, 2, false, s * seconds));
         }
-        t.advance(s * seconds);
+        t.advance(time(s * seconds));
         assert_eq!(t.take_ended().count(), 0, "second {s}");
     }
-    t.advance(34 * seconds);
+    t.advance(time(34 * seconds));
     assert_eq!(t.take_ended().count(), 1, "flow 2 last seen at 27 s");
     // A clock that ran before the first flow, and a jump of years, change nothing.
     let mut t = FlowTable::new(cfg(100, 5 * seconds));
-    t.advance(1_400_000_000 * seconds);
+    t.advance(time(1_400_000_000 * seconds));
     t.track(&packet(&t, 1, false, 1_400_000_001 * seconds));
-    t.advance(1_400_000_005 * seconds);
+    t.advance(time(1_400_000_005 * seconds));
     assert_eq!(t.take_ended().count(), 0);
-    t.advance(1_400_000_007 * seconds);
+    t.advance(time(1_400_000_007 * seconds));
     assert_eq!(t.take_ended().count(), 1, "idle 6 s after a clock that ran before any flow");
     t.track(&packet(&t, 3, false, 1_400_000_008 * seconds));
-    t.advance(1_460_000_000 * seconds);
+    t.advance(time(1_460_000_000 * seconds));
     assert_eq!(t.take_ended().count(), 1, "idle across the jump");
     t.track(&packet(&t, 2, false, 1_460_000_001 * seconds));
-    t.advance(1_460_000_007 * seconds);
+    t.advance(time(1_460_000_007 * seconds));
     assert_eq!(t.take_ended().count(), 1);
 }
 
@@ -338,8 +348,15 @@ fn time_jumps_cost_in_proportion_to_the_flows_that_end() {
         let mut t = FlowTable::new(cfg(100_000, 300 * seconds));
         if let Some(ts) = first {
             let (k, side) = FlowKey::new([1; 16], 1, [2; 16], 2, 17, IpFamily::V6, KeyKind::Ports);
-            t.track(&PacketInfo { key: k, side, hash: t.hash(&k), ts, wire_len: 60, tcp_flags: 0 });
-            t.advance(ts);
+            t.track(&PacketInfo {
+                key: k,
+                side,
+                hash: t.hash(&k),
+                ts: time(ts),
+                wire_len: 60,
+                tcp_flags: 0,
+            });
+            t.advance(time(ts));
         }
         // 20,000 flows over 100 s in batches of 64 packets, each flow sending twice.
         for n in 0..2 * flows {
@@ -348,12 +365,19 @@ fn time_jumps_cost_in_proportion_to_the_flows_that_end() {
             a[..4].copy_from_slice(&i.to_be_bytes());
             let (k, side) = FlowKey::new(a, 1, [9; 16], 2, 17, IpFamily::V6, KeyKind::Ports);
             let ts = year_2024 + u64::from(n) * 2_500_000;
-            t.track(&PacketInfo { key: k, side, hash: t.hash(&k), ts, wire_len: 60, tcp_flags: 0 });
+            t.track(&PacketInfo {
+                key: k,
+                side,
+                hash: t.hash(&k),
+                ts: time(ts),
+                wire_len: 60,
+                tcp_flags: 0,
+            });
             if n % 64 == 63 {
-                t.advance(ts);
+                t.advance(time(ts));
                 if back_and_forth {
-                    t.advance(ts - 3_600 * seconds);
-                    t.advance(ts);
+                    t.advance(time(ts - 3_600 * seconds));
+                    t.advance(time(ts));
                 }
             }
         }
@@ -373,8 +397,8 @@ fn time_jumps_cost_in_proportion_to_the_flows_that_end() {
 fn a_closed_tcp_flow_ends_after_the_linger_not_the_idle_timeout() {
     let mut t = FlowTable::new(TableConfig {
         max_flows: 10,
-        idle_timeout_ns: 300_000_000_000,
-        close_linger_ns: 2_000_000_000,
+        idle_timeout: Span::from_secs(300),
+        close_linger: Span::from_secs(2),
         seed: 1,
         evict_protected: true,
     });
@@ -398,9 +422,9 @@ fn a_closed_tcp_flow_ends_after_the_linger_not_the_idle_timeout() {
     // Flow 3: refused (SYN, RST-ACK).
     t.track(&at(&t, 3, false, 100 * s, 0x02));
     t.track(&at(&t, 3, true, 100 * s, 0x14));
-    t.advance(101 * s);
+    t.advance(time(101 * s));
     assert_eq!(t.take_ended().count(), 0, "within the linger");
-    t.advance(103 * s);
+    t.advance(time(103 * s));
     let mut ended: Vec<_> = t.take_ended().map(|e| e.reason).collect();
     ended.sort_by_key(|r| r.name());
     assert_eq!(ended, [EndReason::Fin, EndReason::Rst]);
@@ -414,7 +438,7 @@ fn a_closed_tcp_flow_ends_after_the_linger_not_the_idle_timeout() {
     assert_eq!(ended.len(), 1);
     assert_eq!((ended[0].reason, ended[0].flow.packets), (EndReason::Rst, [1, 1]));
     // The half-closed flow ends only at the idle timeout.
-    t.advance(401 * s);
+    t.advance(time(401 * s));
     let ended: Vec<_> = t.take_ended().collect();
     assert!(ended.iter().any(|e| e.reason == EndReason::Idle && e.flow.key == key(2).0));
 }
@@ -426,19 +450,19 @@ fn a_caller_s_timeout_moves_the_deadline_either_way() {
     let a = t.track(&packet(&t, 1, false, 100 * s)).id;
     let b = t.track(&packet(&t, 2, false, 100 * s)).id;
     // Shorter: ends on time, not at the idle timeout.
-    t.set_timeout(a, Some(10 * s));
+    t.set_timeout(a, Some(span(10 * s)));
     // Longer than the idle timeout (an established connection's five days).
-    t.set_timeout(b, Some(432_000 * s));
-    t.advance(109 * s);
+    t.set_timeout(b, Some(span(432_000 * s)));
+    t.advance(time(109 * s));
     assert_eq!(t.take_ended().count(), 0);
-    t.advance(111 * s);
+    t.advance(time(111 * s));
     let ended: Vec<_> = t.take_ended().collect();
     assert_eq!((ended.len(), ended[0].id, ended[0].reason), (1, a, EndReason::Idle));
-    t.advance(1_000 * s);
+    t.advance(time(1_000 * s));
     assert_eq!(t.take_ended().count(), 0, "b keeps its five days");
     // Back to the table's own choice.
     t.set_timeout(b, None);
-    t.advance(1_001 * s);
+    t.advance(time(1_001 * s));
     assert_eq!(t.take_ended().count(), 1);
     // A lookup finds without creating.
     let p = packet(&t, 3, false, 1_002 * s);
@@ -480,7 +504,8 @@ fn many_flows_grow_the_index_and_stay_findable() {
         let mut a = [0; 16];
         a[..4].copy_from_slice(&i.to_be_bytes());
         let (k, side) = FlowKey::new(a, 1, [9; 16], 2, 17, IpFamily::V6, KeyKind::Ports);
-        let p = PacketInfo { key: k, side, hash: t.hash(&k), ts: 1, wire_len: 60, tcp_flags: 0 };
+        let p =
+            PacketInfo { key: k, side, hash: t.hash(&k), ts: time(1), wire_len: 60, tcp_flags: 0 };
         ids.push((p, t.track(&p).id));
     }
     for (p, id) in &ids {
@@ -505,12 +530,19 @@ fn a_flood_s_flows_are_looked_at_a_bounded_number_of_times() {
         a[..4].copy_from_slice(&i.to_be_bytes());
         let (k, side) = FlowKey::new(a, 1, [9; 16], 2, 17, IpFamily::V6, KeyKind::Ports);
         let ts = (1 << 40) + u64::from(i) * 20_000; // 50 K new flows a second
-        t.track(&PacketInfo { key: k, side, hash: t.hash(&k), ts, wire_len: 60, tcp_flags: 0 });
+        t.track(&PacketInfo {
+            key: k,
+            side,
+            hash: t.hash(&k),
+            ts: time(ts),
+            wire_len: 60,
+            tcp_flags: 0,
+        });
         if i % 64 == 63 {
-            t.advance(ts);
+            t.advance(time(ts));
         }
     }
-    t.advance((1 << 40) + u64::from(flows) * 20_000 + 600 * ms);
+    t.advance(time((1 << 40) + u64::from(flows) * 20_000 + 600 * ms));
     assert_eq!(t.stats().idle, u64::from(flows), "every flow ended");
     let checks = t.stats().timer_checks;
     assert!(checks <= 2 * u64::from(flows), "{checks} records looked at for {flows} flows");
@@ -525,7 +557,7 @@ proptest! {
     fn a_timeout_given_with_the_first_packet_is_the_one_set_after_it(ops in jumpy_ops()) {
         const UNIT: u64 = 1 << 22;
         let new_table = || FlowTable::new(TableConfig {
-            max_flows: 1000, idle_timeout_ns: 500 * UNIT, close_linger_ns: 40 * UNIT, seed: 1,
+            max_flows: 1000, idle_timeout: span(500 * UNIT), close_linger: span(40 * UNIT), seed: 1,
             evict_protected: true,
         });
         let (mut a, mut b) = (new_table(), new_table());
@@ -537,17 +569,17 @@ proptest! {
             let mut p = packet(&a, flow, reverse, ts);
             p.tcp_flags = fl;
             let found = a.lookup(&p.key, p.hash);
-            let ta = a.try_track_looked_up(&p, found, own).unwrap();
+            let ta = a.try_track_looked_up(&p, found, own.map(span)).unwrap();
             let tb = b.try_track(&p).unwrap();
             // (Record ids may differ: freed records are reused in the order flows ended.)
             prop_assert_eq!((ta.new, ta.dir), (tb.new, tb.dir));
             if tb.new && let Some(t) = own {
-                b.set_deadline(tb.id, t, ts);
+                b.set_deadline(tb.id, span(t), time(ts));
             }
             prop_assert_eq!(a.deadline(ta.id), b.deadline(tb.id));
             if sweep {
-                a.advance(ts);
-                b.advance(ts);
+                a.advance(time(ts));
+                b.advance(time(ts));
             }
             let key = |e: &EndedFlow| (e.flow.key, e.flow.first, e.reason.name());
             ended_a.extend(a.take_ended().map(|e| key(&e)));
@@ -591,8 +623,8 @@ fn an_active_timeout_reports_a_long_flow_in_intervals_that_add_up() {
     // One flow, a packet every 150 ms for 10 s, alternating directions, then a FIN each way.
     let mut plain = FlowTable::new(cfg(10, 300 * s));
     let mut active = FlowTable::new(cfg(10, 300 * s));
-    active.set_active_timeout(Some(s));
-    assert_eq!(active.active_timeout(), Some(s));
+    active.set_active_timeout(Some(span(s)));
+    assert_eq!(active.active_timeout(), Some(span(s)));
     let mut sent = Vec::new();
     for i in 0..=67u64 {
         let ts = base + i * 150_000_000;
@@ -626,14 +658,14 @@ fn an_active_timeout_reports_a_long_flow_in_intervals_that_add_up() {
     // each (7 packets), the last one what is left.
     assert_eq!(reported.len(), 10);
     for (r, e) in reported.iter().zip(&records) {
-        assert_eq!(e.flow.first, base, "every record knows the flow's first packet");
-        assert!(r.last - r.first <= s, "an interval lasts at most the timeout");
-        assert!(r.first >= base && r.last <= whole.flow.last);
+        assert_eq!(e.flow.first, time(base), "every record knows the flow's first packet");
+        assert!(r.last - r.first <= span(s), "an interval lasts at most the timeout");
+        assert!(r.first >= time(base) && r.last <= whole.flow.last);
         assert_eq!((r.key, r.initiator), (whole.flow.key, whole.flow.initiator));
     }
     for w in reported.windows(2) {
         assert!(w[0].last < w[1].first, "intervals do not overlap");
-        assert!(w[1].first - w[0].first > s, "the next interval starts past the timeout");
+        assert!(w[1].first - w[0].first > span(s), "the next interval starts past the timeout");
     }
     let sum = |f: fn(&Flow) -> [u64; 2]| {
         reported.iter().fold([0, 0], |a, r| [a[0] + f(r)[0], a[1] + f(r)[1]])
@@ -646,8 +678,10 @@ fn an_active_timeout_reports_a_long_flow_in_intervals_that_add_up() {
     assert_eq!(reported[0].tcp_flags[0] & 0x02, 0x02);
     assert!(reported[1..].iter().all(|r| r.tcp_flags[0] & 0x02 == 0));
     assert!(reported[..9].iter().all(|r| (r.tcp_flags[0] | r.tcp_flags[1]) & 0x01 == 0));
-    let got: Vec<_> =
-        reported.iter().map(|r| (r.first, r.last, r.packets, r.bytes, r.tcp_flags)).collect();
+    let got: Vec<_> = reported
+        .iter()
+        .map(|r| (r.first.as_nanos(), r.last.as_nanos(), r.packets, r.bytes, r.tcp_flags))
+        .collect();
     assert_eq!(got, interval_oracle(&sent, s));
     // The table counted each interim record, and no flow end for them.
     assert_eq!(active.stats().interim, 9);
@@ -658,23 +692,26 @@ fn an_active_timeout_reports_a_long_flow_in_intervals_that_add_up() {
 fn a_flow_quiet_after_its_active_timeout_ends_by_the_idle_timeout_with_the_rest() {
     let s = 1_000_000_000u64;
     let mut t = FlowTable::new(cfg(10, 30 * s));
-    t.set_active_timeout(Some(5 * s));
+    t.set_active_timeout(Some(span(5 * s)));
     // Packets over 6 s: the one at 6 s crosses the timeout and begins the second interval;
     // then silence, and the idle timeout ends the flow with that interval.
     for (i, ts) in [0, s, 2 * s, 6 * s].into_iter().enumerate() {
         let p = packet(&t, 0, i % 2 == 1, s + ts);
         t.track(&p);
     }
-    t.advance(100 * s);
+    t.advance(time(100 * s));
     let records: Vec<(EndReason, Flow)> =
         t.take_ended().map(|e| (e.reason, e.reported())).collect();
     assert_eq!(records.len(), 2);
     assert_eq!(records[0].0, EndReason::Active);
-    assert_eq!((records[0].1.first, records[0].1.last, records[0].1.packets), (s, 3 * s, [2, 1]));
+    assert_eq!(
+        (records[0].1.first, records[0].1.last, records[0].1.packets),
+        (time(s), time(3 * s), [2, 1])
+    );
     assert_eq!(records[1].0, EndReason::Idle);
     assert_eq!(
         (records[1].1.first, records[1].1.last, records[1].1.packets),
-        (7 * s, 7 * s, [0, 1])
+        (time(7 * s), time(7 * s), [0, 1])
     );
     assert!(t.is_empty());
 }
@@ -705,7 +742,7 @@ proptest! {
         let max = if evict { 3 } else { 100 };
         let mut plain = FlowTable::new(cfg(max, idle));
         let mut act = FlowTable::new(cfg(max, idle));
-        act.set_active_timeout(Some(active_ns));
+        act.set_active_timeout(Some(span(active_ns)));
         let mut ts = 1_000_000 * MS;
         let (mut ended_plain, mut ended_act) = (Vec::new(), Vec::new());
         for &(flow, reverse, dt, flags) in &ops {
@@ -722,7 +759,7 @@ proptest! {
         ended_plain.extend(plain.take_ended());
         ended_act.extend(act.take_ended());
         // Flows are known by key and first packet.
-        let mut by_flow: HashMap<(FlowKey, u64), Vec<EndedFlow>> = HashMap::new();
+        let mut by_flow: HashMap<(FlowKey, Timestamp), Vec<EndedFlow>> = HashMap::new();
         for e in &ended_act {
             by_flow.entry((e.flow.key, e.flow.first)).or_default().push(*e);
         }
@@ -750,7 +787,7 @@ proptest! {
         let mut packets: HashMap<(FlowKey, u64), Vec<Sent>> = HashMap::new();
         let mut firsts: HashMap<FlowKey, Vec<u64>> = HashMap::new();
         for e in &ended_plain {
-            firsts.entry(e.flow.key).or_default().push(e.flow.first);
+            firsts.entry(e.flow.key).or_default().push(e.flow.first.as_nanos());
         }
         for v in firsts.values_mut() {
             v.sort_unstable();
@@ -765,10 +802,10 @@ proptest! {
         }
         for (id, pk) in &packets {
             let want = interval_oracle(pk, active_ns);
-            let got: Vec<_> = by_flow[id]
+            let got: Vec<_> = by_flow[&(id.0, time(id.1))]
                 .iter()
                 .map(EndedFlow::reported)
-                .map(|r| (r.first, r.last, r.packets, r.bytes, r.tcp_flags))
+                .map(|r| (r.first.as_nanos(), r.last.as_nanos(), r.packets, r.bytes, r.tcp_flags))
                 .collect();
             prop_assert_eq!(got, want);
         }
