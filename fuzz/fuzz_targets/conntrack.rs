@@ -74,7 +74,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         }
     };
     let mut ct = Conntrack::new(cfg);
-    let mut ts = 1_000_000_000u64;
+    let mut ts = rampart_wire::Timestamp::from_nanos(1_000_000_000);
     let mut packets = 0u64;
     while let Some((&ctl, tail)) = rest.split_first() {
         let frame = if ctl & 1 == 0 {
@@ -87,7 +87,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
             rest = tail.get(15..).unwrap_or_default();
             f
         };
-        ts += u64::from(ctl >> 4) * 250_000_000;
+        ts += rampart_wire::Span::from_millis(u64::from(ctl >> 4) * 250);
         let meta = PacketMeta::parse(LinkType::Raw, &frame);
         let Some((key, side)) = FlowKey::from_meta(&meta) else { continue };
         packets += 1;
@@ -117,9 +117,9 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         if let Some(eid) = out.id {
             assert!(table.get(eid).is_some(), "entries belong to live flows");
             assert!(ct.entry(eid).is_some());
-            assert!(ct.timeout_ns(eid).is_some());
+            assert!(ct.timeout(eid).is_some());
             if let Refresh::Set(t) | Refresh::Lower(t) = out.refresh {
-                assert!(t > 0);
+                assert!(!t.is_zero());
             }
         }
         if !accepted && insp.creates() {

@@ -34,7 +34,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         }
         let Some((key, side)) = FlowKey::from_meta(&meta) else { continue };
         let Some(input) = RttInput::from_meta(&meta, frame.len() as u32) else { continue };
-        let p = PacketInfo { key, side, hash: table.hash(&key), ts: now, wire_len: 0, tcp_flags: meta.tcp.flags };
+        let p = PacketInfo { key, side, hash: table.hash(&key), ts: rampart_wire::Timestamp::from_nanos(now), wire_len: 0, tcp_flags: meta.tcp.flags };
         let t = table.track(&p);
         for e in table.take_ended() {
             let _ = stage.retire(e.id);

@@ -60,6 +60,7 @@ fn pkt(frame: Vec<u8>) -> Pkt {
 }
 
 fn run(ct: &mut Conntrack, id: FlowId, p: &Pkt, now: u64, found: bool) {
+    let now = rampart_wire::Timestamp::from_nanos(now);
     let insp = ct.inspect(found.then_some(id), p.side, &p.facts, now, |_, _| None);
     black_box(ct.commit(&insp, true, Some(id)));
 }

@@ -1,76 +1,81 @@
 //! The tracker's knobs and timeouts, each named after the Linux sysctl it mirrors
 //! (`net.netfilter.nf_conntrack_*`), with Linux's defaults.
 
+use rampart_wire::Span;
+
 use crate::TcpState;
 
-const S: u64 = 1_000_000_000;
+/// `n` seconds.
+const fn s(n: u64) -> Span {
+    Span::from_secs(n)
+}
 
-/// How long an entry lives without packets, per state (nanoseconds of capture time). The
+/// How long an entry lives without packets, per state (capture time). The
 /// defaults are Linux's (`Documentation/networking/nf_conntrack-sysctl.rst`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timeouts {
     /// `nf_conntrack_tcp_timeout_syn_sent`: 120 s (also SYN_SENT2).
-    pub tcp_syn_sent: u64,
+    pub tcp_syn_sent: Span,
     /// `nf_conntrack_tcp_timeout_syn_recv`: 60 s.
-    pub tcp_syn_recv: u64,
+    pub tcp_syn_recv: Span,
     /// `nf_conntrack_tcp_timeout_established`: 432000 s (5 days).
-    pub tcp_established: u64,
+    pub tcp_established: Span,
     /// `nf_conntrack_tcp_timeout_fin_wait`: 120 s.
-    pub tcp_fin_wait: u64,
+    pub tcp_fin_wait: Span,
     /// `nf_conntrack_tcp_timeout_close_wait`: 60 s.
-    pub tcp_close_wait: u64,
+    pub tcp_close_wait: Span,
     /// `nf_conntrack_tcp_timeout_last_ack`: 30 s.
-    pub tcp_last_ack: u64,
+    pub tcp_last_ack: Span,
     /// `nf_conntrack_tcp_timeout_time_wait`: 120 s.
-    pub tcp_time_wait: u64,
+    pub tcp_time_wait: Span,
     /// `nf_conntrack_tcp_timeout_close`: 10 s.
-    pub tcp_close: u64,
+    pub tcp_close: Span,
     /// `nf_conntrack_tcp_timeout_max_retrans`: 300 s, the cap once
     /// [`Config::tcp_max_retrans`] identical retransmissions were seen, or while the last
     /// window advertised was zero.
-    pub tcp_max_retrans: u64,
+    pub tcp_max_retrans: Span,
     /// `nf_conntrack_tcp_timeout_unacknowledged`: 300 s, the cap while data is unacknowledged
     /// (and for a connection picked up mid-stream that has had no reply).
-    pub tcp_unacknowledged: u64,
+    pub tcp_unacknowledged: Span,
     /// `nf_conntrack_udp_timeout`: 30 s, before a reply and in the first 2 s after one.
-    pub udp: u64,
+    pub udp: Span,
     /// `nf_conntrack_udp_timeout_stream`: 120 s, for a UDP flow still active 2 s after its
     /// first packet with replies seen.
-    pub udp_stream: u64,
+    pub udp_stream: Span,
     /// `nf_conntrack_icmp_timeout`: 30 s.
-    pub icmp: u64,
+    pub icmp: Span,
     /// `nf_conntrack_icmpv6_timeout`: 30 s.
-    pub icmpv6: u64,
+    pub icmpv6: Span,
     /// `nf_conntrack_generic_timeout`: 600 s, for protocols without a tracker of their own.
-    pub generic: u64,
+    pub generic: Span,
 }
 
 impl Default for Timeouts {
     fn default() -> Self {
         Self {
-            tcp_syn_sent: 120 * S,
-            tcp_syn_recv: 60 * S,
-            tcp_established: 432_000 * S,
-            tcp_fin_wait: 120 * S,
-            tcp_close_wait: 60 * S,
-            tcp_last_ack: 30 * S,
-            tcp_time_wait: 120 * S,
-            tcp_close: 10 * S,
-            tcp_max_retrans: 300 * S,
-            tcp_unacknowledged: 300 * S,
-            udp: 30 * S,
-            udp_stream: 120 * S,
-            icmp: 30 * S,
-            icmpv6: 30 * S,
-            generic: 600 * S,
+            tcp_syn_sent: s(120),
+            tcp_syn_recv: s(60),
+            tcp_established: s(432_000),
+            tcp_fin_wait: s(120),
+            tcp_close_wait: s(60),
+            tcp_last_ack: s(30),
+            tcp_time_wait: s(120),
+            tcp_close: s(10),
+            tcp_max_retrans: s(300),
+            tcp_unacknowledged: s(300),
+            udp: s(30),
+            udp_stream: s(120),
+            icmp: s(30),
+            icmpv6: s(30),
+            generic: s(600),
         }
     }
 }
 
 impl Timeouts {
     /// The timeout of a TCP state (SYN_SENT's for NONE, which no stored entry is in).
-    pub fn tcp(&self, s: TcpState) -> u64 {
-        match s {
+    pub fn tcp(&self, state: TcpState) -> Span {
+        match state {
             TcpState::None | TcpState::SynSent | TcpState::SynSent2 => self.tcp_syn_sent,
             TcpState::SynRecv => self.tcp_syn_recv,
             TcpState::Established => self.tcp_established,
@@ -110,7 +115,7 @@ impl Timeouts {
                 ));
             }
         };
-        *slot = secs.saturating_mul(S);
+        *slot = Span::from_secs(secs);
         Ok(())
     }
 
@@ -207,10 +212,10 @@ mod tests {
         assert!(c.tcp_loose && !c.tcp_be_liberal && !c.tcp_ignore_invalid_rst && c.checksum);
         assert_eq!(c.tcp_max_retrans, 3);
         let t = c.timeouts;
-        assert_eq!(t.tcp(TcpState::Established), 432_000 * S);
-        assert_eq!(t.tcp(TcpState::TimeWait), 120 * S);
-        assert_eq!(t.tcp(TcpState::Close), 10 * S);
-        assert_eq!((t.udp, t.udp_stream, t.icmp, t.generic), (30 * S, 120 * S, 30 * S, 600 * S));
+        assert_eq!(t.tcp(TcpState::Established), s(432_000));
+        assert_eq!(t.tcp(TcpState::TimeWait), s(120));
+        assert_eq!(t.tcp(TcpState::Close), s(10));
+        assert_eq!((t.udp, t.udp_stream, t.icmp, t.generic), (s(30), s(120), s(30), s(600)));
     }
 
     #[test]
@@ -219,8 +224,8 @@ mod tests {
         c.set("net.netfilter.nf_conntrack_tcp_timeout_established", 86400).unwrap();
         c.set("nf_conntrack_tcp_loose", 0).unwrap();
         c.set("udp_timeout_stream", 180).unwrap();
-        assert_eq!(c.timeouts.tcp_established, 86400 * S);
-        assert_eq!(c.timeouts.udp_stream, 180 * S);
+        assert_eq!(c.timeouts.tcp_established, s(86400));
+        assert_eq!(c.timeouts.udp_stream, s(180));
         assert!(!c.tcp_loose);
         assert!(c.set("tcp_loose", 2).unwrap_err().contains("0 or 1"));
         assert!(c.set("tcp_timeout_bogus", 1).unwrap_err().contains("unknown conntrack timeout"));

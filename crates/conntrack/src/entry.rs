@@ -51,7 +51,7 @@ pub(crate) enum Kind {
 #[repr(C, align(64))]
 pub struct Entry {
     /// Capture time of the first packet (UDP's stream test).
-    pub(crate) start: u64,
+    pub(crate) start: rampart_wire::Timestamp,
     /// Per direction: highest sequence number sent plus length (`td_end`).
     pub(crate) end: [u32; 2],
     /// Per direction: highest acceptable sequence end (`td_maxend`).
@@ -82,7 +82,7 @@ const _: () = assert!(std::mem::size_of::<Entry>() == 64, "connection state must
 
 impl Entry {
     /// A fresh unconfirmed entry of `kind` opened by endpoint `side` at `now`.
-    pub(crate) fn open(kind: Kind, side: Side, now: u64) -> Self {
+    pub(crate) fn open(kind: Kind, side: Side, now: rampart_wire::Timestamp) -> Self {
         let orig = if side == Side::B { ORIG_B } else { 0 };
         Self {
             start: now,
@@ -172,12 +172,12 @@ mod tests {
 
     #[test]
     fn direction_follows_the_opener() {
-        let e = Entry::open(Kind::Udp, Side::B, 5);
+        let e = Entry::open(Kind::Udp, Side::B, rampart_wire::Timestamp::from_nanos(5));
         assert!(e.exists() && !e.seen_reply() && !e.assured());
         assert_eq!((e.dir(Side::B), e.dir(Side::A)), (Dir::Original, Dir::Reply));
         assert_eq!(e.kind(), Kind::Udp);
         assert_eq!(e.tcp_state(), None);
-        let e = Entry::open(Kind::Tcp, Side::A, 5);
+        let e = Entry::open(Kind::Tcp, Side::A, rampart_wire::Timestamp::from_nanos(5));
         assert_eq!((e.dir(Side::A), e.tcp_state()), (Dir::Original, Some(TcpState::None)));
         assert!(!Entry::default().exists());
     }

@@ -46,7 +46,7 @@
 //!    deadline moves ([`Refresh`]) and whether the entry ended (an RST before any reply, a
 //!    reopened connection).
 //!
-//! Around them: [`Conntrack::timeout_ns`] (what the entry's state asks for, for the flow
+//! Around them: [`Conntrack::timeout`] (what the entry's state asks for, for the flow
 //! table's per-record deadline), [`Conntrack::may_early_drop`] (not ASSURED: what a full
 //! table should evict first), [`Conntrack::retire`] when the flow table ends a flow, and a
 //! [`Summary`] for flow records. [`Stats`] count as `conntrack -S` prints, and add up across
@@ -85,7 +85,7 @@ pub mod tcp;
 
 use rampart_flow::{Dir, FlowId, FlowKey, IpFamily, KeyKind, Side};
 use rampart_wire::icmp::{self, QuoteKind};
-use rampart_wire::{Checksum, Family, proto};
+use rampart_wire::{Checksum, Family, Span, Timestamp, proto};
 
 pub use config::{Config, Timeouts};
 pub use entry::Entry;
@@ -101,24 +101,28 @@ pub enum Refresh {
     /// Leave it (a retransmitted SYN, an ignored or invalid packet).
     #[default]
     Keep,
-    /// The entry now expires this long (ns) after the packet.
-    Set(u64),
-    /// If the entry has at least 120 s left and more than this (ns), it now expires this long
+    /// The entry now expires this long after the packet.
+    Set(Span),
+    /// If the entry has at least 120 s left and more than this, it now expires this long
     /// after the packet (Linux shortens an ASSURED entry whose close went out of window).
-    Lower(u64),
+    Lower(Span),
 }
 
 impl Refresh {
-    /// The timeout (ns from the packet at `now`) the entry takes now, if it changes: given by
+    /// The timeout (from the packet at `now`) the entry takes now, if it changes: given by
     /// `Set`; for `Lower`, only when the deadline the entry has (`current`, asked only then;
     /// `None`: no deadline yet) leaves at least 120 s and more than the new timeout.
-    pub fn timeout(self, now: u64, current: impl FnOnce() -> Option<u64>) -> Option<u64> {
+    pub fn timeout(
+        self,
+        now: Timestamp,
+        current: impl FnOnce() -> Option<Timestamp>,
+    ) -> Option<Span> {
         match self {
             Refresh::Keep => None,
             Refresh::Set(t) => Some(t),
             Refresh::Lower(t) => {
-                let left = current().map_or(u64::MAX, |d| d.saturating_sub(now));
-                (left >= 120_000_000_000 && left > t).then_some(t)
+                let left = current().map_or(Span::MAX, |d| d.since(now));
+                (left >= Span::from_secs(120) && left > t).then_some(t)
             }
         }
     }
@@ -174,9 +178,9 @@ impl Inspection {
         matches!(self.action, Action::Create { .. })
     }
 
-    /// The timeout (ns) the new entry asks for from this packet on, when accepting the packet
+    /// The timeout the new entry asks for from this packet on, when accepting the packet
     /// would store one (the flow's deadline can be set before the commit).
-    pub fn new_timeout(&self) -> Option<u64> {
+    pub fn new_timeout(&self) -> Option<Span> {
         match self.action {
             Action::Create { refresh: Refresh::Set(t), .. } => Some(t),
             _ => None,
@@ -326,7 +330,7 @@ impl Conntrack {
         found: Option<FlowId>,
         side: Side,
         p: &CtPacket,
-        now: u64,
+        now: Timestamp,
         quoted: impl FnOnce(&FlowKey, Side) -> Option<FlowId>,
     ) -> Inspection {
         if let Some(r) = p.problem {
@@ -418,10 +422,10 @@ impl Conntrack {
         }
     }
 
-    /// The timeout (ns) the entry of `id` asks for in its current state, with the caps that
-    /// do not depend on a packet: what the flow table's deadline for the record should be
-    /// after its last packet.
-    pub fn timeout_ns(&self, id: FlowId) -> Option<u64> {
+    /// The timeout the entry of `id` asks for in its current state, with the caps that do not
+    /// depend on a packet: what the flow table's deadline for the record should be after its
+    /// last packet.
+    pub fn timeout(&self, id: FlowId) -> Option<Span> {
         let e = self.entry(id)?;
         let t = &self.cfg.timeouts;
         Some(match e.kind() {
@@ -549,7 +553,13 @@ impl Conntrack {
         Inspection::invalid(r, action)
     }
 
-    fn tcp(&mut self, existing: Option<FlowId>, side: Side, p: &CtPacket, now: u64) -> Inspection {
+    fn tcp(
+        &mut self,
+        existing: Option<FlowId>,
+        side: Side,
+        p: &CtPacket,
+        now: Timestamp,
+    ) -> Inspection {
         if let Some(r) = tcp::error(p, &self.cfg) {
             return self.invalid(r, Action::None);
         }
@@ -594,7 +604,7 @@ impl Conntrack {
         &mut self,
         side: Side,
         p: &CtPacket,
-        now: u64,
+        now: Timestamp,
         replaces: Option<(FlowId, Summary)>,
     ) -> Inspection {
         let kill = if replaces.is_some() { Action::Kill { ended: replaces } } else { Action::None };
@@ -643,7 +653,13 @@ impl Conntrack {
 
     /// UDP's and the generic tracker's pseudo-state: no checks beyond the header's, a
     /// timeout per state.
-    fn simple(&mut self, existing: Option<FlowId>, side: Side, now: u64, kind: Kind) -> Inspection {
+    fn simple(
+        &mut self,
+        existing: Option<FlowId>,
+        side: Side,
+        now: Timestamp,
+        kind: Kind,
+    ) -> Inspection {
         let t = self.cfg.timeouts;
         let (mut e, id) = match existing {
             Some(id) => {
@@ -657,7 +673,7 @@ impl Conntrack {
         let refresh = match kind {
             Kind::Udp if seen_reply => {
                 // Still active more than 2 s after the first packet: a stream.
-                if now > e.start.saturating_add(2_000_000_000) {
+                if now > e.start.saturating_add(Span::from_secs(2)) {
                     e.set_assured();
                     t.udp_stream
                 } else {
@@ -780,7 +796,7 @@ impl Conntrack {
         side: Side,
         p: &CtPacket,
         v6: bool,
-        now: u64,
+        now: Timestamp,
     ) -> Inspection {
         let timeout = if v6 { self.cfg.timeouts.icmpv6 } else { self.cfg.timeouts.icmp };
         let refresh = Refresh::Set(timeout);

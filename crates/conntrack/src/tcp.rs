@@ -622,7 +622,7 @@ pub(crate) fn packet(e: &mut Entry, d: usize, p: &CtPacket, cfg: &Config) -> Ver
 
 /// The timeout an entry's current state asks for, with the caps that do not depend on the
 /// packet (retransmissions, unacknowledged data, a zero window, no reply).
-pub(crate) fn timeout(e: &Entry, cfg: &Config) -> u64 {
+pub(crate) fn timeout(e: &Entry, cfg: &Config) -> rampart_wire::Span {
     let to = &cfg.timeouts;
     let s = e.state();
     let state_to = to.tcp(s);

@@ -126,7 +126,7 @@ fn icmp_pkt(src: [u8; 4], dst: [u8; 4], ty: u8, code: u8, rest: &[u8]) -> (CtPac
 /// One connection: the tracker and the flow's id (one flow only), every packet accepted.
 struct Conn {
     ct: Conntrack,
-    now: u64,
+    now: Timestamp,
     exists: bool,
 }
 
@@ -134,11 +134,11 @@ const ID: FlowId = FlowId(3);
 
 impl Conn {
     fn new(cfg: Config) -> Self {
-        Self { ct: Conntrack::new(cfg), now: 1_000 * S, exists: false }
+        Self { ct: Conntrack::new(cfg), now: Timestamp::from_nanos(1_000 * S), exists: false }
     }
 
     fn send(&mut self, p: (CtPacket, Side)) -> (Inspection, Outcome) {
-        self.now += 1_000_000;
+        self.now += Span::from_millis(1);
         let found = (self.exists || self.ct.entry(ID).is_some()).then_some(ID);
         let insp = self.ct.inspect(found, p.1, &p.0, self.now, |_, _| None);
         let out = self.ct.commit(&insp, true, Some(ID));
@@ -618,7 +618,7 @@ fn tcp_timeouts() {
     assert_eq!(out.refresh, Refresh::Set(t.tcp_established));
     let (_, out) = c.tcp(true, Seg { len: 10, ..seg(ACK | PSH, 1001, 5001) });
     assert_eq!(out.refresh, Refresh::Set(t.tcp_unacknowledged));
-    assert_eq!(c.ct.timeout_ns(ID), Some(t.tcp_unacknowledged));
+    assert_eq!(c.ct.timeout(ID), Some(t.tcp_unacknowledged));
     // Acknowledged: the full 5 days again.
     let (_, out) = c.tcp(false, seg(ACK, 5001, 1011));
     assert_eq!(out.refresh, Refresh::Set(t.tcp_established));
@@ -632,7 +632,7 @@ fn tcp_timeouts() {
     let mut c = Conn::new(cfg);
     assert_eq!(c.tcp(true, seg(ACK, 1, 1)).1.refresh, Refresh::Set(t.tcp_unacknowledged));
     let (c2, _, _) = reach(TcpState::TimeWait, cfg);
-    assert_eq!(c2.ct.timeout_ns(ID), Some(t.tcp_time_wait));
+    assert_eq!(c2.ct.timeout(ID), Some(t.tcp_time_wait));
 }
 
 #[test]
@@ -648,11 +648,11 @@ fn udp_pseudo_state() {
     let (i, out) = c.send(udp_pkt(true, 4));
     assert_eq!((i.state, out.refresh), (CtState::Established, Refresh::Set(t.udp)), "within 2 s");
     assert!(!c.ct.summary(ID).unwrap().assured);
-    c.now += 2 * S;
+    c.now += Span::from_secs(2);
     let (_, out) = c.send(udp_pkt(true, 4));
     assert_eq!(out.refresh, Refresh::Set(t.udp_stream), "still active after 2 s: a stream");
     assert!(c.ct.summary(ID).unwrap().assured);
-    assert_eq!(c.ct.timeout_ns(ID), Some(t.udp_stream));
+    assert_eq!(c.ct.timeout(ID), Some(t.udp_stream));
     assert!(!c.ct.may_early_drop(ID, true));
 }
 
@@ -689,35 +689,44 @@ fn untracked_neighbour_discovery() {
     let mut ct = Conntrack::new(Config::default());
     for t in [130, 133, 134, 135, 136, 143] {
         p.icmp_type = t;
-        let i = ct.inspect(None, Side::A, &p, 0, |_, _| None);
+        let i = ct.inspect(None, Side::A, &p, Timestamp::from_nanos(0), |_, _| None);
         assert_eq!(i.state, CtState::Untracked, "type {t}");
         assert!(!i.creates());
     }
     p.icmp_type = 128;
-    assert_eq!(ct.inspect(None, Side::A, &p, 0, |_, _| None).state, CtState::New);
+    assert_eq!(
+        ct.inspect(None, Side::A, &p, Timestamp::from_nanos(0), |_, _| None).state,
+        CtState::New
+    );
     p.icmp_type = 129;
-    assert_eq!(ct.inspect(None, Side::A, &p, 0, |_, _| None).reason, Some(Reason::IcmpNotNew));
+    assert_eq!(
+        ct.inspect(None, Side::A, &p, Timestamp::from_nanos(0), |_, _| None).reason,
+        Some(Reason::IcmpNotNew)
+    );
 }
 
 #[test]
 fn related_needs_the_flow_and_its_endpoint() {
     let mut ct = Conntrack::new(Config::default());
     let (p, side) = udp_pkt(true, 4);
-    let i = ct.inspect(None, side, &p, 0, |_, _| None);
+    let i = ct.inspect(None, side, &p, Timestamp::from_nanos(0), |_, _| None);
     ct.commit(&i, true, Some(ID));
     let (key, _) =
         FlowKey::new(addr16(CLIENT), 5000, addr16(SERVER), 53, 17, IpFamily::V4, KeyKind::Ports);
     let lookup = |k: &FlowKey, _: Side| (*k == key).then_some(ID);
     // The server's port unreachable to the client: related, in the reply direction.
     let (err, eside) = icmp_pkt(SERVER, CLIENT, 3, 3, &quoted_udp());
-    let i = ct.inspect(None, eside, &err, 1, lookup);
+    let i = ct.inspect(None, eside, &err, Timestamp::from_nanos(1), lookup);
     assert_eq!((i.state, i.dir, i.related_to), (CtState::Related, Dir::Reply, Some(ID)));
     // From a router on the way: still related (the outer source does not matter).
     let (err, eside) = icmp_pkt([192, 0, 2, 9], CLIENT, 11, 0, &quoted_udp());
-    assert_eq!(ct.inspect(None, eside, &err, 1, lookup).state, CtState::Related);
+    assert_eq!(
+        ct.inspect(None, eside, &err, Timestamp::from_nanos(1), lookup).state,
+        CtState::Related
+    );
     // The same error sent to another host: invalid.
     let (err, eside) = icmp_pkt(SERVER, [10, 0, 0, 99], 3, 3, &quoted_udp());
-    let i = ct.inspect(None, eside, &err, 1, lookup);
+    let i = ct.inspect(None, eside, &err, Timestamp::from_nanos(1), lookup);
     assert_eq!(i.reason, Some(Reason::IcmpOuterDaddr));
     // Related packets neither create nor change entries, nor mark a reply.
     assert!(!ct.summary(ID).unwrap().seen_reply);
@@ -728,7 +737,7 @@ fn related_needs_the_flow_and_its_endpoint() {
 fn new_entries_exist_only_once_accepted() {
     let mut ct = Conntrack::new(Config::default());
     let (p, side) = tcp_pkt(true, &seg(SYN, 1, 0));
-    let i = ct.inspect(None, side, &p, 0, |_, _| None);
+    let i = ct.inspect(None, side, &p, Timestamp::from_nanos(0), |_, _| None);
     assert!(i.creates());
     let out = ct.commit(&i, false, None);
     assert_eq!(out, Outcome::default());
@@ -737,7 +746,7 @@ fn new_entries_exist_only_once_accepted() {
     assert_eq!(out.id, Some(ID));
     // An existing entry is updated even when the rule set drops the packet.
     let (p, side) = tcp_pkt(false, &seg(SYN | ACK, 50, 2));
-    let i = ct.inspect(Some(ID), side, &p, 1, |_, _| None);
+    let i = ct.inspect(Some(ID), side, &p, Timestamp::from_nanos(1), |_, _| None);
     ct.commit(&i, false, Some(ID));
     assert_eq!(ct.entry(ID).unwrap().tcp_state(), Some(TcpState::SynRecv));
     assert!(ct.may_early_drop(ID, false));
@@ -783,8 +792,8 @@ fn a_new_entry_waits_for_its_own_commit() {
     let mut ct = Conntrack::new(Config::default());
     let (a, sa) = tcp_pkt(true, &seg(SYN, 1, 0));
     let (b, sb) = udp_pkt(true, 4);
-    let ia = ct.inspect(None, sa, &a, 0, |_, _| None);
-    let ib = ct.inspect(None, sb, &b, 0, |_, _| None);
+    let ia = ct.inspect(None, sa, &a, Timestamp::from_nanos(0), |_, _| None);
+    let ib = ct.inspect(None, sb, &b, Timestamp::from_nanos(0), |_, _| None);
     // The SYN's pending entry was replaced by the datagram's: committing the SYN late stores
     // nothing (and says so), committing the datagram stores its own.
     assert_eq!(ct.commit(&ia, true, Some(FlowId(1))).id, None);
@@ -799,14 +808,14 @@ fn an_entry_outlives_a_record_retired_before_its_commit() {
     // flow) and start it again in the same or another slot: the connection goes on there.
     let (mut c, cs, ss) = reach(TcpState::Established, Config::default());
     let (p, side) = tcp_pkt(true, &seg(ACK, cs, ss));
-    let insp = c.ct.inspect(Some(ID), side, &p, c.now + 1, |_, _| None);
+    let insp = c.ct.inspect(Some(ID), side, &p, c.now + Span::from_nanos(1), |_, _| None);
     let before = *c.ct.entry(ID).unwrap();
     assert!(c.ct.retire(ID).is_some());
     let out = c.ct.commit(&insp, true, Some(FlowId(9)));
     assert_eq!(out.id, Some(FlowId(9)));
     assert_eq!(c.ct.entry(FlowId(9)), Some(&before));
     // Without a record to go on in, nothing is stored.
-    let insp = c.ct.inspect(Some(FlowId(9)), side, &p, c.now + 2, |_, _| None);
+    let insp = c.ct.inspect(Some(FlowId(9)), side, &p, c.now + Span::from_nanos(2), |_, _| None);
     c.ct.retire(FlowId(9));
     assert_eq!(c.ct.commit(&insp, false, None), Outcome::default());
 }

@@ -240,7 +240,8 @@ proptest! {
             let frame = common::tcp_frame(client, flags, seq, ack, 64000, 0);
             let (p, side, _) = common::facts(&frame);
             let found = ct.entry(id).is_some().then_some(id);
-            let insp = ct.inspect(found, side, &p, n as u64 * 1_000_000, |_, _| None);
+            let now = rampart_wire::Timestamp::from_nanos(n as u64 * 1_000_000);
+            let insp = ct.inspect(found, side, &p, now, |_, _| None);
             ct.commit(&insp, true, Some(id));
             let want = model.step(client, flags, seq, ack);
             // A side's stream moves when the tracker took its segment in window (a segment

@@ -54,7 +54,7 @@ impl Flows {
 
 /// One ingress packet.
 struct In {
-    ts: u64,
+    ts: rampart_wire::Timestamp,
     /// Came in on r0 (the client side).
     from_client: bool,
     frame: Vec<u8>,
@@ -69,7 +69,7 @@ fn ingress(path: &Path, port: [u8; 6], from_client: bool, out: &mut Vec<In>) {
         }
         for f in batch.iter() {
             if f.data.get(6..12) != Some(&port[..]) {
-                out.push(In { ts: f.ts.as_nanos(), from_client, frame: f.data.to_vec() });
+                out.push(In { ts: f.ts, from_client, frame: f.data.to_vec() });
             }
         }
     }
@@ -168,7 +168,7 @@ fn linux_router_oracle() {
     });
     let mut flows = Flows { table, index: HashMap::new() };
     let mut ct = Conntrack::new(Config::default());
-    let mut deadline: HashMap<FlowId, u64> = HashMap::new();
+    let mut deadline: HashMap<FlowId, rampart_wire::Timestamp> = HashMap::new();
     let mut opened: HashMap<FlowId, String> = HashMap::new();
     let mut finals: Vec<(String, Summary)> = Vec::new();
     let mut crafted: BTreeMap<u32, (Inspection, bool)> = BTreeMap::new();
@@ -199,7 +199,7 @@ fn linux_router_oracle() {
         }
         let ctp = CtPacket::from_meta(&m, &p.frame, true);
         let insp = ct.inspect(found, side, &ctp, p.ts, |k, _| flows.lookup(k));
-        let in_b = p.ts >= b_from && p.ts < b_to;
+        let in_b = p.ts.as_nanos() >= b_from && p.ts.as_nanos() < b_to;
         let accepted = forward(insp.state, &m, p.from_client, in_b);
 
         let t = tag(&p.frame, usize::from(m.l3_offset));
@@ -212,7 +212,7 @@ fn linux_router_oracle() {
                 key,
                 side,
                 hash,
-                ts: rampart_wire::Timestamp::from_nanos(p.ts),
+                ts: p.ts,
                 wire_len: p.frame.len() as u32,
                 tcp_flags: m.tcp.flags,
             };
@@ -247,7 +247,7 @@ fn linux_router_oracle() {
             flows.end(eid, EndReason::Rst);
         }
 
-        let k = (micros(p.ts), p.from_client, addr(&m, &m.src), addr(&m, &m.dst));
+        let k = (micros(p.ts.as_nanos()), p.from_client, addr(&m, &m.src), addr(&m, &m.dst));
         let Some(want) = truth.get_mut(&k).and_then(VecDeque::pop_front) else { continue };
         if want != "forwarded" && want != "dropped" {
             continue;

@@ -102,7 +102,7 @@ fn rules(extra: u32) -> Arc<RuleSet> {
 fn pipeline(rules: Arc<RuleSet>) -> Pipeline {
     let routes = Routes { names: vec!["eth0".into(), "eth1".into()], ..Routes::default() };
     let mut ct = rampart_conntrack::Config::default();
-    ct.timeouts.tcp_syn_sent = 500 * MS;
+    ct.timeouts.tcp_syn_sent = rampart_wire::Span::from_nanos(500 * MS);
     let cfg = StatefulConfig { ct, routes: Arc::new(routes), ..StatefulConfig::default() };
     let table = TableConfig { max_flows: 1 << 20, ..TableConfig::default() };
     Pipeline::new(&FlowsConfig { table, rtt: None, dpi: None, ..FlowsConfig::default() })

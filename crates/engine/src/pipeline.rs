@@ -427,7 +427,7 @@ impl Pipeline {
                     st.prefetch(id);
                 }
             }
-            let ts = frame.ts.as_nanos();
+            let ts = frame.ts;
             let iif = frame.interface;
             use rampart_wire::{Malformed, Status};
             let broken_ip = matches!(
@@ -446,7 +446,7 @@ impl Pipeline {
                 continue;
             };
             let (key, side) = (&info.key, info.side);
-            let looked = self.table.lookup_due(key, info.hash, side, frame.ts);
+            let looked = self.table.lookup_due(key, info.hash, side, ts);
             if let Some(Looked { id, due: true, .. }) = looked {
                 // Its connection timed out before this packet: it ends first, for the reason
                 // the table's own timer would give (a closed connection's, or idle).
@@ -482,11 +482,7 @@ impl Pipeline {
             let mut reason = insp.reason.map(|r| Why::Invalid(r, insp.detail));
             let accepted = verdict == Verdict::Accept;
             let tracked = if accepted || found.is_some() {
-                let t = self.table.try_track_looked_up(
-                    info,
-                    found,
-                    insp.new_timeout().map(Span::from_nanos),
-                );
+                let t = self.table.try_track_looked_up(info, found, insp.new_timeout());
                 if t.is_none() {
                     // The table is full of connections that may not be pushed out: the
                     // packet is dropped, or passes untracked when failing open.
@@ -535,12 +531,9 @@ impl Pipeline {
                 self.table.set_timeout(t.id, None);
             }
             if let Some(id) = out.id {
-                let timeout = out
-                    .refresh
-                    .timeout(ts, || self.table.deadline(id).map(Timestamp::as_nanos))
-                    .map(Span::from_nanos);
+                let timeout = out.refresh.timeout(ts, || self.table.deadline(id));
                 let keep = !st.conntrack().may_early_drop(id, false);
-                self.table.refresh(id, timeout, frame.ts, keep);
+                self.table.refresh(id, timeout, ts, keep);
             }
             if !self.table.ended().is_empty() {
                 self.retire_ended(i as u32, false, events);

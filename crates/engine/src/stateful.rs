@@ -29,6 +29,7 @@ use rampart_classify::iptables::{CtState as RuleCt, RejectWith as ReadReject, Ta
 use rampart_classify::nft::NftRuleset;
 use rampart_conntrack::{Conntrack, CtState, Inspection, Summary as CtSummary};
 use rampart_flow::{FlowId, FlowKey, IpFamily, KeyKind, Side};
+use rampart_wire::Timestamp;
 
 use crate::pipeline::Verdict;
 use crate::reply::RejectWith;
@@ -459,8 +460,8 @@ pub(crate) struct Query<'a> {
     pub(crate) oif: Option<u32>,
     /// The flow's application, once decided.
     pub(crate) app: Option<rampart_dpi::Label>,
-    /// Capture time (ns), for rate limits.
-    pub(crate) now: u64,
+    /// Capture time, for rate limits.
+    pub(crate) now: Timestamp,
 }
 
 /// A step of a packet's path: base chain, entry, and how many times it matched.
@@ -776,7 +777,7 @@ impl Stateful {
             ct: Some(rule_ct(ct)),
             tcp_flags,
             app,
-            time: now,
+            time: now.as_nanos(),
         };
         let hooks: &[Hook] = if oif.is_some() {
             &[Hook::Prerouting, Hook::Forward, Hook::Postrouting]
@@ -828,7 +829,7 @@ impl Stateful {
         side: Side,
         meta: &rampart_wire::PacketMeta,
         frame: &[u8],
-        now: u64,
+        now: Timestamp,
         quoted: impl FnOnce(&FlowKey, Side) -> Option<FlowId>,
     ) -> Inspection {
         self.packet.fill(meta, frame, self.ct.config().checksum);
@@ -920,6 +921,7 @@ fn rule_ct(s: CtState) -> RuleCt {
 mod tests {
     use super::*;
     use rampart_conntrack::Refresh;
+    use rampart_wire::Span;
 
     #[test]
     fn routes_pick_the_longest_prefix_or_the_other_port() {
@@ -952,10 +954,12 @@ mod tests {
 
     #[test]
     fn a_lowered_deadline_moves_only_a_long_one() {
-        let s = 1_000_000_000u64;
-        assert_eq!(Refresh::Set(30 * s).timeout(0, || Some(5 * s)), Some(30 * s));
-        assert_eq!(Refresh::Keep.timeout(0, || Some(5 * s)), None);
-        assert_eq!(Refresh::Lower(120 * s).timeout(0, || Some(432_000 * s)), Some(120 * s));
-        assert_eq!(Refresh::Lower(120 * s).timeout(0, || Some(60 * s)), None);
+        let s = Span::from_secs;
+        let at = |n| Timestamp::EPOCH + s(n);
+        let zero = Timestamp::EPOCH;
+        assert_eq!(Refresh::Set(s(30)).timeout(zero, || Some(at(5))), Some(s(30)));
+        assert_eq!(Refresh::Keep.timeout(zero, || Some(at(5))), None);
+        assert_eq!(Refresh::Lower(s(120)).timeout(zero, || Some(at(432_000))), Some(s(120)));
+        assert_eq!(Refresh::Lower(s(120)).timeout(zero, || Some(at(60))), None);
     }
 }
