@@ -18,7 +18,7 @@ use rampart_export::ipfix::Exporter;
 use rampart_export::prometheus::{ConntrackCounts, FirewallCounts, MAX_RULES, RuleHits};
 use rampart_export::{FlowFormat, FlowWriter, num, text};
 use rampart_flow::{FlowKey, Side, TableConfig};
-use rampart_wire::{IpFamily, PacketMeta};
+use rampart_wire::{IpFamily, PacketMeta, Timestamp};
 
 use crate::Fail;
 use crate::classify::RuleSource;
@@ -125,8 +125,8 @@ fn parse_mac(s: &str) -> Option<[u8; 6]> {
     Some(m)
 }
 
-/// Epoch seconds (a decimal number) as nanoseconds.
-fn parse_time(s: &str) -> Option<u64> {
+/// Epoch seconds (a decimal number) as a time.
+fn parse_time(s: &str) -> Option<Timestamp> {
     let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
     if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -136,7 +136,7 @@ fn parse_time(s: &str) -> Option<u64> {
     }
     let w: u64 = whole.parse().ok()?;
     let f: u64 = if frac.is_empty() { 0 } else { format!("{frac:0<9}").parse().ok()? };
-    w.checked_mul(1_000_000_000)?.checked_add(f)
+    w.checked_mul(1_000_000_000)?.checked_add(f).map(Timestamp::from_nanos)
 }
 
 /// Connection tracking's settings from `--ct NAME=VALUE` options (Linux's defaults else).
@@ -234,12 +234,12 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
             ..TableConfig::default()
         };
         let dpi = if dpi { FlowsConfig::default().dpi } else { None };
-        let active_timeout_ns = args.active_timeout.map(crate::flows::secs_ns);
+        let active_timeout = args.active_timeout.map(crate::flows::secs_span);
         Pipeline::new(&FlowsConfig {
             table,
             rtt: None,
             dpi,
-            active_timeout_ns,
+            active_timeout,
             ..FlowsConfig::default()
         })
         .with_stateful(Stateful::new(cfg, rules))
@@ -717,10 +717,10 @@ impl FirewallSink for Out<'_> {
         Ok(())
     }
 
-    fn reload(&mut self, at: u64, source: &str, result: Result<(), &str>) -> io::Result<()> {
+    fn reload(&mut self, at: Timestamp, source: &str, result: Result<(), &str>) -> io::Result<()> {
         self.counts.reloads[usize::from(result.is_err())] += 1;
         let mut t = Vec::new();
-        rampart_export::epoch(&mut t, at);
+        rampart_export::epoch(&mut t, at.as_nanos());
         let when = String::from_utf8_lossy(&t);
         match result {
             Ok(()) => eprintln!("rampart: at {when}: loaded {source}"),
@@ -759,7 +759,7 @@ fn difference(l: &mut Vec<u8>, d: &Difference) {
     l.extend_from_slice(b",\"packets\":");
     num::int(l, d.packets);
     l.extend_from_slice(b",\"first\":");
-    rampart_export::epoch(l, d.first);
+    rampart_export::epoch(l, d.first.as_nanos());
     for (side, (v, rule)) in [("a", &d.a), ("b", &d.b)] {
         l.extend_from_slice(format!(",\"verdict_{side}\":").as_bytes());
         text::json_string(l, v.name());
@@ -913,9 +913,12 @@ mod tests {
         assert_eq!(parse_mac("9a-c0-d6-7f-03-86"), Some([0x9a, 0xc0, 0xd6, 0x7f, 0x03, 0x86]));
         assert_eq!(parse_mac("9a:c0:d6:7f:03"), None);
         assert_eq!(parse_mac("9a:c0:d6:7f:03:866"), None);
-        assert_eq!(parse_time("1795395502.899122192"), Some(1_795_395_502_899_122_192));
-        assert_eq!(parse_time("12"), Some(12_000_000_000));
-        assert_eq!(parse_time("12.5"), Some(12_500_000_000));
+        assert_eq!(
+            parse_time("1795395502.899122192").map(Timestamp::as_nanos),
+            Some(1_795_395_502_899_122_192)
+        );
+        assert_eq!(parse_time("12").map(Timestamp::as_nanos), Some(12_000_000_000));
+        assert_eq!(parse_time("12.5").map(Timestamp::as_nanos), Some(12_500_000_000));
         assert_eq!(parse_time("-1"), None);
         assert_eq!(parse_time("1e9"), None);
         assert!(pair("r0", "IFACE=FILE", "-r").is_err());

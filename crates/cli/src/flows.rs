@@ -276,9 +276,9 @@ pub(crate) fn parse_timeout(s: &str) -> Result<f64, String> {
     }
 }
 
-/// Seconds as whole nanoseconds (at least one).
-pub(crate) fn secs_ns(s: f64) -> u64 {
-    ((s * 1e9) as u64).max(1)
+/// Seconds as a span of whole nanoseconds (at least one).
+pub(crate) fn secs_span(s: f64) -> Span {
+    Span::from_nanos(((s * 1e9) as u64).max(1))
 }
 
 pub(crate) fn run(args: Args) -> Result<ExitCode, Fail> {
@@ -325,7 +325,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode, Fail> {
             close_linger: Span::from_nanos((args.tcp_linger * 1e9) as u64),
             ..TableConfig::default()
         },
-        active_timeout_ns: args.active_timeout.map(secs_ns),
+        active_timeout: args.active_timeout.map(secs_span),
         count: args.count,
         seconds: args.seconds,
         rtt: if args.no_rtt { None } else { FlowsConfig::default().rtt },

@@ -442,7 +442,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode, Fail> {
                     idle_timeout: rampart_wire::Span::from_nanos((args.flow_max_idle * 1e9) as u64),
                     ..TableConfig::default()
                 },
-                active_timeout_ns: args.active_timeout.map(crate::flows::secs_ns),
+                active_timeout: args.active_timeout.map(crate::flows::secs_span),
                 count: args.count,
                 seconds: args.seconds,
                 rtt: Some(RttConfig {

@@ -30,7 +30,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::ValueEnum;
-use rampart_capture::{Frame, PacketPair, PairConfig, XdpConfig, XdpPair};
+use rampart_capture::{Frame, PacketPair, PairConfig, Timestamp, XdpConfig, XdpPair};
 use rampart_engine::inline::{InlineConfig, InlineEnd, Ports, RuleSlot, WorkerBoard, run_inline};
 use rampart_engine::replay::FirewallSink;
 use rampart_engine::stateful::{Decided, Routes, RuleSet, Stateful, StatefulConfig};
@@ -488,7 +488,7 @@ impl FirewallSink for Shared<'_, '_> {
         lock(self.out).record(r)
     }
 
-    fn reload(&mut self, at: u64, source: &str, result: Result<(), &str>) -> io::Result<()> {
+    fn reload(&mut self, at: Timestamp, source: &str, result: Result<(), &str>) -> io::Result<()> {
         // Every worker takes the rule set; one says so.
         if self.worker == 0 {
             lock(self.out).reload(at, source, result)?;
@@ -534,7 +534,7 @@ impl Control<'_, '_> {
             Err(e) => {
                 counts.1 += 1;
                 let _ = lock(self.out).reload(
-                    wall_clock(),
+                    Timestamp::from_nanos(wall_clock()),
                     &self.settings.rules.display().to_string(),
                     Err(&e),
                 );

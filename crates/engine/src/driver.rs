@@ -13,7 +13,7 @@ use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use rampart_capture::{Capture, Filter, FilterError, Frame};
+use rampart_capture::{Capture, Filter, FilterError, Frame, Timestamp};
 use rampart_flow::FlowId;
 
 use crate::pipeline::{Event, Events, FlowRecord, Pipeline, Verdict};
@@ -74,9 +74,9 @@ pub(crate) fn emit(
 pub trait Consumer {
     /// Frames that passed the filter and limits, and the run's counts.
     fn batch(&mut self, frames: &[Frame<'_>], s: &mut Summary) -> io::Result<()>;
-    /// A live capture was quiet for about 100 ms; `now` is the wall clock (ns since the
-    /// epoch), the time a live capture's packets are stamped with, so flows can end by it.
-    fn quiet(&mut self, _now: u64, _s: &mut Summary) -> io::Result<()> {
+    /// A live capture was quiet for about 100 ms; `now` is the wall clock, the time a live
+    /// capture's packets are stamped with, so flows can end by it.
+    fn quiet(&mut self, _now: Timestamp, _s: &mut Summary) -> io::Result<()> {
         Ok(())
     }
     /// After every batch and quiet spell (where a sink flushes by time).
@@ -235,10 +235,12 @@ pub fn read_batches(
     Ok(error)
 }
 
-/// The wall clock in nanoseconds since the epoch (a driver's clock; the pipeline reads none).
-pub(crate) fn wall_clock() -> u64 {
+/// The wall clock (a driver's clock; the pipeline reads none).
+pub(crate) fn wall_clock() -> Timestamp {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
-    now.map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    now.map_or(Timestamp::EPOCH, |d| {
+        Timestamp::from_nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+    })
 }
 
 /// Records ended at the end of input handed on at a time: the records of live flows are made
@@ -266,7 +268,7 @@ impl Consumer for One<'_> {
 
     /// Capture time follows the wall clock while the link is quiet, so idle flows end (and
     /// are written) without waiting for the next packet.
-    fn quiet(&mut self, now: u64, s: &mut Summary) -> io::Result<()> {
+    fn quiet(&mut self, now: Timestamp, s: &mut Summary) -> io::Result<()> {
         self.events.clear();
         self.pipeline.advance(now, u32::MAX, &mut self.events);
         let r = emit(s, &self.events, &[], self.sink);
@@ -413,7 +415,7 @@ impl Consumer for OwnFrames<'_> {
         r
     }
 
-    fn quiet(&mut self, now: u64, s: &mut Summary) -> io::Result<()> {
+    fn quiet(&mut self, now: Timestamp, s: &mut Summary) -> io::Result<()> {
         self.to.quiet(now, s)
     }
 

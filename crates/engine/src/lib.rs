@@ -88,11 +88,11 @@ pub struct FlowsConfig {
     /// packets' flows, marked with the tunnel ([`PacketMeta::decapsulate`]); else the outer
     /// packets' flows.
     pub tunnels: bool,
-    /// Active timeout (ns of capture time): a live flow is reported every so often by an
+    /// Active timeout (capture time): a live flow is reported every so often by an
     /// interim record ([`EndReason::Active`](rampart_flow::EndReason::Active)) carrying the
     /// interval's counters (see [`FlowTable::set_active_timeout`](rampart_flow::FlowTable::set_active_timeout)
     /// and [`FlowRecord`]); `None`: one record per flow.
-    pub active_timeout_ns: Option<u64>,
+    pub active_timeout: Option<rampart_wire::Span>,
 }
 
 impl Default for FlowsConfig {
@@ -111,7 +111,7 @@ impl Default for FlowsConfig {
             tcp_stats: true,
             metrics: None,
             tunnels: true,
-            active_timeout_ns: None,
+            active_timeout: None,
         }
     }
 }

@@ -5,7 +5,7 @@ use std::net::IpAddr;
 use rampart_capture::Frame;
 use rampart_flow::{FlowKey, PacketInfo};
 use rampart_rtt::RttInput;
-use rampart_wire::{IpFamily, PacketMeta, Status};
+use rampart_wire::{IpFamily, PacketMeta, Status, Timestamp};
 
 use crate::Summary;
 
@@ -135,7 +135,7 @@ pub struct Parser {
     tcp_only: bool,
     tunnels: bool,
     local: Vec<(IpFamily, [u8; 16])>,
-    now: u64,
+    now: Timestamp,
 }
 
 impl Parser {
@@ -153,7 +153,7 @@ impl Parser {
                 IpAddr::V6(v) => (IpFamily::V6, v.octets()),
             })
             .collect();
-        Self { rtt, payloads: false, tcp_only: false, tunnels: false, local, now: 0 }
+        Self { rtt, payloads: false, tcp_only: false, tunnels: false, local, now: Timestamp::EPOCH }
     }
 
     /// Keeps TCP packets only; other IP packets are counted in [`Summary::not_tcp`].
@@ -204,7 +204,7 @@ impl Parser {
         keep: impl FnOnce(&FlowKey) -> bool,
         unkeyed: bool,
     ) -> Option<Packet> {
-        self.now = frame.ts.as_nanos();
+        self.now = frame.ts;
         let mut meta = PacketMeta::parse(frame.link, frame.data);
         if self.tunnels {
             meta.decapsulate(frame.data);
@@ -240,7 +240,7 @@ impl Parser {
         keep: impl FnOnce(&FlowKey) -> bool,
         unkeyed: bool,
     ) -> Option<PacketInfo> {
-        self.now = frame.ts.as_nanos();
+        self.now = frame.ts;
         let Some((key, side)) = FlowKey::from_meta(meta) else {
             if unkeyed {
                 s.problem(meta);
@@ -304,7 +304,7 @@ impl Parser {
 
     /// Capture time: the timestamp of the last frame parsed (it follows the capture when its
     /// time steps back, see [`rampart_flow::FlowTable::advance`]).
-    pub fn now(&self) -> u64 {
+    pub fn now(&self) -> Timestamp {
         self.now
     }
 }

@@ -37,7 +37,7 @@ use rampart_flow::{
 };
 use rampart_rtt::{RttStage, RttSummary, Sample};
 use rampart_tcpstate::{ConnSummary, TcpSeg, TcpStateStage};
-use rampart_wire::{PacketMeta, Span, Timestamp};
+use rampart_wire::{PacketMeta, Timestamp};
 
 use crate::packet::{Packet, PayloadSource};
 use crate::stateful::{Decided, Decision, Query, Stateful, Why};
@@ -73,7 +73,7 @@ impl Verdict {
 /// Everything known about a flow when it ends: its record, why it ended, and what each side
 /// stage learnt of it.
 ///
-/// With an active timeout ([`FlowsConfig::active_timeout_ns`]) a flow has one record per
+/// With an active timeout ([`FlowsConfig::active_timeout`]) a flow has one record per
 /// interval: interim ones ([`EndReason::Active`]) while it lives, then its final one. Each
 /// carries in `flow` the interval's first and last packet, its packets and bytes per
 /// direction (deltas: a flow's records add up to its totals) and the TCP flags seen within
@@ -242,7 +242,7 @@ impl Pipeline {
     /// A pipeline with the table, RTT matching and identification `cfg` asks for.
     pub fn new(cfg: &FlowsConfig) -> Self {
         let mut table = FlowTable::new(cfg.table);
-        table.set_active_timeout(cfg.active_timeout_ns.map(Span::from_nanos));
+        table.set_active_timeout(cfg.active_timeout);
         Self {
             parser: cfg.parser(),
             table,
@@ -596,8 +596,8 @@ impl Pipeline {
 
     /// Lets capture time run to `now`, ending the flows quiet past their timeout at position
     /// `tick` (sorted in output order among themselves).
-    pub fn advance(&mut self, now: u64, tick: u32, events: &mut Events) {
-        self.table.advance(Timestamp::from_nanos(now));
+    pub fn advance(&mut self, now: Timestamp, tick: u32, events: &mut Events) {
+        self.table.advance(now);
         let start = events.records.len();
         self.retire_ended(tick, true, events);
         events.records[start..].sort_unstable_by_key(Ordered::order);

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use rampart_capture::Frame;
 use rampart_flow::{FlowKey, Side};
-use rampart_wire::PacketMeta;
+use rampart_wire::{PacketMeta, Timestamp};
 
 use crate::driver::{Consumer, FINISH_CHUNK, Input, Limits, read_merged};
 use crate::pipeline::{Events, FlowRecord, Pipeline, Verdict};
@@ -23,8 +23,8 @@ use crate::{Outcome, Summary};
 /// old one stays in force, as a failed `nft -f` changes nothing).
 #[derive(Clone, Debug)]
 pub struct Reload {
-    /// Capture time (ns since the epoch): packets from then on see the new rules.
-    pub at: u64,
+    /// Capture time: packets from then on see the new rules.
+    pub at: Timestamp,
     /// The file.
     pub source: String,
     /// The rule set, or the error reading it.
@@ -45,7 +45,7 @@ pub struct Difference {
     /// Under the second.
     pub b: (Verdict, Option<Arc<str>>),
     /// When that packet was captured.
-    pub first: u64,
+    pub first: Timestamp,
 }
 
 /// Where the firewall driver's results go.
@@ -62,7 +62,7 @@ pub trait FirewallSink {
     /// A flow ended.
     fn record(&mut self, r: &FlowRecord) -> io::Result<()>;
     /// A reload was applied (`Ok`) or refused (`Err` with the reason), at capture time `at`.
-    fn reload(&mut self, at: u64, source: &str, result: Result<(), &str>) -> io::Result<()>;
+    fn reload(&mut self, at: Timestamp, source: &str, result: Result<(), &str>) -> io::Result<()>;
     /// With a second rule set: a flow whose fate differs (at the end, in order of the first
     /// difference).
     fn differs(&mut self, _d: &Difference) -> io::Result<()> {
@@ -113,7 +113,7 @@ struct Run<'a, S: FirewallSink + ?Sized> {
 
 impl<S: FirewallSink + ?Sized> Run<'_, S> {
     /// Applies the reloads due by capture time `ts`.
-    fn reload_until(&mut self, ts: u64) -> io::Result<()> {
+    fn reload_until(&mut self, ts: Timestamp) -> io::Result<()> {
         while let Some(r) = self.next.take_if(|r| r.at <= ts) {
             match &r.rules {
                 Ok(rules) => {
@@ -158,7 +158,7 @@ impl<S: FirewallSink + ?Sized> Run<'_, S> {
                     packets: 0,
                     a: name(da, &ra),
                     b: name(db, &rb),
-                    first: f.ts.as_nanos(),
+                    first: f.ts,
                 });
                 e.packets += 1;
             }
@@ -183,13 +183,13 @@ impl<S: FirewallSink + ?Sized> Consumer for Run<'_, S> {
         // Cut the batch where a reload falls, so each packet meets the rules in force then.
         let mut start = 0;
         while start < frames.len() {
-            self.reload_until(frames[start].ts.as_nanos())?;
+            self.reload_until(frames[start].ts)?;
             let end = match &self.next {
                 Some(r) => {
                     start
                         + frames[start..]
                             .iter()
-                            .position(|f| f.ts.as_nanos() >= r.at)
+                            .position(|f| f.ts >= r.at)
                             .unwrap_or(frames.len() - start)
                 }
                 None => frames.len(),
@@ -234,7 +234,7 @@ pub fn replay<S: FirewallSink + ?Sized>(
     let error = read_merged(inputs, limits, stop, &mut s, &mut run)?;
     if error.is_none() && !s.interrupted {
         // Reloads after the last packet still happen (and a file that fails still says so).
-        run.reload_until(u64::MAX)?;
+        run.reload_until(Timestamp::MAX)?;
     }
     let order = run.main.finish_order();
     for part in order.chunks(FINISH_CHUNK) {

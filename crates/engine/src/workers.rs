@@ -124,7 +124,7 @@ fn byte_at(at: usize, x: u8) -> [u8; 2] {
 #[derive(Clone, Copy)]
 struct Cut {
     end: usize,
-    now: u64,
+    now: Timestamp,
     tick: u32,
 }
 
@@ -508,7 +508,7 @@ pub(crate) fn run(
             pos: 0,
             bytes,
             frames: Vec::new(),
-            now: 0,
+            now: Timestamp::EPOCH,
         };
         let mut s = Summary::default();
         let result = (|| {
@@ -551,7 +551,7 @@ struct Merger {
     /// Frames read since the last job (when the workers parse).
     frames: Vec<FrameRef>,
     /// The latest capture time read (when the workers parse).
-    now: u64,
+    now: Timestamp,
     /// Next position in the current job: each capture batch takes one position per packet and
     /// one for its tick.
     pos: u32,
@@ -590,7 +590,7 @@ impl Consumer for Reader<'_> {
         if let Some(bytes) = &m.bytes {
             for (i, frame) in frames.iter().enumerate() {
                 s.count(frame);
-                m.now = frame.ts.as_nanos();
+                m.now = frame.ts;
                 let start = bytes.offset_of(frame.data).expect("frames lie in the input");
                 m.frames.push(FrameRef {
                     ts: frame.ts,
@@ -637,7 +637,7 @@ impl Consumer for Reader<'_> {
     /// Lets capture time follow the wall clock in every worker (so idle flows end while the
     /// link is quiet), sends what has gathered and waits for every answer, so output keeps up
     /// with a quiet live capture.
-    fn quiet(&mut self, now: u64, s: &mut Summary) -> io::Result<()> {
+    fn quiet(&mut self, now: Timestamp, s: &mut Summary) -> io::Result<()> {
         let m = &mut *self.m;
         let tick = m.pos;
         m.pos = tick + 1;

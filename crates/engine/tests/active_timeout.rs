@@ -4,7 +4,7 @@
 
 use std::sync::atomic::AtomicBool;
 
-use rampart_capture::{Capture, Frame, Timestamp};
+use rampart_capture::{Capture, Frame, Span, Timestamp};
 use rampart_engine::{Events, FlowRecord, FlowsConfig, Pipeline, Verdict};
 use rampart_flow::EndReason;
 use rampart_wire::LinkType;
@@ -100,7 +100,8 @@ fn frames(owned: &[(u64, Vec<u8>)]) -> Vec<Frame<'_>> {
 
 /// Every record of a pipeline over `owned` in batches of 5, then the end of input.
 fn records(owned: &[(u64, Vec<u8>)], active: Option<u64>) -> Vec<FlowRecord> {
-    let cfg = FlowsConfig { active_timeout_ns: active, ..FlowsConfig::default() };
+    let cfg =
+        FlowsConfig { active_timeout: active.map(Span::from_nanos), ..FlowsConfig::default() };
     let mut p = Pipeline::new(&cfg);
     let (mut verdicts, mut events, mut s) = (Vec::new(), Events::default(), Default::default());
     let all = frames(owned);
@@ -135,7 +136,7 @@ fn a_long_conversation_comes_out_in_intervals_that_add_up_to_its_record() {
             sum.2[d] |= r.flow.tcp_flags[d];
         }
         assert_eq!(r.start, whole.flow.first, "every record knows the flow's first packet");
-        assert!(r.flow.last - r.flow.first <= rampart_wire::Span::from_nanos(S));
+        assert!(r.flow.last - r.flow.first <= Span::from_nanos(S));
         assert!(r.flow.first >= whole.flow.first && r.flow.last <= whole.flow.last);
     }
     assert_eq!(sum, (whole.flow.packets, whole.flow.bytes, whole.flow.tcp_flags));
@@ -182,8 +183,12 @@ fn pcap(owned: &[(u64, Vec<u8>)]) -> Vec<u8> {
 
 fn run(bytes: Vec<u8>, workers: usize, active: Option<u64>) -> Vec<FlowRecord> {
     let mut cap = Capture::from_bytes("mem", bytes).unwrap();
-    let cfg =
-        FlowsConfig { workers, active_timeout_ns: active, batch: 16, ..FlowsConfig::default() };
+    let cfg = FlowsConfig {
+        workers,
+        active_timeout: active.map(Span::from_nanos),
+        batch: 16,
+        ..FlowsConfig::default()
+    };
     let mut out = Vec::new();
     let stop = AtomicBool::new(false);
     let mut sink = |r: &FlowRecord| {

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use rampart_capture::{Capture, Frame};
+use rampart_capture::{Capture, Frame, Timestamp};
 use rampart_engine::driver::{Input, Limits};
 use rampart_engine::replay::{FirewallSink, Reload, replay};
 use rampart_engine::stateful::{Decided, Routes, RuleSet, Stateful, StatefulConfig};
@@ -81,8 +81,8 @@ impl FirewallSink for Collect {
         Ok(())
     }
 
-    fn reload(&mut self, at: u64, source: &str, result: Result<(), &str>) -> io::Result<()> {
-        self.reloads.push((at, source.to_string(), result.is_ok()));
+    fn reload(&mut self, at: Timestamp, source: &str, result: Result<(), &str>) -> io::Result<()> {
+        self.reloads.push((at.as_nanos(), source.to_string(), result.is_ok()));
         Ok(())
     }
 }
@@ -134,8 +134,16 @@ fn linux_router_oracle_through_the_nft_rule_sets() {
     let timeline = read("timeline.tsv");
     let when = |event: &str| timeline_ns(&timeline, event);
     let reloads = vec![
-        Reload { at: when("load ruleset B"), source: "ruleset-B.nft".into(), rules: Ok(b) },
-        Reload { at: when("load ruleset A"), source: "ruleset.nft".into(), rules: Ok(a.clone()) },
+        Reload {
+            at: Timestamp::from_nanos(when("load ruleset B")),
+            source: "ruleset-B.nft".into(),
+            rules: Ok(b),
+        },
+        Reload {
+            at: Timestamp::from_nanos(when("load ruleset A")),
+            source: "ruleset.nft".into(),
+            rules: Ok(a.clone()),
+        },
     ];
     let mut inputs = ports(&dir);
     let mut sink = Collect::default();
@@ -271,7 +279,7 @@ fn what_if_lists_the_flows_two_rule_sets_treat_differently() {
         fn record(&mut self, r: &FlowRecord) -> io::Result<()> {
             self.0.record(r)
         }
-        fn reload(&mut self, at: u64, s: &str, r: Result<(), &str>) -> io::Result<()> {
+        fn reload(&mut self, at: Timestamp, s: &str, r: Result<(), &str>) -> io::Result<()> {
             self.0.reload(at, s, r)
         }
         fn differs(&mut self, d: &rampart_engine::replay::Difference) -> io::Result<()> {

@@ -130,7 +130,7 @@ fn verdicts_samples_and_records_come_out_of_one_batch() {
     assert!(rtts.contains(&10), "{rtts:?}");
     assert!(events.records.is_empty(), "nothing has ended yet");
     // 5 s of silence: the closed web flow ends (FIN each way), the telnet SYN does not.
-    p.advance(1_700_000_006_000 * 1_000_000, u32::MAX, &mut events);
+    p.advance(Timestamp::from_nanos(1_700_000_006_000 * 1_000_000), u32::MAX, &mut events);
     let ended: Vec<&FlowRecord> = events.records.iter().map(|o| &o.record).collect();
     assert_eq!(ended.len(), 1);
     let web = ended[0];
@@ -221,7 +221,7 @@ impl FirewallSink for Collected {
         Ok(())
     }
 
-    fn reload(&mut self, _: u64, source: &str, _: Result<(), &str>) -> std::io::Result<()> {
+    fn reload(&mut self, _: Timestamp, source: &str, _: Result<(), &str>) -> std::io::Result<()> {
         self.reloads.push(source.to_string());
         Ok(())
     }
