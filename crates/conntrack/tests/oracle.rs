@@ -11,7 +11,7 @@ use std::path::Path;
 
 use rampart_capture::Capture;
 use rampart_conntrack::{Config, Conntrack, CtPacket, CtState, Inspection, Reason, Summary};
-use rampart_flow::{EndReason, EndedFlow, FlowId, FlowKey, FlowTable, PacketInfo, TableConfig};
+use rampart_flow::{EndReason, FlowId, FlowKey, FlowReport, FlowTable, PacketInfo, TableConfig};
 use rampart_testkit::router::{
     R0_MAC, R1_MAC, invalid_reasons, micros, tag, timeline_ns, verdicts,
 };
@@ -28,8 +28,8 @@ impl Flows {
         self.index.get(key).copied()
     }
 
-    fn forget(&mut self) -> Vec<EndedFlow> {
-        let ended: Vec<EndedFlow> = self.table.take_ended().collect();
+    fn forget(&mut self) -> Vec<FlowReport> {
+        let ended: Vec<FlowReport> = self.table.take_ended().collect();
         for e in &ended {
             if self.index.get(&e.flow.key) == Some(&e.id) {
                 self.index.remove(&e.flow.key);
@@ -39,7 +39,7 @@ impl Flows {
     }
 
     /// Accounts a packet (inserting its flow if new): its flow's id, and the flows that ended.
-    fn track(&mut self, p: &PacketInfo) -> (FlowId, Vec<EndedFlow>) {
+    fn track(&mut self, p: &PacketInfo) -> (FlowId, Vec<FlowReport>) {
         let id = self.table.track(p).id;
         let ended = self.forget();
         self.index.insert(p.key, id);

@@ -1,6 +1,6 @@
 //! What application identification adds to the pipeline, measured on real traffic: every frame
 //! of the shared nDPI captures (`../shared/data/pcaps/dpi/ndpi/pcap`, held in memory) through
-//! [`FlowStage::process`] with identification on and off in the same run.
+//! [`Pipeline::process`] with identification on and off in the same run.
 //!
 //! - `new_flows`: a fresh stage each time, so every flow is new and inspected from its first
 //!   payload; (on - off) / flows is what identification adds per new flow.

@@ -12,7 +12,7 @@
 //!   a worker-to-worker ring; each worker then accounts what it was handed, share by share, so
 //!   in capture order. The reading thread does almost nothing per packet;
 //! - for a stream or a live ring, whose buffers are reused, it parses each frame itself and
-//!   sends each packet's owned summary ([`Work`]) to the worker that owns its flow, with its
+//!   sends each packet's owned summary ([`Packet`](crate::packet::Packet)) to the worker that owns its flow, with its
 //!   payload copied beside it when application identification is on (a mapped input needs no
 //!   copy: the owner reads the payload from the shared bytes).
 //!
@@ -21,7 +21,7 @@
 //! timers are exact). Outputs carry their packet's position in the job; the calling thread
 //! merges each batch's samples and records by position, idle-ended records by last packet,
 //! first packet and key, and the records at the end of input by first packet and key: the same
-//! orders one [`FlowStage`] produces, so the output is byte for byte that of one worker.
+//! orders one [`Pipeline`](crate::Pipeline) produces, so the output is byte for byte that of one worker.
 //! Limits that are global by nature are divided: each worker's table holds `max_flows / N`
 //! flows and its RTT stage `max_tsvals / N` timestamps, so when a table is full, which flow is
 //! evicted can differ from a single table's choice.

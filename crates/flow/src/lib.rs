@@ -4,7 +4,7 @@
 //! endpoints in canonical order (lower address and port first), the protocol, the family, and
 //! what the ports mean. [`FlowTable`] maps keys to [`Flow`] records with a hard bound on live
 //! flows, an idle timeout measured in capture time, and eviction when full; everything it drops
-//! is handed back as an [`EndedFlow`] with its [`EndReason`], never lost.
+//! is handed back as a [`FlowReport`] with its [`EndReason`], never lost.
 //!
 //! The table is sans-IO: callers pass capture timestamps in, nothing reads a clock.
 //!
@@ -25,6 +25,6 @@ pub use key::{Dir, FlowKey, KeyKind, Side};
 pub use rampart_wire::IpFamily;
 pub use stage::{FlowCtx, SideStage};
 pub use table::{
-    EndReason, EndedFlow, Flow, FlowId, FlowTable, Interval, Looked, PacketInfo, TableConfig,
+    EndReason, Flow, FlowId, FlowReport, FlowTable, Interval, Looked, PacketInfo, TableConfig,
     TableStats, Tracked, prefetch,
 };

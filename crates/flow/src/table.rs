@@ -236,10 +236,10 @@ impl Flow {
     }
 }
 
-/// A flow that has ended, with why; or, with [`EndReason::Active`], an interim report of a
-/// flow that goes on.
+/// What the table reports about a flow: that it has ended, and why; or, with
+/// [`EndReason::Active`], an interim report of a flow that goes on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct EndedFlow {
+pub struct FlowReport {
     /// The record as it stood at the end (at an interim report: before the packet that
     /// triggered it), with the flow's totals.
     pub flow: Flow,
@@ -252,7 +252,7 @@ pub struct EndedFlow {
     pub since: Option<Interval>,
 }
 
-impl EndedFlow {
+impl FlowReport {
     /// What the record reports: the interval since the flow's previous record
     /// ([`Flow::since`]) with an active timeout, else the whole flow.
     pub fn reported(&self) -> Flow {
@@ -378,7 +378,7 @@ pub struct FlowTable {
     cursor: u64,
     /// Where the main wheel stopped when time stepped back (meaningful while `cursor < high`).
     high: u64,
-    ended: Vec<EndedFlow>,
+    ended: Vec<FlowReport>,
     stats: TableStats,
     /// Timeouts of the classes a caller gave flows ([`FlowTable::set_timeout`]); class `i`
     /// lasts `timeouts[i - 1]`.
@@ -433,8 +433,8 @@ impl FlowTable {
 
     /// Reports live flows in intervals (`None`, the default: one record per flow): a flow
     /// whose next packet comes more than `timeout` of capture time after the first packet
-    /// of its current interval is reported first, as an [`EndedFlow`] with
-    /// [`EndReason::Active`] and the interval's counters ([`EndedFlow::since`]); the flow stays
+    /// of its current interval is reported first, as a [`FlowReport`] with
+    /// [`EndReason::Active`] and the interval's counters ([`FlowReport::since`]); the flow stays
     /// live, and that packet begins its next interval. Its records (the interim ones and the
     /// final one) add up to its totals, and their intervals do not overlap. The check is made
     /// at packets only: a flow that goes quiet is reported when it ends (idle timeout, close,
@@ -770,7 +770,7 @@ impl FlowTable {
                             self.stats.interim += 1;
                             let id = FlowId(rec);
                             let reason = EndReason::Active;
-                            self.ended.push(EndedFlow { flow: *f, reason, id, since: Some(*iv) });
+                            self.ended.push(FlowReport { flow: *f, reason, id, since: Some(*iv) });
                             *iv = Interval {
                                 start: p.ts,
                                 packets: f.packets,
@@ -812,7 +812,7 @@ impl FlowTable {
                 let old = *f;
                 self.count_end(reason);
                 let since = self.since(rec);
-                self.ended.push(EndedFlow { flow: old, reason, id: FlowId(rec), since });
+                self.ended.push(FlowReport { flow: old, reason, id: FlowId(rec), since });
                 self.unlink(rec);
                 rec
             }
@@ -1072,12 +1072,12 @@ impl FlowTable {
 
     /// The flows that ended since the last [`FlowTable::take_ended`], without taking them (a
     /// stage keeping per-flow state collects it from here before the slot is reused).
-    pub fn ended(&self) -> &[EndedFlow] {
+    pub fn ended(&self) -> &[FlowReport] {
         &self.ended
     }
 
     /// Takes the flows that ended since the last call, in the order they ended.
-    pub fn take_ended(&mut self) -> std::vec::Drain<'_, EndedFlow> {
+    pub fn take_ended(&mut self) -> std::vec::Drain<'_, FlowReport> {
         self.ended.drain(..)
     }
 
@@ -1219,7 +1219,7 @@ impl FlowTable {
         self.record_mut(rec).bits = 0;
         self.count_end(reason);
         let since = self.since(rec);
-        self.ended.push(EndedFlow { flow, reason, id: FlowId(rec), since });
+        self.ended.push(FlowReport { flow, reason, id: FlowId(rec), since });
         self.free.push(rec);
         self.live -= 1;
         let h = self.hash(&flow.key) as u32;

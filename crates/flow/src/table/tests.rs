@@ -581,7 +581,7 @@ proptest! {
                 a.advance(time(ts));
                 b.advance(time(ts));
             }
-            let key = |e: &EndedFlow| (e.flow.key, e.flow.first, e.reason.name());
+            let key = |e: &FlowReport| (e.flow.key, e.flow.first, e.reason.name());
             ended_a.extend(a.take_ended().map(|e| key(&e)));
             ended_b.extend(b.take_ended().map(|e| key(&e)));
             ended_a.sort();
@@ -641,7 +641,7 @@ fn an_active_timeout_reports_a_long_flow_in_intervals_that_add_up() {
         }
     }
     // Interim records come out at the packets that cross the timeout, and the flow lives on.
-    let interim: Vec<EndedFlow> = active.take_ended().collect();
+    let interim: Vec<FlowReport> = active.take_ended().collect();
     assert!(interim.iter().all(|e| e.reason == EndReason::Active));
     assert_eq!(active.len(), 1);
     assert!(plain.ended().is_empty());
@@ -653,7 +653,7 @@ fn an_active_timeout_reports_a_long_flow_in_intervals_that_add_up() {
     let mut records = interim;
     records.extend(active.take_ended());
     assert_eq!(records.last().unwrap().reason, EndReason::End);
-    let reported: Vec<Flow> = records.iter().map(EndedFlow::reported).collect();
+    let reported: Vec<Flow> = records.iter().map(FlowReport::reported).collect();
     // 10 s in intervals of at most 1 s whose first packets are more than 1 s apart: 1.05 s
     // each (7 packets), the last one what is left.
     assert_eq!(reported.len(), 10);
@@ -759,7 +759,7 @@ proptest! {
         ended_plain.extend(plain.take_ended());
         ended_act.extend(act.take_ended());
         // Flows are known by key and first packet.
-        let mut by_flow: HashMap<(FlowKey, Timestamp), Vec<EndedFlow>> = HashMap::new();
+        let mut by_flow: HashMap<(FlowKey, Timestamp), Vec<FlowReport>> = HashMap::new();
         for e in &ended_act {
             by_flow.entry((e.flow.key, e.flow.first)).or_default().push(*e);
         }
@@ -770,7 +770,7 @@ proptest! {
             prop_assert_eq!(last.reason, whole.reason);
             prop_assert!(interim.iter().all(|e| e.reason == EndReason::Active));
             let mut sums = ([0u64; 2], [0u64; 2], [0u8; 2]);
-            for r in recs.iter().map(EndedFlow::reported) {
+            for r in recs.iter().map(FlowReport::reported) {
                 for d in 0..2 {
                     sums.0[d] += r.packets[d];
                     sums.1[d] += r.bytes[d];
@@ -804,7 +804,7 @@ proptest! {
             let want = interval_oracle(pk, active_ns);
             let got: Vec<_> = by_flow[&(id.0, time(id.1))]
                 .iter()
-                .map(EndedFlow::reported)
+                .map(FlowReport::reported)
                 .map(|r| (r.first.as_nanos(), r.last.as_nanos(), r.packets, r.bytes, r.tcp_flags))
                 .collect();
             prop_assert_eq!(got, want);
