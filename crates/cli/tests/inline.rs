@@ -180,14 +180,7 @@ impl Topo {
 impl Drop for Topo {
     fn drop(&mut self) {
         for n in [&self.c, &self.r, &self.s] {
-            let _ = Command::new("bash")
-                .args([
-                    "-c",
-                    &format!(
-                        "ip netns pids {n} 2>/dev/null | xargs -r kill -9; ip netns del {n} 2>/dev/null"
-                    ),
-                ])
-                .status();
+            common::delete_namespace(n);
         }
     }
 }

@@ -83,14 +83,7 @@ impl Pair {
 impl Drop for Pair {
     fn drop(&mut self) {
         for n in [&self.a, &self.b] {
-            let _ = Command::new("bash")
-                .args([
-                    "-c",
-                    &format!(
-                        "ip netns pids {n} 2>/dev/null | xargs -r kill -9; ip netns del {n} 2>/dev/null"
-                    ),
-                ])
-                .status();
+            common::delete_namespace(n);
         }
     }
 }

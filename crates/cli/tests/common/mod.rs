@@ -224,3 +224,16 @@ pub fn sh(script: &str) {
     let out = Command::new("bash").args(["-ec", script]).output().unwrap();
     assert!(out.status.success(), "{script}: {}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// Deletes network namespace `name` and kills whatever still runs in it (quietly: it may be
+/// gone already).
+pub fn delete_namespace(name: &str) {
+    let _ = Command::new("bash")
+        .args([
+            "-c",
+            &format!(
+                "ip netns pids {name} 2>/dev/null | xargs -r kill -9; ip netns del {name} 2>/dev/null"
+            ),
+        ])
+        .status();
+}
