@@ -7,11 +7,12 @@ use std::time::{Duration, SystemTime};
 
 use clap::ValueEnum;
 use rampart_engine::{CompatEvent, Event, FlowsConfig, Outcome, Sink, run_pping};
-use rampart_export::prometheus::{PrefixRtt, rtt_bucket_bounds_ns};
+use rampart_export::prometheus::{PrefixRtt, rtt_bucket_bounds};
 use rampart_export::rtt::{RttFormat, RttWriter, pping_captured, pping_summary};
 use rampart_flow::{Side, TableConfig};
 use rampart_rtt::aggregate::{AggConfig, AggStats, Aggregator};
 use rampart_rtt::{CompatConfig, Mode, RttConfig, Sample};
+use rampart_wire::{Span, Timestamp};
 
 use crate::Fail;
 use crate::input::{self, LiveArgs, Source};
@@ -143,7 +144,7 @@ pub(crate) struct Args {
     /// Length of the --aggregate intervals in seconds of capture time (boundaries at
     /// multiples of it since the epoch) [default: 10].
     #[arg(long, value_name = "SECONDS", requires = "aggregate", value_parser = parse_interval)]
-    interval: Option<u64>,
+    interval: Option<Span>,
     /// Most prefixes with a row of their own per interval; samples of further prefixes add up
     /// in one `other` row [default: 65536].
     #[arg(long, value_name = "N", requires = "aggregate",
@@ -184,11 +185,11 @@ fn parse_lens(s: &str) -> Result<(u8, u8), String> {
     Ok((v4, v6))
 }
 
-/// `--interval SECONDS`: 1 ms to a year, kept to the microsecond (as nanoseconds).
-fn parse_interval(s: &str) -> Result<u64, String> {
+/// `--interval SECONDS`: 1 ms to a year, kept to the microsecond.
+fn parse_interval(s: &str) -> Result<Span, String> {
     match s.parse::<f64>() {
         Ok(v) if v.is_finite() && (0.001..=31_536_000.0).contains(&v) => {
-            Ok((v * 1e6).round() as u64 * 1000)
+            Ok(Span::from_micros((v * 1e6).round() as u64))
         }
         _ => Err(format!("'{s}' is not an interval in seconds (0.001 to 31536000)")),
     }
@@ -210,7 +211,7 @@ struct Agg {
 impl Agg {
     #[inline]
     fn sample<W: Write>(&mut self, w: &mut RttWriter<W>, s: &Sample) -> io::Result<()> {
-        if self.a.due(s.ts) {
+        if self.a.due(Timestamp::from_nanos(s.ts)) {
             self.close(w)?;
         }
         // `side` sent the packet that carried the echo: the sample's `src`.
@@ -218,7 +219,7 @@ impl Agg {
             (ByArg::Src, Side::A) | (ByArg::Dst, Side::B) => s.key.addr_a_bytes(),
             (ByArg::Src, Side::B) | (ByArg::Dst, Side::A) => s.key.addr_b_bytes(),
         };
-        self.a.add(s.ts, s.key.family(), addr, s.rtt);
+        self.a.add(Timestamp::from_nanos(s.ts), s.key.family(), addr, Span::from_nanos(s.rtt));
         Ok(())
     }
 
@@ -240,7 +241,7 @@ impl Agg {
             return Ok(());
         }
         let now = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
-        let now = now.saturating_sub(LIVE_GRACE).as_nanos() as u64;
+        let now = Timestamp::from_nanos(now.saturating_sub(LIVE_GRACE).as_nanos() as u64);
         if self.a.due(now) { self.close(w) } else { Ok(()) }
     }
 }
@@ -362,9 +363,9 @@ pub(crate) fn run(args: Args) -> Result<ExitCode, Fail> {
             let cfg = AggConfig {
                 v4_len,
                 v6_len,
-                interval_ns: args.interval.unwrap_or(d.interval_ns),
+                interval: args.interval.unwrap_or(d.interval),
                 max_prefixes: args.aggregate_max.map_or(d.max_prefixes, |n| n as usize),
-                coarse: if metrics.is_some() { rtt_bucket_bounds_ns() } else { Vec::new() },
+                coarse: if metrics.is_some() { rtt_bucket_bounds() } else { Vec::new() },
             };
             let a = match Aggregator::new(cfg) {
                 Ok(a) => a,
@@ -577,7 +578,7 @@ fn print_aggregated(st: &AggStats, cfg: &AggConfig, by: ByArg) {
         "  aggregated: {} over {} of {} s (/{} and /{} by {})",
         input::count(st.rows, "row"),
         input::count(st.intervals, "interval"),
-        cfg.interval_ns as f64 / 1e9,
+        cfg.interval.as_secs_f64(),
         cfg.v4_len,
         cfg.v6_len,
         by.name()
@@ -612,8 +613,8 @@ mod tests {
         assert!(parse_lens("24,129").unwrap_err().contains("'129' is not an IPv6 prefix length"));
         assert!(parse_lens("24").unwrap_err().contains("V4LEN,V6LEN"));
         assert!(parse_lens("-1,48").is_err());
-        assert_eq!(parse_interval("10"), Ok(10_000_000_000));
-        assert_eq!(parse_interval("0.25"), Ok(250_000_000));
+        assert_eq!(parse_interval("10"), Ok(Span::from_secs(10)));
+        assert_eq!(parse_interval("0.25"), Ok(Span::from_millis(250)));
         assert!(parse_interval("0").is_err());
         assert!(parse_interval("nan").is_err());
     }

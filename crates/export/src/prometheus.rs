@@ -21,7 +21,7 @@ use rampart_engine::{FlowRecord, Summary};
 use rampart_flow::{Dir, EndReason};
 use rampart_rtt::Sample;
 use rampart_rtt::aggregate::{IntervalRow, Prefix};
-use rampart_wire::Status;
+use rampart_wire::{Span, Status};
 
 /// The `Content-Type` of a page [`render`] writes.
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -191,10 +191,10 @@ impl FlowCounts {
     }
 }
 
-/// [`RTT_BUCKETS`] in nanoseconds: the coarse buckets an aggregator counts per prefix
-/// ([`rampart_rtt::aggregate::AggConfig::coarse`]) for [`PrefixRtt`].
-pub fn rtt_bucket_bounds_ns() -> Vec<u64> {
-    RTT_BUCKETS.iter().map(|b| (b * 1e9).round() as u64).collect()
+/// [`RTT_BUCKETS`] as spans (rounded to the nanosecond): the coarse buckets an aggregator
+/// counts per prefix ([`rampart_rtt::aggregate::AggConfig::coarse`]) for [`PrefixRtt`].
+pub fn rtt_bucket_bounds() -> Vec<Span> {
+    RTT_BUCKETS.iter().map(|b| Span::from_nanos((b * 1e9).round() as u64)).collect()
 }
 
 /// Per-prefix RTT histograms over a run (`rampart rtt --aggregate --metrics`), fed one
@@ -220,7 +220,7 @@ impl PrefixRtt {
         }
     }
 
-    /// Adds an interval's row, whose coarse counts are over [`rtt_bucket_bounds_ns`] (a row
+    /// Adds an interval's row, whose coarse counts are over [`rtt_bucket_bounds`] (a row
     /// without them is ignored).
     pub fn add(&mut self, r: &IntervalRow<'_>) {
         if r.coarse.len() != RTT_BUCKETS.len() + 1 {
@@ -913,7 +913,7 @@ mod tests {
     #[test]
     fn prefix_histograms_are_bounded_and_sum_their_rows() {
         use rampart_rtt::aggregate::{AggConfig, Aggregator};
-        let cfg = AggConfig { coarse: rtt_bucket_bounds_ns(), ..AggConfig::default() };
+        let cfg = AggConfig { coarse: rtt_bucket_bounds(), ..AggConfig::default() };
         let mut agg = Aggregator::new(cfg).unwrap();
         let mut prom = PrefixRtt::new(2);
         let addr = |x: u8| {
@@ -923,7 +923,12 @@ mod tests {
         };
         // Two intervals; the third prefix seen in the run goes to other.
         for (t, x, rtt) in [(0, 1, 20_000_000), (1, 2, 150_000), (1, 2, 3_000_000_000)] {
-            agg.add(t, rampart_wire::IpFamily::V4, &addr(x), rtt);
+            agg.add(
+                rampart_wire::Timestamp::from_nanos(t),
+                rampart_wire::IpFamily::V4,
+                &addr(x),
+                Span::from_nanos(rtt),
+            );
         }
         agg.close(|r| {
             prom.add(r);
@@ -931,7 +936,12 @@ mod tests {
         })
         .unwrap();
         for (x, rtt) in [(3, 50_000), (1, 20_000_001)] {
-            agg.add(10_000_000_000, rampart_wire::IpFamily::V4, &addr(x), rtt);
+            agg.add(
+                rampart_wire::Timestamp::from_nanos(10_000_000_000),
+                rampart_wire::IpFamily::V4,
+                &addr(x),
+                Span::from_nanos(rtt),
+            );
         }
         agg.close(|r| {
             prom.add(r);

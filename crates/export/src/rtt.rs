@@ -290,9 +290,9 @@ impl<W: Write> RttWriter<W> {
         let l = &mut self.line;
         l.clear();
         l.extend_from_slice(b"{\"start\":");
-        secs(l, r.start, 6);
+        secs(l, r.start.as_nanos(), 6);
         l.extend_from_slice(b",\"end\":");
-        secs(l, r.end, 6);
+        secs(l, r.end.as_nanos(), 6);
         l.extend_from_slice(b",\"prefix\":\"");
         match r.prefix {
             Some(p) => {
@@ -308,11 +308,11 @@ impl<W: Write> RttWriter<W> {
         int(l, r.count);
         let mean = r.mean.round().clamp(0.0, u64::MAX as f64) as u64;
         for (k, v) in [
-            (&b",\"min_ms\":"[..], r.min),
+            (&b",\"min_ms\":"[..], r.min.as_nanos()),
             (b",\"mean_ms\":", mean),
-            (b",\"median_ms\":", r.median),
-            (b",\"p95_ms\":", r.p95),
-            (b",\"max_ms\":", r.max),
+            (b",\"median_ms\":", r.median.as_nanos()),
+            (b",\"p95_ms\":", r.p95.as_nanos()),
+            (b",\"max_ms\":", r.max.as_nanos()),
         ] {
             l.extend_from_slice(k);
             millis(l, v);
@@ -486,21 +486,22 @@ mod tests {
     #[test]
     fn an_interval_row_has_the_named_fields() {
         use rampart_rtt::aggregate::{Prefix, bin};
+        use rampart_wire::Span;
         let mut a = [0u8; 16];
         a[..4].copy_from_slice(&[10, 77, 0, 9]);
         let bins =
             [(bin(5_000_000), 2), (bin(20_480_123), 1), (rampart_rtt::aggregate::OVERFLOW_BIN, 1)];
         let r = IntervalRow {
-            start: 1_795_392_310_000_000_000,
-            end: 1_795_392_320_000_000_000,
+            start: rampart_wire::Timestamp::from_nanos(1_795_392_310_000_000_000),
+            end: rampart_wire::Timestamp::from_nanos(1_795_392_320_000_000_000),
             prefix: Some(Prefix::new(IpFamily::V4, &a, 24)),
             count: 4,
-            min: 5_000_000,
+            min: Span::from_nanos(5_000_000),
             sum: 4_938_270,
             mean: 1_234_567.6,
-            median: 5_001_234,
-            p95: 200_000_000_000,
-            max: 200_000_000_000,
+            median: Span::from_nanos(5_001_234),
+            p95: Span::from_nanos(200_000_000_000),
+            max: Span::from_nanos(200_000_000_000),
             bins: &bins,
             coarse: &[],
         };

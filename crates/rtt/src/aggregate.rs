@@ -35,7 +35,7 @@ use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr};
 
 use hashbrown::HashMap;
-use rampart_wire::IpFamily;
+use rampart_wire::{IpFamily, Span, Timestamp};
 
 /// Values below this (ns) have a bin each.
 const LINEAR: u64 = 128;
@@ -154,14 +154,14 @@ pub struct AggConfig {
     pub v4_len: u8,
     /// Prefix length for IPv6 addresses (0..=128).
     pub v6_len: u8,
-    /// Interval length (ns, at least 1).
-    pub interval_ns: u64,
+    /// Interval length (at least 1 ns).
+    pub interval: Span,
     /// Most prefixes with a row of their own per interval (1..=[`MAX_PREFIXES`]).
     pub max_prefixes: usize,
-    /// Upper bounds (ns, ascending) of coarse buckets also counted per row, for histograms
+    /// Upper bounds (ascending) of coarse buckets also counted per row, for histograms
     /// with fixed bounds such as Prometheus' (`v <= bound`, then one bucket above the last);
     /// empty for none.
-    pub coarse: Vec<u64>,
+    pub coarse: Vec<Span>,
 }
 
 impl Default for AggConfig {
@@ -170,7 +170,7 @@ impl Default for AggConfig {
         Self {
             v4_len: 24,
             v6_len: 48,
-            interval_ns: 10_000_000_000,
+            interval: Span::from_secs(10),
             max_prefixes: 65_536,
             coarse: Vec::new(),
         }
@@ -186,7 +186,7 @@ impl AggConfig {
         if self.v6_len > 128 {
             return Err(format!("{} is not an IPv6 prefix length (0 to 128)", self.v6_len));
         }
-        if self.interval_ns == 0 {
+        if self.interval.is_zero() {
             return Err("the interval must be longer than zero".into());
         }
         if !(1..=MAX_PREFIXES).contains(&self.max_prefixes) {
@@ -236,26 +236,26 @@ pub struct AggStats {
 /// One prefix's statistics over one interval, as [`Aggregator::close`] hands them out.
 #[derive(Clone, Copy, Debug)]
 pub struct IntervalRow<'a> {
-    /// Interval start (ns since the epoch, a multiple of the interval).
-    pub start: u64,
+    /// Interval start (a multiple of the interval since the epoch).
+    pub start: Timestamp,
     /// Interval end (exclusive).
-    pub end: u64,
+    pub end: Timestamp,
     /// The prefix, or `None` for the `other` row (prefixes beyond the cap).
     pub prefix: Option<Prefix>,
     /// Samples.
     pub count: u64,
-    /// Smallest RTT (ns, exact).
-    pub min: u64,
+    /// Smallest RTT (exact).
+    pub min: Span,
     /// Sum of the RTTs (ns).
     pub sum: u128,
     /// Mean RTT (ns, exact but for the division).
     pub mean: f64,
-    /// Median (nearest rank ⌈n/2⌉) from the bins (ns, within [`RELATIVE_ERROR`]).
-    pub median: u64,
-    /// 95th percentile (nearest rank ⌈0.95·n⌉) from the bins (ns, within [`RELATIVE_ERROR`]).
-    pub p95: u64,
-    /// Largest RTT (ns, exact).
-    pub max: u64,
+    /// Median (nearest rank ⌈n/2⌉) from the bins (within [`RELATIVE_ERROR`]).
+    pub median: Span,
+    /// 95th percentile (nearest rank ⌈0.95·n⌉) from the bins (within [`RELATIVE_ERROR`]).
+    pub p95: Span,
+    /// Largest RTT (exact).
+    pub max: Span,
     /// Non-empty bins, ascending: `(bin, count)`; see [`bin_range`].
     pub bins: &'a [(u16, u64)],
     /// Counts per coarse bucket ([`AggConfig::coarse`], then the one above), or empty.
@@ -265,8 +265,14 @@ pub struct IntervalRow<'a> {
 impl IntervalRow<'_> {
     /// The estimate of the sample of nearest rank for `pct` percent (1..=100) from the bins,
     /// clamped to the exact minimum and maximum.
-    pub fn quantile(&self, pct: u32) -> u64 {
-        quantile(self.bins, self.count, pct, self.min, self.max)
+    pub fn quantile(&self, pct: u32) -> Span {
+        Span::from_nanos(quantile(
+            self.bins,
+            self.count,
+            pct,
+            self.min.as_nanos(),
+            self.max.as_nanos(),
+        ))
     }
 }
 
@@ -287,7 +293,7 @@ fn quantile(bins: &[(u16, u64)], n: u64, pct: u32, min: u64, max: u64) -> u64 {
 pub struct Aggregator {
     cfg: AggConfig,
     /// Start of the open interval, if any sample opened one.
-    start: Option<u64>,
+    start: Option<Timestamp>,
     /// Prefix → row number.
     index: HashMap<Prefix, u32>,
     /// Rows in order of first sample (the `other` row apart).
@@ -336,17 +342,17 @@ impl Aggregator {
         self.stats
     }
 
-    /// The start of the interval holding capture time `ts` (ns).
+    /// The start of the interval holding capture time `ts`.
     #[inline]
-    pub fn interval_start(&self, ts: u64) -> u64 {
-        ts - ts % self.cfg.interval_ns
+    pub fn interval_start(&self, ts: Timestamp) -> Timestamp {
+        Timestamp::from_nanos(ts.as_nanos() - ts.as_nanos() % self.cfg.interval.as_nanos())
     }
 
     /// Whether an interval is open and `ts` is at or past its end: close it before adding a
     /// sample of that time.
     #[inline]
-    pub fn due(&self, ts: u64) -> bool {
-        self.start.is_some_and(|s| ts >= s.saturating_add(self.cfg.interval_ns))
+    pub fn due(&self, ts: Timestamp) -> bool {
+        self.start.is_some_and(|s| ts >= s.saturating_add(self.cfg.interval))
     }
 
     /// Whether an interval is open.
@@ -354,11 +360,11 @@ impl Aggregator {
         self.start.is_some()
     }
 
-    /// Adds a sample of `rtt` ns taken at capture time `ts` for the address in a key slot
+    /// Adds a sample of `rtt` taken at capture time `ts` for the address in a key slot
     /// (of `family`). Close a [`due`](Self::due) interval first, or the sample counts in
     /// the open one.
     #[inline]
-    pub fn add(&mut self, ts: u64, family: IpFamily, addr: &[u8; 16], rtt: u64) {
+    pub fn add(&mut self, ts: Timestamp, family: IpFamily, addr: &[u8; 16], rtt: Span) {
         match self.start {
             None => self.start = Some(self.interval_start(ts)),
             Some(s) if ts < s => self.stats.late += 1,
@@ -387,13 +393,14 @@ impl Aggregator {
                 (&mut self.other, self.cfg.max_prefixes as u64)
             }
         };
+        let rtt = rtt.as_nanos();
         row.count += 1;
         row.sum += u128::from(rtt);
         row.min = row.min.min(rtt);
         row.max = row.max.max(rtt);
         *self.bins.entry((key_slot << 12) | u64::from(bin(rtt))).or_insert(0) += 1;
         if !self.cfg.coarse.is_empty() {
-            let c = self.cfg.coarse.partition_point(|b| *b < rtt);
+            let c = self.cfg.coarse.partition_point(|b| b.as_nanos() < rtt);
             match slot {
                 Some(i) => self.coarse[i * (self.cfg.coarse.len() + 1) + c] += 1,
                 None => self.other_coarse[c] += 1,
@@ -409,7 +416,7 @@ impl Aggregator {
         mut emit: impl FnMut(&IntervalRow<'_>) -> io::Result<()>,
     ) -> io::Result<()> {
         let Some(start) = self.start.take() else { return Ok(()) };
-        let end = start.saturating_add(self.cfg.interval_ns);
+        let end = start.saturating_add(self.cfg.interval);
         self.sorted.clear();
         self.sorted.extend(self.bins.drain());
         self.sorted.sort_unstable_by_key(|e| e.0);
@@ -440,12 +447,12 @@ impl Aggregator {
                 end,
                 prefix: row.prefix,
                 count: row.count,
-                min: row.min,
+                min: Span::from_nanos(row.min),
                 sum: row.sum,
                 mean: row.sum as f64 / row.count as f64,
-                median: quantile(bins, row.count, 50, row.min, row.max),
-                p95: quantile(bins, row.count, 95, row.min, row.max),
-                max: row.max,
+                median: Span::from_nanos(quantile(bins, row.count, 50, row.min, row.max)),
+                p95: Span::from_nanos(quantile(bins, row.count, 95, row.min, row.max)),
+                max: Span::from_nanos(row.max),
                 bins,
                 coarse,
             };
@@ -547,10 +554,16 @@ mod tests {
     }
 
     fn cfg(interval_ns: u64) -> AggConfig {
-        AggConfig { interval_ns, ..AggConfig::default() }
+        AggConfig { interval: Span::from_nanos(interval_ns), ..AggConfig::default() }
     }
 
-    /// Rows of one close, as owned values: (prefix, count, min, median, p95, max, bins).
+    /// The instant `ns` after the epoch.
+    fn ts(ns: u64) -> Timestamp {
+        Timestamp::from_nanos(ns)
+    }
+
+    /// Rows of one close, as owned values in ns: (prefix, count, min, median, p95, max, bins,
+    /// start, end).
     type Owned = (Option<Prefix>, u64, u64, u64, u64, u64, Vec<(u16, u64)>, u64, u64);
 
     fn close(a: &mut Aggregator) -> Vec<Owned> {
@@ -559,13 +572,13 @@ mod tests {
             out.push((
                 r.prefix,
                 r.count,
-                r.min,
-                r.median,
-                r.p95,
-                r.max,
+                r.min.as_nanos(),
+                r.median.as_nanos(),
+                r.p95.as_nanos(),
+                r.max.as_nanos(),
                 r.bins.to_vec(),
-                r.start,
-                r.end,
+                r.start.as_nanos(),
+                r.end.as_nanos(),
             ));
             Ok(())
         })
@@ -578,23 +591,23 @@ mod tests {
         let s = 10_000_000_000u64;
         let mut a = Aggregator::new(cfg(s)).unwrap();
         let t0 = 1_795_392_314_233_537_000u64;
-        assert_eq!(a.interval_start(t0), 1_795_392_310_000_000_000);
-        assert!(!a.due(t0));
-        a.add(t0, IpFamily::V4, &v4([10, 77, 0, 2]), 5_000_000);
-        assert!(!a.due(1_795_392_319_999_999_999));
-        assert!(a.due(1_795_392_320_000_000_000));
+        assert_eq!(a.interval_start(ts(t0)), ts(1_795_392_310_000_000_000));
+        assert!(!a.due(ts(t0)));
+        a.add(ts(t0), IpFamily::V4, &v4([10, 77, 0, 2]), Span::from_nanos(5_000_000));
+        assert!(!a.due(ts(1_795_392_319_999_999_999)));
+        assert!(a.due(ts(1_795_392_320_000_000_000)));
         let rows = close(&mut a);
         assert_eq!(rows.len(), 1);
         assert_eq!((rows[0].7, rows[0].8), (1_795_392_310_000_000_000, 1_795_392_320_000_000_000));
         assert!(!a.is_open());
         // A fractional interval: 250 ms.
         let mut a = Aggregator::new(cfg(250_000_000)).unwrap();
-        a.add(1_000_000_000_600_000_000, IpFamily::V4, &v4([1, 2, 3, 4]), 1);
+        a.add(ts(1_000_000_000_600_000_000), IpFamily::V4, &v4([1, 2, 3, 4]), Span::from_nanos(1));
         let rows = close(&mut a);
         assert_eq!((rows[0].7, rows[0].8), (1_000_000_000_500_000_000, 1_000_000_000_750_000_000));
         // A sample earlier than the open interval counts in it, as late.
-        a.add(1_000_000_001_000_000_000, IpFamily::V4, &v4([1, 2, 3, 4]), 1);
-        a.add(1_000_000_000_100_000_000, IpFamily::V4, &v4([1, 2, 3, 4]), 1);
+        a.add(ts(1_000_000_001_000_000_000), IpFamily::V4, &v4([1, 2, 3, 4]), Span::from_nanos(1));
+        a.add(ts(1_000_000_000_100_000_000), IpFamily::V4, &v4([1, 2, 3, 4]), Span::from_nanos(1));
         assert_eq!(a.stats().late, 1);
         assert_eq!(close(&mut a)[0].1, 2);
     }
@@ -603,11 +616,11 @@ mod tests {
     fn rows_come_sorted_with_other_last_and_the_cap_holds() {
         let c = AggConfig { max_prefixes: 2, ..cfg(1_000_000_000) };
         let mut a = Aggregator::new(c).unwrap();
-        a.add(5, IpFamily::V6, &v6("2001:db8:1::1"), 300);
-        a.add(5, IpFamily::V4, &v4([10, 0, 9, 1]), 100);
-        a.add(5, IpFamily::V4, &v4([10, 0, 1, 1]), 200); // third prefix: other
-        a.add(5, IpFamily::V4, &v4([10, 0, 9, 7]), 50);
-        a.add(5, IpFamily::V6, &v6("2001:db8:2::1"), 400); // other
+        a.add(ts(5), IpFamily::V6, &v6("2001:db8:1::1"), Span::from_nanos(300));
+        a.add(ts(5), IpFamily::V4, &v4([10, 0, 9, 1]), Span::from_nanos(100));
+        a.add(ts(5), IpFamily::V4, &v4([10, 0, 1, 1]), Span::from_nanos(200)); // third prefix: other
+        a.add(ts(5), IpFamily::V4, &v4([10, 0, 9, 7]), Span::from_nanos(50));
+        a.add(ts(5), IpFamily::V6, &v6("2001:db8:2::1"), Span::from_nanos(400)); // other
         let rows = close(&mut a);
         let names: Vec<String> =
             rows.iter().map(|r| r.0.map_or("other".into(), |p| p.to_string())).collect();
@@ -618,7 +631,7 @@ mod tests {
         let st = a.stats();
         assert_eq!((st.other, st.overflowed, st.rows, st.intervals, st.samples), (2, 1, 3, 1, 5));
         // The next interval starts empty: the first two prefixes get rows again.
-        a.add(2_000_000_000, IpFamily::V4, &v4([10, 0, 1, 1]), 1);
+        a.add(ts(2_000_000_000), IpFamily::V4, &v4([10, 0, 1, 1]), Span::from_nanos(1));
         let rows = close(&mut a);
         assert_eq!(rows.len(), 1);
         assert_eq!(rows[0].0.unwrap().to_string(), "10.0.1.0/24");
@@ -626,10 +639,13 @@ mod tests {
 
     #[test]
     fn coarse_buckets_count_le_bounds() {
-        let c = AggConfig { coarse: vec![100, 1000], ..cfg(1_000_000_000) };
+        let c = AggConfig {
+            coarse: vec![Span::from_nanos(100), Span::from_nanos(1000)],
+            ..cfg(1_000_000_000)
+        };
         let mut a = Aggregator::new(c).unwrap();
         for v in [99, 100, 101, 1000, 5000] {
-            a.add(1, IpFamily::V4, &v4([1, 1, 1, 1]), v);
+            a.add(ts(1), IpFamily::V4, &v4([1, 1, 1, 1]), Span::from_nanos(v));
         }
         let mut got = Vec::new();
         a.close(|r| {
@@ -645,7 +661,7 @@ mod tests {
         for (c, msg) in [
             (AggConfig { v4_len: 33, ..AggConfig::default() }, "33 is not an IPv4 prefix length"),
             (AggConfig { v6_len: 129, ..AggConfig::default() }, "129 is not an IPv6 prefix length"),
-            (AggConfig { interval_ns: 0, ..AggConfig::default() }, "longer than zero"),
+            (AggConfig { interval: Span::ZERO, ..AggConfig::default() }, "longer than zero"),
             (AggConfig { max_prefixes: 0, ..AggConfig::default() }, "prefixes per interval"),
         ] {
             let e = Aggregator::new(c).unwrap_err();
@@ -676,7 +692,7 @@ mod tests {
             let split = split.min(values.len());
             for (i, v) in values.iter().enumerate() {
                 let addr = if i < split { v4([10, 0, 0, 1]) } else { v4([10, 0, 1, 1]) };
-                a.add(7, IpFamily::V4, &addr, *v);
+                a.add(ts(7), IpFamily::V4, &addr, Span::from_nanos(*v));
             }
             let rows = close(&mut a);
             let parts = [values[..split].to_vec(), values[split..].to_vec()];
