@@ -27,7 +27,7 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         if let Some((key, _)) = FlowKey::from_meta(&meta) {
             keys.push(key);
         }
-        let step = pping.packet((now / 1_000_000_000) as i64, ((now / 1000) % 1_000_000) as u32, &view);
+        let step = pping.packet(rampart_wire::Timestamp::from_nanos(now), &view);
         if step.sample {
             let s = pping.sample().unwrap();
             assert!(keys.contains(&s.key));

@@ -45,11 +45,7 @@ fn bench(c: &mut Criterion) {
                 let meta = PacketMeta::parse(LinkType::Ethernet, f);
                 let v = compat_view(LinkType::Ethernet, f, &meta);
                 let t = ts + shift;
-                black_box(p.packet(
-                    (t / 1_000_000_000) as i64,
-                    ((t / 1000) % 1_000_000) as u32,
-                    &v,
-                ));
+                black_box(p.packet(rampart_wire::Timestamp::from_nanos(t), &v));
             }
         })
     });

@@ -85,7 +85,7 @@ pub fn run_pping(
                 }
             }
             s.tracked += 1;
-            let step = pping.packet(frame.ts.secs() as i64, frame.ts.subsec_micros(), &view);
+            let step = pping.packet(frame.ts, &view);
             if step.first
                 && let Some(secs) = pping.first_secs()
             {

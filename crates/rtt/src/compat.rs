@@ -44,7 +44,7 @@ use std::hash::BuildHasher;
 use hashbrown::HashTable;
 use rampart_flow::{FlowKey, KeyKind, Side};
 use rampart_wire::ethernet::ethertype;
-use rampart_wire::{Family, IpFamily, LinkType, PacketMeta, Status, tcp::flags};
+use rampart_wire::{Family, IpFamily, LinkType, PacketMeta, Status, Timestamp, tcp::flags};
 
 use crate::{ts_hash, ts_key};
 
@@ -495,14 +495,15 @@ impl PpingCompat {
     }
 
     /// One delivered frame (anything but [`CompatView::Filtered`], which pping never sees),
-    /// captured at `secs` and `micros`; then pping's stop, summary and clean-up checks.
+    /// captured at `ts`; then pping's stop, summary and clean-up checks. Like pping, only the
+    /// whole seconds and microseconds of `ts` count.
     #[inline]
-    pub fn packet(&mut self, secs: i64, micros: u32, view: &CompatView) -> CompatStep {
+    pub fn packet(&mut self, ts: Timestamp, view: &CompatView) -> CompatStep {
         let mut step = CompatStep::default();
         if *view == CompatView::Filtered {
             return step;
         }
-        step.sample = self.process(secs, micros, view, &mut step.first);
+        step.sample = self.process(ts.secs() as i64, ts.subsec_micros(), view, &mut step.first);
         let c = &self.cfg;
         if (c.seconds > 0.0 && self.cap_tm - self.startm >= c.seconds)
             || (c.count > 0 && self.counters.packets >= c.count)

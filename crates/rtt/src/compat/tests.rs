@@ -65,11 +65,16 @@ fn v4(a: u8, b: u8, fl: u16, ts: (u32, u32), payload: usize) -> CompatView {
     view(&frame(false, a, ap, b, bp, fl, ts, payload, 1500))
 }
 
+/// The capture time `secs` and `micros` after the epoch.
+fn at(secs: i64, micros: u32) -> Timestamp {
+    Timestamp::from_parts(secs as u64, micros * 1000)
+}
+
 /// Feeds (seconds, µs, view) and returns the samples' (rtt, min, side sender) in order.
 fn run(p: &mut PpingCompat, pkts: &[(i64, u32, CompatView)]) -> Vec<(f64, f64)> {
     let mut out = Vec::new();
     for (s, us, v) in pkts {
-        if p.packet(*s, *us, v).sample {
+        if p.packet(at(*s, *us), v).sample {
             let x = p.sample().unwrap();
             out.push((x.rtt, x.min));
         }
@@ -188,7 +193,7 @@ fn the_flow_limit_is_max_flows_plus_one() {
     let cfg = CompatConfig { max_flows: 2, ..CompatConfig::default() };
     let mut p = PpingCompat::new(cfg);
     for host in 1..=5u8 {
-        let _ = p.packet(100, 1, &v4(10 + host, 9, ACK, (1, 1), 0));
+        let _ = p.packet(at(100, 1), &v4(10 + host, 9, ACK, (1, 1), 0));
     }
     assert_eq!(p.counters().flows, 3);
 }
@@ -200,17 +205,17 @@ fn clean_up_runs_on_capture_time_ticks() {
     let mut p = PpingCompat::new(cfg);
     let _ =
         run(&mut p, &[(100, 10, v4(2, 1, ACK, (7, 50), 0)), (100, 20, v4(1, 2, ACK, (1, 7), 0))]);
-    let _ = p.packet(100, 30, &v4(2, 1, ACK, (8, 50), 0)); // stamped at 0.00003
+    let _ = p.packet(at(100, 30), &v4(2, 1, ACK, (8, 50), 0)); // stamped at 0.00003
     assert_eq!(p.ts_entries(), 2);
     // Next tick is at capture time >= 0.00001 + 2 (set by the first packet's clean-up).
     // The first packet's clean-up set the next tick to 0.00001 + 2: not reached at 2.0.
-    let _ = p.packet(102, 0, &v4(2, 1, ACK, (8, 50), 0));
+    let _ = p.packet(at(102, 0), &v4(2, 1, ACK, (8, 50), 0));
     assert_eq!(p.ts_entries(), 2);
     // At 4.5 the packet comes first, then the tick: the old entry still blocks TSval 8, and
     // the tick then removes both old entries.
-    let _ = p.packet(104, 500_000, &v4(2, 1, ACK, (8, 50), 0));
+    let _ = p.packet(at(104, 500_000), &v4(2, 1, ACK, (8, 50), 0));
     assert_eq!(p.ts_entries(), 0);
-    let _ = p.packet(104, 600_000, &v4(2, 1, ACK, (8, 50), 0));
+    let _ = p.packet(at(104, 600_000), &v4(2, 1, ACK, (8, 50), 0));
     assert_eq!(p.ts_entries(), 1, "TSval 8 can be stamped again");
 }
 
@@ -257,8 +262,8 @@ fn ip_fragments_count_as_not_tcp_and_options_without_ts_as_no_ts() {
     f[34 + 23..34 + 32].fill(1);
     assert_eq!(view(&f), CompatView::NoTs);
     let mut p = PpingCompat::new(CompatConfig::default());
-    let _ = p.packet(1, 1, &CompatView::NoTs);
-    let _ = p.packet(1, 1, &CompatView::NotTcp);
+    let _ = p.packet(at(1, 1), &CompatView::NoTs);
+    let _ = p.packet(at(1, 1), &CompatView::NotTcp);
     let c = p.counters();
     assert_eq!((c.packets, c.no_ts, c.not_tcp), (2, 1, 1));
 }
