@@ -6,19 +6,19 @@
 
 use rampart_flow::{FlowKey, FlowTable, PacketInfo, TableConfig};
 use rampart_rtt::{CompatConfig, PpingCompat, RttConfig, RttInput, RttStage, compat_view};
-use rampart_wire::{LinkType, PacketMeta};
+use rampart_wire::{LinkType, PacketMeta, Span, Timestamp};
 
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
     let mut pping = PpingCompat::new(CompatConfig { tsval_max_age: 0.05, ..CompatConfig::default() });
     let mut table = FlowTable::new(TableConfig { max_flows: 4, ..TableConfig::default() });
-    let mut stage = RttStage::new(RttConfig { tsval_max_age_ns: 50_000_000, ..RttConfig::default() });
+    let mut stage = RttStage::new(RttConfig { tsval_max_age: Span::from_millis(50), ..RttConfig::default() });
     let mut keys = Vec::new();
-    let mut now = 1_700_000_000_000_000_000u64;
+    let mut now = Timestamp::from_nanos(1_700_000_000_000_000_000);
     let start = now;
     let mut rest = data;
     while rest.len() >= 3 {
         let len = usize::from(u16::from_le_bytes([rest[0], rest[1]])) % 200;
-        now += u64::from(rest[2]) * 1_000_000;
+        now += Span::from_millis(u64::from(rest[2]));
         rest = &rest[3..];
         let frame = &rest[..len.min(rest.len())];
         rest = &rest[frame.len()..];
@@ -27,14 +27,14 @@ libfuzzer_sys::fuzz_target!(|data: &[u8]| {
         if let Some((key, _)) = FlowKey::from_meta(&meta) {
             keys.push(key);
         }
-        let step = pping.packet(rampart_wire::Timestamp::from_nanos(now), &view);
+        let step = pping.packet(now, &view);
         if step.sample {
             let s = pping.sample().unwrap();
             assert!(keys.contains(&s.key));
         }
         let Some((key, side)) = FlowKey::from_meta(&meta) else { continue };
         let Some(input) = RttInput::from_meta(&meta, frame.len() as u32) else { continue };
-        let p = PacketInfo { key, side, hash: table.hash(&key), ts: rampart_wire::Timestamp::from_nanos(now), wire_len: 0, tcp_flags: meta.tcp.flags };
+        let p = PacketInfo { key, side, hash: table.hash(&key), ts: now, wire_len: 0, tcp_flags: meta.tcp.flags };
         let t = table.track(&p);
         for e in table.take_ended() {
             let _ = stage.retire(e.id);

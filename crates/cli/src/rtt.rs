@@ -211,7 +211,7 @@ struct Agg {
 impl Agg {
     #[inline]
     fn sample<W: Write>(&mut self, w: &mut RttWriter<W>, s: &Sample) -> io::Result<()> {
-        if self.a.due(Timestamp::from_nanos(s.ts)) {
+        if self.a.due(s.ts) {
             self.close(w)?;
         }
         // `side` sent the packet that carried the echo: the sample's `src`.
@@ -219,7 +219,7 @@ impl Agg {
             (ByArg::Src, Side::A) | (ByArg::Dst, Side::B) => s.key.addr_a_bytes(),
             (ByArg::Src, Side::B) | (ByArg::Dst, Side::A) => s.key.addr_b_bytes(),
         };
-        self.a.add(Timestamp::from_nanos(s.ts), s.key.family(), addr, Span::from_nanos(s.rtt));
+        self.a.add(s.ts, s.key.family(), addr, s.rtt);
         Ok(())
     }
 
@@ -452,7 +452,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode, Fail> {
                         ModeArg::Seq => Mode::Seq,
                         ModeArg::Hybrid => Mode::Hybrid,
                     },
-                    tsval_max_age_ns: (args.tsval_max_age * 1e9) as u64,
+                    tsval_max_age: Span::from_nanos((args.tsval_max_age * 1e9) as u64),
                     ..RttConfig::default()
                 }),
                 // The RTT histograms are made of the samples, also with --summary.

@@ -126,7 +126,7 @@ fn verdicts_samples_and_records_come_out_of_one_batch() {
     );
     // The handshake's SYN-ACK echoes TSval 1 (10 ms), the reply echoes 3 (10 ms), the last
     // ACK echoes the server's FIN (1 ms).
-    let rtts: Vec<u64> = events.samples.iter().map(|(_, x)| x.rtt / 1_000_000).collect();
+    let rtts: Vec<u64> = events.samples.iter().map(|(_, x)| x.rtt.as_millis()).collect();
     assert!(rtts.contains(&10), "{rtts:?}");
     assert!(events.records.is_empty(), "nothing has ended yet");
     // 5 s of silence: the closed web flow ends (FIN each way), the telnet SYN does not.

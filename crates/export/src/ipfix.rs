@@ -542,7 +542,12 @@ fn us(ns: u64) -> u32 {
 fn put_rtt(b: &mut Vec<u8>, d: Option<DirSummary>) {
     let d = d.filter(|d| d.count > 0);
     let v = d.map_or([0; 4], |d| {
-        [d.count.min(u64::from(u32::MAX)) as u32, us(d.min), us(d.median), us(d.max)]
+        [
+            d.count.min(u64::from(u32::MAX)) as u32,
+            us(d.min.as_nanos()),
+            us(d.median.as_nanos()),
+            us(d.max.as_nanos()),
+        ]
     });
     for x in v {
         b.extend_from_slice(&x.to_be_bytes());

@@ -289,13 +289,13 @@ const RAMPART_HEAD: &[Field] = &[
     ("icmp_id", icmp_id),
     ("end_reason", |v| Value::Name(v.r.end.name())),
     ("rtt_src_count", |v| v.rtt(false).map_or(Value::Absent, |d| Value::Int(d.count))),
-    ("rtt_src_min", |v| v.rtt_stat(false, |d| d.min)),
-    ("rtt_src_median", |v| v.rtt_stat(false, |d| d.median)),
-    ("rtt_src_max", |v| v.rtt_stat(false, |d| d.max)),
+    ("rtt_src_min", |v| v.rtt_stat(false, |d| d.min.as_nanos())),
+    ("rtt_src_median", |v| v.rtt_stat(false, |d| d.median.as_nanos())),
+    ("rtt_src_max", |v| v.rtt_stat(false, |d| d.max.as_nanos())),
     ("rtt_dst_count", |v| v.rtt(true).map_or(Value::Absent, |d| Value::Int(d.count))),
-    ("rtt_dst_min", |v| v.rtt_stat(true, |d| d.min)),
-    ("rtt_dst_median", |v| v.rtt_stat(true, |d| d.median)),
-    ("rtt_dst_max", |v| v.rtt_stat(true, |d| d.max)),
+    ("rtt_dst_min", |v| v.rtt_stat(true, |d| d.min.as_nanos())),
+    ("rtt_dst_median", |v| v.rtt_stat(true, |d| d.median.as_nanos())),
+    ("rtt_dst_max", |v| v.rtt_stat(true, |d| d.max.as_nanos())),
 ];
 
 /// The fields both schemas write under the same names, in the same order: the application
@@ -363,13 +363,13 @@ const V2_HEAD: &[Field] = &[
     ("resp_zero_window", |v| v.counter(1, |c| c.zero_window)),
     ("end_reason", |v| Value::Name(v.r.end.name())),
     ("rtt_orig_samples", |v| v.rtt(false).map_or(Value::Absent, |d| Value::Int(d.count))),
-    ("rtt_orig_min_us", |v| v.rtt_us(false, |d| d.min)),
-    ("rtt_orig_median_us", |v| v.rtt_us(false, |d| d.median)),
-    ("rtt_orig_max_us", |v| v.rtt_us(false, |d| d.max)),
+    ("rtt_orig_min_us", |v| v.rtt_us(false, |d| d.min.as_nanos())),
+    ("rtt_orig_median_us", |v| v.rtt_us(false, |d| d.median.as_nanos())),
+    ("rtt_orig_max_us", |v| v.rtt_us(false, |d| d.max.as_nanos())),
     ("rtt_resp_samples", |v| v.rtt(true).map_or(Value::Absent, |d| Value::Int(d.count))),
-    ("rtt_resp_min_us", |v| v.rtt_us(true, |d| d.min)),
-    ("rtt_resp_median_us", |v| v.rtt_us(true, |d| d.median)),
-    ("rtt_resp_max_us", |v| v.rtt_us(true, |d| d.max)),
+    ("rtt_resp_min_us", |v| v.rtt_us(true, |d| d.min.as_nanos())),
+    ("rtt_resp_median_us", |v| v.rtt_us(true, |d| d.median.as_nanos())),
+    ("rtt_resp_max_us", |v| v.rtt_us(true, |d| d.max.as_nanos())),
 ];
 
 /// [`Schema::V2`]'s fields after [`APP_AND_FIREWALL`].
@@ -826,7 +826,12 @@ mod tests {
         // Samples the initiator's packets completed measure the path to the initiator:
         // `rtt_src`.
         let mut r = RttSummary::default();
-        r.dirs[0] = rampart_rtt::DirSummary { count: 2, min: 1_000, median: 1_500, max: 2_000 };
+        r.dirs[0] = rampart_rtt::DirSummary {
+            count: 2,
+            min: rampart_wire::Span::from_nanos(1_000),
+            median: rampart_wire::Span::from_nanos(1_500),
+            max: rampart_wire::Span::from_nanos(2_000),
+        };
         let mut rec = ended(6, KeyKind::Ports, IpFamily::V4);
         rec.rtt = Some(r);
         let s = render(FlowFormat::Json, &rec);
@@ -938,7 +943,12 @@ mod tests {
         c.dirs[1] = DirCounters { retrans: 5, out_of_order: 6, lost: 7, zero_window: 8 };
         r.conn = Some(c);
         let mut rtt = RttSummary::default();
-        rtt.dirs[1] = rampart_rtt::DirSummary { count: 2, min: 1_999, median: 2_500, max: 30_000 };
+        rtt.dirs[1] = rampart_rtt::DirSummary {
+            count: 2,
+            min: rampart_wire::Span::from_nanos(1_999),
+            median: rampart_wire::Span::from_nanos(2_500),
+            max: rampart_wire::Span::from_nanos(30_000),
+        };
         r.rtt = Some(rtt);
         let s = render(FlowFormat::Json, &r);
         assert!(

@@ -977,7 +977,12 @@ mod tests {
             .with_uid_seed(7);
         let mut tcp = ended(6, KeyKind::Ports, IpFamily::V4);
         let mut s = rampart_rtt::RttSummary::default();
-        s.dirs[0] = rampart_rtt::DirSummary { count: 2, min: 1_000, median: 1_500, max: 2_000 };
+        s.dirs[0] = rampart_rtt::DirSummary {
+            count: 2,
+            min: rampart_wire::Span::from_nanos(1_000),
+            median: rampart_wire::Span::from_nanos(1_500),
+            max: rampart_wire::Span::from_nanos(2_000),
+        };
         tcp.rtt = Some(s);
         let records = [
             tcp,
@@ -1105,7 +1110,12 @@ mod tests {
         c.dirs[1] = DirCounters { retrans: 5, out_of_order: 6, lost: 7, zero_window: 8 };
         r.conn = Some(c);
         let mut s = rampart_rtt::RttSummary::default();
-        s.dirs[1] = rampart_rtt::DirSummary { count: 2, min: 1_999, median: 2_500, max: 30_000 };
+        s.dirs[1] = rampart_rtt::DirSummary {
+            count: 2,
+            min: rampart_wire::Span::from_nanos(1_999),
+            median: rampart_wire::Span::from_nanos(2_500),
+            max: rampart_wire::Span::from_nanos(30_000),
+        };
         r.rtt = Some(s);
         let mut w = DatasetWriter::create(&root, Schema::V2).unwrap().with_uid_seed(3);
         w.write(&r).unwrap();

@@ -182,7 +182,7 @@ impl FlowCounts {
     /// Counts an RTT sample in its direction's histogram.
     #[inline]
     pub fn sample(&mut self, s: &Sample) {
-        self.rtt[s.dir as usize].observe(s.rtt as f64 * 1e-9);
+        self.rtt[s.dir as usize].observe(s.rtt.as_nanos() as f64 * 1e-9);
     }
 
     /// Flows ended (their final records).

@@ -178,11 +178,11 @@ impl<W: Write> RttWriter<W> {
         l.clear();
         match self.format {
             RttFormat::Machine => {
-                secs(l, s.ts, 6);
+                secs(l, s.ts.as_nanos(), 6);
                 l.push(b' ');
-                secs(l, s.rtt, 6);
+                secs(l, s.rtt.as_nanos(), 6);
                 l.push(b' ');
-                secs(l, s.min, 6);
+                secs(l, s.min.as_nanos(), 6);
                 for v in [s.fbytes, s.dbytes, s.pbytes] {
                     l.push(b' ');
                     int(l, v);
@@ -191,21 +191,21 @@ impl<W: Write> RttWriter<W> {
                 flow_name(l, &s.key, s.side);
             }
             RttFormat::Text => {
-                l.extend_from_slice(self.clock.hms((s.ts / 1_000_000_000) as i64));
+                l.extend_from_slice(self.clock.hms(s.ts.secs() as i64));
                 l.push(b' ');
-                time_diff(l, s.rtt as f64 * 1e-9);
+                time_diff(l, s.rtt.as_nanos() as f64 * 1e-9);
                 l.push(b' ');
-                time_diff(l, s.min as f64 * 1e-9);
+                time_diff(l, s.min.as_nanos() as f64 * 1e-9);
                 l.push(b' ');
                 flow_name(l, &s.key, s.side);
             }
             RttFormat::Json => {
                 l.extend_from_slice(b"{\"time\":");
-                secs(l, s.ts, 6);
+                secs(l, s.ts.as_nanos(), 6);
                 l.extend_from_slice(b",\"rtt\":");
-                secs(l, s.rtt, 9);
+                secs(l, s.rtt.as_nanos(), 9);
                 l.extend_from_slice(b",\"min_rtt\":");
-                secs(l, s.min, 9);
+                secs(l, s.min.as_nanos(), 9);
                 l.extend_from_slice(b",\"proto\":\"tcp\"");
                 endpoints_json(l, &s.key, s.side);
                 l.extend_from_slice(b",\"method\":\"");
@@ -249,7 +249,7 @@ impl<W: Write> RttWriter<W> {
                         {
                             l.extend_from_slice(k);
                             let at = l.len();
-                            time_diff(l, v as f64 * 1e-9);
+                            time_diff(l, v.as_nanos() as f64 * 1e-9);
                             // Drop the leading space pping's format puts before 3-digit values.
                             if l.get(at) == Some(&b' ') {
                                 l.remove(at);
@@ -269,7 +269,7 @@ impl<W: Write> RttWriter<W> {
                     int(l, d.count);
                     for v in [d.min, d.median, d.max] {
                         l.push(b' ');
-                        secs(l, v, 6);
+                        secs(l, v.as_nanos(), 6);
                     }
                 }
             }
@@ -369,7 +369,7 @@ pub(crate) fn summary_json(l: &mut Vec<u8>, src: DirSummary, dst: DirSummary) {
                 l.extend_from_slice(b",\"rtt_");
                 l.extend_from_slice(name);
                 l.extend_from_slice(k);
-                secs(l, v, 9);
+                secs(l, v.as_nanos(), 9);
             }
         }
     }
@@ -525,9 +525,9 @@ mod tests {
     fn json_sample_has_the_named_fields() {
         let (key, side) = key();
         let s = Sample {
-            ts: 1_795_392_285_635_544_000,
-            rtt: 20_480_123,
-            min: 20_000_000,
+            ts: rampart_wire::Timestamp::from_nanos(1_795_392_285_635_544_000),
+            rtt: rampart_wire::Span::from_nanos(20_480_123),
+            min: rampart_wire::Span::from_nanos(20_000_000),
             method: rampart_rtt::Method::Seq,
             id: rampart_flow::FlowId(0),
             key,

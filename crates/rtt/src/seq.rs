@@ -20,6 +20,8 @@
 //! timer, commonly 40 ms or 200 ms, when the reply takes longer); Wireshark's `ack_rtt` is
 //! the same number.
 
+use rampart_wire::Timestamp;
+
 /// `a` comes before `b` in sequence space.
 #[inline]
 fn before(a: u32, b: u32) -> bool {
@@ -37,7 +39,7 @@ const LATEST: usize = 2;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SeqDir {
     /// When each timed segment was sent.
-    t: [u64; 3],
+    t: [Timestamp; 3],
     /// Where each timed segment ends.
     end: [u32; 3],
     snd_max: u32,
@@ -53,7 +55,7 @@ impl SeqDir {
     /// A segment of `len` sequence numbers (payload, plus one each for SYN and FIN) starting at
     /// `seq`, sent in this direction at `now`.
     #[inline]
-    pub fn on_send(&mut self, seq: u32, len: u32, now: u64) {
+    pub fn on_send(&mut self, seq: u32, len: u32, now: Timestamp) {
         if len == 0 {
             return;
         }
@@ -85,12 +87,12 @@ impl SeqDir {
     /// An ACK for `ack` from the other direction: the send time of the timed segment that ends
     /// exactly at `ack`, if any. Timed segments it reaches past are retired either way.
     #[inline]
-    pub fn on_ack(&mut self, ack: u32) -> Option<u64> {
+    pub fn on_ack(&mut self, ack: u32) -> Option<Timestamp> {
         let mut sent = None;
         for i in 0..3 {
             if self.timed(i) && !before(ack, self.end[i]) {
                 if ack == self.end[i] {
-                    sent = Some(sent.map_or(self.t[i], |s: u64| s.min(self.t[i])));
+                    sent = Some(sent.map_or(self.t[i], |s: Timestamp| s.min(self.t[i])));
                 }
                 self.state &= !(SLOT << i);
             }
@@ -114,6 +116,11 @@ impl SeqDir {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// The instant `ns` after the epoch.
+    fn t(ns: u64) -> Timestamp {
+        Timestamp::from_nanos(ns)
+    }
 
     /// The obviously right version, of Wireshark's `ack_rtt` with Karn's rule: sequence numbers
     /// unwrapped to 64 bits and every segment kept. An ACK's sample is the send time of the new
@@ -188,13 +195,13 @@ mod tests {
                 let now = now as u64;
                 match *e {
                     Ev::New(len) => {
-                        fast.on_send(isn.wrapping_add(high as u32), len, now);
+                        fast.on_send(isn.wrapping_add(high as u32), len, t(now));
                         slow.send(u64::from(isn) + high, u64::from(len), now);
                         high += u64::from(len);
                     }
                     Ev::Again(back, len) => {
                         let start = high.saturating_sub(u64::from(back));
-                        fast.on_send(isn.wrapping_add(start as u32), len, now);
+                        fast.on_send(isn.wrapping_add(start as u32), len, t(now));
                         slow.send(u64::from(isn) + start, u64::from(len), now);
                         high = high.max(start + u64::from(len));
                     }
@@ -203,7 +210,7 @@ mod tests {
                         let got = fast.on_ack(isn.wrapping_add(a as u32));
                         let (want, latest) = slow.ack(u64::from(isn) + a);
                         if got.is_some() || latest {
-                            prop_assert_eq!(got, want, "ack {} after {:?}", a, e);
+                            prop_assert_eq!(got, want.map(t), "ack {} after {:?}", a, e);
                         }
                     }
                 }
@@ -214,40 +221,40 @@ mod tests {
     #[test]
     fn a_reset_ends_the_timing() {
         let mut d = SeqDir::default();
-        d.on_send(0, 100, 1);
+        d.on_send(0, 100, t(1));
         d.abort();
         assert!(!d.pending());
         assert_eq!(d.on_ack(100), None);
-        d.on_send(100, 100, 2);
-        assert_eq!(d.on_ack(200), Some(2));
+        d.on_send(100, 100, t(2));
+        assert_eq!(d.on_ack(200), Some(t(2)));
     }
 
     #[test]
     fn handshake_is_timed() {
         let mut d = SeqDir::default();
-        d.on_send(1000, 1, 5); // SYN
-        assert_eq!(d.on_ack(1001), Some(5));
+        d.on_send(1000, 1, t(5)); // SYN
+        assert_eq!(d.on_ack(1001), Some(t(5)));
         assert_eq!(d.on_ack(1001), None, "one sample per timed segment");
     }
 
     #[test]
     fn karn_cancels_on_retransmission() {
         let mut d = SeqDir::default();
-        d.on_send(0, 100, 1);
-        d.on_send(100, 100, 2);
-        d.on_send(0, 100, 3); // retransmission of the first segment
+        d.on_send(0, 100, t(1));
+        d.on_send(100, 100, t(2));
+        d.on_send(0, 100, t(3)); // retransmission of the first segment
         assert_eq!(d.on_ack(100), None);
         assert_eq!(d.on_ack(200), None, "an ACK past the repaired hole waited for it");
-        d.on_send(200, 100, 4); // new data is timed again
-        assert_eq!(d.on_ack(300), Some(4));
+        d.on_send(200, 100, t(4)); // new data is timed again
+        assert_eq!(d.on_ack(300), Some(t(4)));
     }
 
     #[test]
     fn partial_ack_does_not_end_the_sample() {
         let mut d = SeqDir::default();
-        d.on_send(u32::MAX - 10, 100, 7); // wraps
+        d.on_send(u32::MAX - 10, 100, t(7)); // wraps
         assert_eq!(d.on_ack(u32::MAX), None);
-        assert_eq!(d.on_ack(89), Some(7));
+        assert_eq!(d.on_ack(89), Some(t(7)));
     }
 
     #[test]
@@ -255,9 +262,9 @@ mod tests {
         // A request, the sender idle for 20 s, more data, then one ACK for both: the sample
         // is from the second segment, not 20 s long.
         let mut d = SeqDir::default();
-        d.on_send(0, 100, 1_000);
-        d.on_send(100, 100, 21_000);
-        assert_eq!(d.on_ack(200), Some(21_000));
+        d.on_send(0, 100, t(1_000));
+        d.on_send(100, 100, t(21_000));
+        assert_eq!(d.on_ack(200), Some(t(21_000)));
         assert!(!d.pending());
     }
 
@@ -265,8 +272,8 @@ mod tests {
     fn acks_for_every_segment_each_give_a_sample() {
         let mut d = SeqDir::default();
         for i in 0..10u32 {
-            d.on_send(i * 100, 100, u64::from(i) * 10);
-            assert_eq!(d.on_ack(i * 100 + 100), Some(u64::from(i) * 10));
+            d.on_send(i * 100, 100, t(u64::from(i) * 10));
+            assert_eq!(d.on_ack(i * 100 + 100), Some(t(u64::from(i) * 10)));
         }
     }
 
@@ -275,10 +282,10 @@ mod tests {
         // Ten segments in flight, ACKed two at a time: the first pair and the burst's end.
         let mut d = SeqDir::default();
         for i in 0..10u32 {
-            d.on_send(i * 100, 100, u64::from(i));
+            d.on_send(i * 100, 100, t(u64::from(i)));
         }
         let got: Vec<_> = (1..=5u32).map(|k| d.on_ack(k * 200)).collect();
-        assert_eq!(got, [Some(1), None, None, None, Some(9)]);
+        assert_eq!(got, [Some(t(1)), None, None, None, Some(t(9))]);
         // Sent while the window slides (two new segments per ACK): one of each two new
         // segments ends where an ACK will, so every round trip gives a sample.
         let mut d = SeqDir::default();
@@ -286,7 +293,7 @@ mod tests {
         let mut samples = 0;
         for round in 0..50u64 {
             for _ in 0..2 {
-                d.on_send(next, 100, round);
+                d.on_send(next, 100, t(round));
                 next += 100;
             }
             if next >= 1_000 && d.on_ack(next - 800).is_some() {

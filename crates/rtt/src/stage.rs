@@ -20,7 +20,7 @@
 
 use hashbrown::HashTable;
 use rampart_flow::{Dir, Flow, FlowCtx, FlowId, FlowKey, Side, SideStage};
-use rampart_wire::{PacketMeta, proto, tcp::flags};
+use rampart_wire::{PacketMeta, Span, Timestamp, proto, tcp::flags};
 
 use crate::seq::SeqDir;
 use crate::sketch::Sketch;
@@ -62,15 +62,15 @@ impl Method {
 pub struct RttConfig {
     /// Matching methods.
     pub mode: Mode,
-    /// TSval entries older than this (ns of capture time) no longer match.
-    pub tsval_max_age_ns: u64,
+    /// TSval entries older than this (capture time) no longer match.
+    pub tsval_max_age: Span,
     /// Most TSval entries held; beyond it new TSvals are not timestamped (and counted).
     pub max_tsvals: usize,
 }
 
 impl Default for RttConfig {
     fn default() -> Self {
-        Self { mode: Mode::Hybrid, tsval_max_age_ns: 10_000_000_000, max_tsvals: 1 << 22 }
+        Self { mode: Mode::Hybrid, tsval_max_age: Span::from_secs(10), max_tsvals: 1 << 22 }
     }
 }
 
@@ -124,12 +124,12 @@ impl RttInput {
 /// One RTT sample.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sample {
-    /// Capture time of the packet that completed it (ns since the epoch).
-    pub ts: u64,
-    /// The round-trip time, capture point to `side`'s host and back (ns).
-    pub rtt: u64,
-    /// The smallest sample so far for that direction (ns).
-    pub min: u64,
+    /// Capture time of the packet that completed it.
+    pub ts: Timestamp,
+    /// The round-trip time, capture point to `side`'s host and back.
+    pub rtt: Span,
+    /// The smallest sample so far for that direction.
+    pub min: Span,
     /// How it was matched.
     pub method: Method,
     /// The flow.
@@ -155,12 +155,12 @@ pub struct Sample {
 pub struct DirSummary {
     /// Samples.
     pub count: u64,
-    /// Smallest sample (ns).
-    pub min: u64,
-    /// Median from the sketch (ns, within about 3 %, clamped to min..max).
-    pub median: u64,
-    /// Largest sample (ns).
-    pub max: u64,
+    /// Smallest sample.
+    pub min: Span,
+    /// Median from the sketch (within about 3 %, clamped to min..max).
+    pub median: Span,
+    /// Largest sample.
+    pub max: Span,
 }
 
 /// A flow's RTT statistics, indexed by the [`Dir`]ection of the packets that completed the
@@ -211,26 +211,27 @@ impl std::ops::AddAssign for RttStats {
 #[derive(Clone, Debug, Default)]
 struct DirStats {
     count: u64,
-    min: u64,
-    max: u64,
+    min: Span,
+    max: Span,
     sketch: Sketch,
 }
 
 impl DirStats {
-    fn add(&mut self, rtt: u64) {
+    fn add(&mut self, rtt: Span) {
         if self.count == 0 || rtt < self.min {
             self.min = rtt;
         }
         self.max = self.max.max(rtt);
         self.count += 1;
-        self.sketch.insert(rtt);
+        self.sketch.insert(rtt.as_nanos());
     }
 
     fn summary(&self) -> DirSummary {
         if self.count == 0 {
             return DirSummary::default();
         }
-        let median = self.sketch.quantile(0.5).unwrap_or(self.min).clamp(self.min, self.max);
+        let median =
+            self.sketch.quantile(0.5).map_or(self.min, Span::from_nanos).clamp(self.min, self.max);
         DirSummary { count: self.count, min: self.min, median, max: self.max }
     }
 }
@@ -255,7 +256,7 @@ struct FlowRtt {
 struct TsEntry {
     key: u64,
     epoch: u32,
-    t: u64,
+    t: Timestamp,
     fbytes: u64,
     dbytes: u64,
 }
@@ -267,7 +268,7 @@ pub struct RttStage {
     stats: Vec<[DirStats; 2]>,
     free_stats: Vec<u32>,
     ts: HashTable<TsEntry>,
-    next_sweep: u64,
+    next_sweep: Timestamp,
     counters: RttStats,
 }
 
@@ -280,7 +281,7 @@ impl RttStage {
             stats: Vec::new(),
             free_stats: Vec::new(),
             ts: HashTable::with_capacity(1 << 12),
-            next_sweep: 0,
+            next_sweep: Timestamp::EPOCH,
             counters: RttStats::default(),
         }
     }
@@ -296,7 +297,7 @@ impl RttStage {
     }
 
     /// One TCP packet of flow `id` (`new`: the table just started this flow in that slot),
-    /// going `dir` (sent by `side` of `key`) at `now` (ns). Returns the sample it completes,
+    /// going `dir` (sent by `side` of `key`) at `now`. Returns the sample it completes,
     /// if any. [`SideStage::observe`] is the same call with the flow's context.
     #[inline]
     #[allow(clippy::too_many_arguments)]
@@ -307,7 +308,7 @@ impl RttStage {
         key: &FlowKey,
         side: Side,
         dir: Dir,
-        now: u64,
+        now: Timestamp,
         p: &RttInput,
     ) -> Option<Sample> {
         self.counters.tcp_packets += 1;
@@ -359,7 +360,7 @@ impl RttStage {
                     self.counters.backwards += 1;
                     return None;
                 }
-                if now - e.t > self.cfg.tsval_max_age_ns {
+                if now - e.t > self.cfg.tsval_max_age {
                     self.counters.expired += 1;
                     return None;
                 }
@@ -471,7 +472,7 @@ impl RttStage {
     }
 
     /// Records a TSval (replacing a stale entry with the same key).
-    fn stamp(&mut self, entry: TsEntry, now: u64) {
+    fn stamp(&mut self, entry: TsEntry, now: Timestamp) {
         if self.ts.len() >= self.cfg.max_tsvals {
             self.sweep(now);
             if self.ts.len() >= self.cfg.max_tsvals {
@@ -490,14 +491,14 @@ impl RttStage {
 
     /// Drops entries past the maximum age or left by ended flows; runs once per maximum age of
     /// capture time (and when the table is full).
-    fn sweep(&mut self, now: u64) {
-        let max_age = self.cfg.tsval_max_age_ns;
+    fn sweep(&mut self, now: Timestamp) {
+        let max_age = self.cfg.tsval_max_age;
         let flows = &self.flows;
         self.ts.retain(|e| {
             let current = flows.get((e.key >> 33) as usize).is_some_and(|f| f.epoch == e.epoch);
-            current && now.saturating_sub(e.t) <= max_age
+            current && now.since(e.t) <= max_age
         });
-        self.next_sweep = now.saturating_add(max_age.max(1));
+        self.next_sweep = now.saturating_add(max_age.max(Span::from_nanos(1)));
     }
 }
 
@@ -509,7 +510,7 @@ impl SideStage for RttStage {
 
     #[inline]
     fn observe(&mut self, f: &FlowCtx<'_>, p: &RttInput) -> Option<Sample> {
-        self.observe_packet(f.id, f.new, &f.flow.key, f.side, f.dir, f.ts.as_nanos(), p)
+        self.observe_packet(f.id, f.new, &f.flow.key, f.side, f.dir, f.ts, p)
     }
 
     fn retire(&mut self, id: FlowId, _flow: &Flow) -> RttSummary {

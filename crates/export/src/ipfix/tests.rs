@@ -216,7 +216,12 @@ fn rtt_and_application_fields() {
     let mut r = record(6, 6, 40000, 443);
     let mut s = RttSummary::default();
     // dirs[0]: samples the initiator's packets completed, the path towards the initiator.
-    s.dirs[0] = DirSummary { count: 3, min: 1_500_000, median: 2_000_000, max: 9_000_999 };
+    s.dirs[0] = DirSummary {
+        count: 3,
+        min: rampart_wire::Span::from_nanos(1_500_000),
+        median: rampart_wire::Span::from_nanos(2_000_000),
+        max: rampart_wire::Span::from_nanos(9_000_999),
+    };
     r.rtt = Some(s);
     r.app = Some(App {
         label: rampart_dpi::Label { master: rampart_dpi::Proto::Tls, app: Some("YouTube") },

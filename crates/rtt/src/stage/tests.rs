@@ -27,7 +27,7 @@ fn pkt(flags: u16, ts: Option<(u32, u32)>, seq: u32, ack: u32, payload: u32) -> 
     }
 }
 
-/// One packet of a flow whose initiator is side A.
+/// One packet of a flow whose initiator is side A, at `now` ns.
 fn observe(
     st: &mut RttStage,
     id: FlowId,
@@ -38,7 +38,7 @@ fn observe(
     p: &RttInput,
 ) -> Option<Sample> {
     let dir = if side == Side::A { Dir::Original } else { Dir::Reply };
-    st.observe_packet(id, new, k, side, dir, now, p)
+    st.observe_packet(id, new, k, side, dir, Timestamp::from_nanos(now), p)
 }
 
 /// Runs (ms, side, packet) through one flow; returns (ms of the sample, rtt ms, method).
@@ -49,7 +49,7 @@ fn run(mode: Mode, pkts: &[(u64, Side, RttInput)]) -> Vec<(u64, f64, Method)> {
     for (i, (ms, side, p)) in pkts.iter().enumerate() {
         if let Some(s) = observe(&mut st, FlowId(3), i == 0, &k, *side, ms * 1_000_000, p) {
             assert_eq!(s.side, *side, "the sample names the packet carrying the echo");
-            out.push((*ms, s.rtt as f64 / 1e6, s.method));
+            out.push((*ms, s.rtt.as_millis_f64(), s.method));
         }
     }
     out
@@ -184,14 +184,14 @@ fn summaries_count_each_side() {
     let sum = st.retire(FlowId(0));
     assert_eq!(sum.dirs[0], DirSummary::default());
     let b = sum.dirs[1];
-    assert_eq!((b.count, b.min, b.max), (3, 3_000_000, 5_000_000));
-    assert!(b.median.abs_diff(4_000_000) <= 4_000_000 / 32);
+    assert_eq!((b.count, b.min, b.max), (3, Span::from_millis(3), Span::from_millis(5)));
+    assert!(b.median.as_nanos().abs_diff(4_000_000) <= 4_000_000 / 32);
 }
 
 #[test]
 fn expired_tsvals_do_not_match() {
     let mut st =
-        RttStage::new(RttConfig { tsval_max_age_ns: 1_000_000_000, ..RttConfig::default() });
+        RttStage::new(RttConfig { tsval_max_age: Span::from_secs(1), ..RttConfig::default() });
     let k = key();
     let _ = observe(&mut st, FlowId(0), true, &k, A, 0, &pkt(ACK, Some((10, 1)), 0, 0, 10));
     assert!(
