@@ -88,8 +88,8 @@
 use std::ops::AddAssign;
 
 use rampart_flow::{Dir, Flow, FlowCtx, FlowId, SideStage};
-use rampart_wire::proto;
 use rampart_wire::tcp::flags::{ACK, FIN, RST, SYN};
+use rampart_wire::{Span, Timestamp, proto};
 
 /// The most letters a history holds (later ones are dropped).
 pub const HISTORY_MAX: usize = 31;
@@ -330,10 +330,10 @@ struct DirSeq {
     next_seq: u32,
     /// Last ACK number sent.
     last_ack: u32,
-    /// When `next_seq` last moved (ns).
-    next_seq_t: u64,
-    /// When the last segment was sent (ns).
-    last_ack_t: u64,
+    /// When `next_seq` last moved.
+    next_seq_t: Timestamp,
+    /// When the last segment was sent.
+    last_ack_t: Timestamp,
     /// Payload retransmissions (for `T`).
     data_retrans: u32,
     /// Duplicate ACKs in a row.
@@ -357,10 +357,10 @@ struct DirSeq {
 pub struct FlowTcp {
     dirs: [DirSeq; 2],
     counters: [DirCounters; 2],
-    /// The originator's latest SYN (ns), then 0 once the handshake RTT is known.
-    syn_t: u64,
-    /// The handshake RTT (ns; 0 unknown).
-    first_rtt: u64,
+    /// The originator's latest SYN, then the epoch (unset) once the handshake RTT is known.
+    syn_t: Timestamp,
+    /// The handshake RTT (zero: unknown).
+    first_rtt: Span,
     history: History,
 }
 
@@ -391,7 +391,7 @@ impl FlowTcp {
     }
 
     /// One segment sent in direction `d` at `now`; what it counted, added to `stats`.
-    fn segment(&mut self, d: usize, now: u64, s: &TcpSeg, stats: &mut TcpStats) {
+    fn segment(&mut self, d: usize, now: Timestamp, s: &TcpSeg, stats: &mut TcpStats) {
         let f = s.flags;
         let (syn, fin, rst, ackf) = (f & SYN != 0, f & FIN != 0, f & RST != 0, f & ACK != 0);
         let seglen = s.payload.wrapping_add(u32::from(syn) + u32::from(fin));
@@ -444,10 +444,10 @@ impl FlowTcp {
             if seglen > 0 && (syn || fin || s.payload > 0) && lt(s.seq, me.next_seq) {
                 let fast = peer_dupacks >= 2
                     && peer_last_ack == s.seq
-                    && now.saturating_sub(peer_ack_t) < 20_000_000;
-                let threshold = if first_rtt == 0 { 3_000_000 } else { first_rtt };
+                    && now.since(peer_ack_t) < Span::from_millis(20);
+                let threshold = if first_rtt.is_zero() { Span::from_millis(3) } else { first_rtt };
                 let ooo = !fast
-                    && now.saturating_sub(me.next_seq_t) < threshold
+                    && now.since(me.next_seq_t) < threshold
                     && me.next_seq != s.seq.wrapping_add(seglen);
                 if ooo {
                     self.counters[d].out_of_order += 1;
@@ -517,7 +517,7 @@ impl FlowTcp {
     }
 
     /// The endpoint state machine, and the handshake RTT.
-    fn endpoint(&mut self, d: usize, s: &TcpSeg, now: u64) {
+    fn endpoint(&mut self, d: usize, s: &TcpSeg, now: Timestamp) {
         let f = s.flags;
         let (syn, fin, rst, ack) = (f & SYN != 0, f & FIN != 0, f & RST != 0, f & ACK != 0);
         let peer = self.dirs[d ^ 1].state;
@@ -537,8 +537,8 @@ impl FlowTcp {
             }
             // The handshake RTT counts from the latest SYN (a resent one restarts it), as
             // Wireshark's `ts_mru_syn`.
-            if d == 0 && !ack && self.first_rtt == 0 {
-                self.syn_t = now.max(1);
+            if d == 0 && !ack && self.first_rtt.is_zero() {
+                self.syn_t = now.max(Timestamp::from_nanos(1));
             }
         } else if ack || s.payload > 0 {
             match *me {
@@ -551,9 +551,9 @@ impl FlowTcp {
                 }
                 _ => {}
             }
-            if d == 0 && self.syn_t != 0 && self.dirs[1].letters & SENT_SYNACK != 0 {
-                self.first_rtt = now.saturating_sub(self.syn_t);
-                self.syn_t = 0;
+            if d == 0 && self.syn_t != Timestamp::EPOCH && self.dirs[1].letters & SENT_SYNACK != 0 {
+                self.first_rtt = now.since(self.syn_t);
+                self.syn_t = Timestamp::EPOCH;
             }
         }
     }
@@ -599,10 +599,10 @@ impl TcpStateStage {
     }
 
     /// One TCP segment of flow `id` (`new`: the table just started the flow in that slot),
-    /// going `dir`, at `now` (ns). [`SideStage::observe`] is the same call with the flow's
+    /// going `dir`, at `now`. [`SideStage::observe`] is the same call with the flow's
     /// context.
     #[inline]
-    pub fn observe_segment(&mut self, id: FlowId, new: bool, dir: Dir, now: u64, s: &TcpSeg) {
+    pub fn observe_segment(&mut self, id: FlowId, new: bool, dir: Dir, now: Timestamp, s: &TcpSeg) {
         let i = id.0 as usize;
         if i >= self.flows.len() {
             self.flows.resize(i + 1, FlowTcp::default());
@@ -657,7 +657,7 @@ impl SideStage for TcpStateStage {
 
     #[inline]
     fn observe(&mut self, f: &FlowCtx<'_>, input: &TcpSeg) -> Option<()> {
-        self.observe_segment(f.id, f.new, f.dir, f.ts.as_nanos(), input);
+        self.observe_segment(f.id, f.new, f.dir, f.ts, input);
         None
     }
 

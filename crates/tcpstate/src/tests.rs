@@ -10,6 +10,11 @@ const O: usize = 0;
 const R: usize = 1;
 const MS: u64 = 1_000_000;
 
+/// The instant `ns` after the epoch.
+fn at(ns: u64) -> Timestamp {
+    Timestamp::from_nanos(ns)
+}
+
 fn flow(p: u8, packets: [u64; 2]) -> Flow {
     let mut a = [0u8; 16];
     a[..4].copy_from_slice(&[10, 0, 0, 1]);
@@ -37,7 +42,13 @@ fn run(segs: &[Seg]) -> ConnSummary {
     let id = FlowId(3);
     for (i, &(d, flags, seq, ack, payload, window, t)) in segs.iter().enumerate() {
         let dir = if d == O { Dir::Original } else { Dir::Reply };
-        st.observe_segment(id, i == 0, dir, t * MS, &TcpSeg { seq, ack, flags, window, payload });
+        st.observe_segment(
+            id,
+            i == 0,
+            dir,
+            at(t * MS),
+            &TcpSeg { seq, ack, flags, window, payload },
+        );
     }
     st.retire(id, &flow(6, [1, 1]))
 }
@@ -323,12 +334,12 @@ fn udp_and_other_protocols() {
 fn a_slot_starts_clean_for_its_next_flow() {
     let mut st = TcpStateStage::new();
     let id = FlowId(1);
-    st.observe_segment(id, true, Dir::Original, 0, &TcpSeg { flags: SYN, ..TcpSeg::default() });
+    st.observe_segment(id, true, Dir::Original, at(0), &TcpSeg { flags: SYN, ..TcpSeg::default() });
     let _ = st.retire(id, &flow(6, [1, 0]));
     let s = st.retire(id, &flow(6, [1, 0]));
     assert_eq!((s.state, s.history.as_str()), (ConnState::Oth, ""));
     let ack = TcpSeg { flags: ACK, window: 9, ..TcpSeg::default() };
-    st.observe_segment(id, true, Dir::Original, 0, &ack);
+    st.observe_segment(id, true, Dir::Original, at(0), &ack);
     assert_eq!(st.retire(id, &flow(6, [1, 0])).history.as_str(), "A");
 }
 
@@ -387,7 +398,7 @@ proptest! {
         let mut st = TcpStateStage::new();
         for (i, &(seq, len)) in segs.iter().enumerate() {
             let s = TcpSeg { seq, ack: 1, flags: ACK, window: 1000, payload: len };
-            st.observe_segment(FlowId(0), i == 0, Dir::Original, i as u64 * 100 * MS, &s);
+            st.observe_segment(FlowId(0), i == 0, Dir::Original, at(i as u64 * 100 * MS), &s);
         }
         let r = st.retire(FlowId(0), &flow(6, [1, 0]));
         let (retrans, lost) = reference(&segs);

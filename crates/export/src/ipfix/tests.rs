@@ -463,7 +463,13 @@ fn firewall_record(family: u8, rule: Option<&str>) -> FlowRecord {
     ];
     for (i, (dir, seq, ack, flags, payload)) in segs.into_iter().enumerate() {
         let s = TcpSeg { seq, ack, flags, window: 1000, payload };
-        st.observe_segment(id, i == 0, dir, 1_000 * i as u64, &s);
+        st.observe_segment(
+            id,
+            i == 0,
+            dir,
+            rampart_wire::Timestamp::from_nanos(1_000 * i as u64),
+            &s,
+        );
     }
     let mut conn = st.retire_flow(id, &r.flow);
     conn.dirs[0] = DirCounters { retrans: 1, out_of_order: 2, lost: 3, zero_window: 4 };
