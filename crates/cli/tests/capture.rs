@@ -209,10 +209,12 @@ fn a_mapped_capture_truncated_while_workers_read_it_ends_with_an_error_not_a_sig
     // rampart has stopped reading, so it always lands after the error.
     let (err, stdout) = truncate_while_reading(&cap, size / 2, None, &["--workers", "2"]);
     assert_eq!(std::fs::metadata(&cap).unwrap().len(), size / 2, "the truncation went through");
-    let leases = std::fs::read_to_string("/proc/sys/fs/leases-enable").is_ok_and(|s| s == "1\n");
     let lease = err.contains("another process opened the file for writing or truncated it");
-    // Without leases the file was read through a buffer.
-    assert!(lease || (!leases && err.contains("the file shrank")), "{err}");
+    // Without a lease the file was read through a buffer, and the shrinking is found there:
+    // leases may be off, and a lease is refused while any process has the file open for
+    // writing (which, while other tests fork, a child can have for a moment before its exec).
+    // Either way the run ends with an error at an offset, never a signal.
+    assert!(lease || err.contains("the file shrank"), "{err}");
     check_records_before(&err, &stdout, size);
 }
 
