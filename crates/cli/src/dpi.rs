@@ -234,25 +234,26 @@ fn ndpi_labels(
     let write = |out: &mut dyn Write, f: &mut Flow<'_>| -> io::Result<()> {
         let k = &f.key;
         let (a, b) = match f.first {
-            Side::A => ((&k.addr_a, k.port_a), (&k.addr_b, k.port_b)),
-            Side::B => ((&k.addr_b, k.port_b), (&k.addr_a, k.port_a)),
+            Side::A => (k.endpoint(Side::A), k.endpoint(Side::B)),
+            Side::B => (k.endpoint(Side::B), k.endpoint(Side::A)),
         };
         let label = f.ndpi.label();
         if json {
             let mut l = Vec::new();
             l.extend_from_slice(b"{\"proto\":\"");
-            l.extend_from_slice(if k.proto == 6 { b"tcp" } else { b"udp" });
+            l.extend_from_slice(if k.proto() == 6 { b"tcp" } else { b"udp" });
             l.extend_from_slice(b"\",\"src\":\"");
-            rampart_export::num::slot_addr(&mut l, k.family, a.0);
+            rampart_export::num::slot_addr(&mut l, k.family(), a.0);
             write!(l, "\",\"sport\":{},\"dst\":\"", a.1)?;
-            rampart_export::num::slot_addr(&mut l, k.family, b.0);
+            rampart_export::num::slot_addr(&mut l, k.family(), b.0);
             write!(l, "\",\"dport\":{},\"app\":", b.1)?;
             rampart_export::text::json_string(&mut l, &label);
             l.extend_from_slice(b",\"app_by\":\"ndpi\"}\n");
             out.write_all(&l)
         } else {
-            let l4 = proto_label(k.proto, k.family);
-            let (a, b) = (endpoint(k.family, a.0, a.1, true), endpoint(k.family, b.0, b.1, true));
+            let l4 = proto_label(k.proto(), k.family());
+            let (a, b) =
+                (endpoint(k.family(), a.0, a.1, true), endpoint(k.family(), b.0, b.1, true));
             writeln!(out, "{l4} {a} <-> {b} {label} ndpi")
         }
     };
