@@ -534,7 +534,7 @@ impl Control<'_, '_> {
             Err(e) => {
                 counts.1 += 1;
                 let _ = lock(self.out).reload(
-                    Timestamp::from_nanos(wall_clock()),
+                    rampart_engine::driver::wall_clock(),
                     &self.settings.rules.display().to_string(),
                     Err(&e),
                 );
@@ -607,13 +607,6 @@ impl Control<'_, '_> {
         };
         let _ = w.write_all(reply.as_bytes());
     }
-}
-
-/// Now, in nanoseconds since the epoch.
-fn wall_clock() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 fn counters(v: &[u64; 13]) -> String {

@@ -236,7 +236,7 @@ pub fn read_batches(
 }
 
 /// The wall clock (a driver's clock; the pipeline reads none).
-pub(crate) fn wall_clock() -> Timestamp {
+pub fn wall_clock() -> Timestamp {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
     now.map_or(Timestamp::EPOCH, |d| {
         Timestamp::from_nanos(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
