@@ -97,7 +97,7 @@ const DECIDED_NOTHING: u32 = u32::MAX;
 pub struct DpiTable {
     cfg: Config,
     slots: Vec<u32>,
-    pool: Vec<FlowDpi>,
+    pool: Pool,
     free_pool: Vec<u32>,
     decided: Vec<App>,
     free_decided: Vec<u32>,
@@ -113,7 +113,7 @@ impl DpiTable {
         DpiTable {
             cfg,
             slots: Vec::new(),
-            pool: Vec::new(),
+            pool: Pool::default(),
             free_pool: Vec::new(),
             decided: Vec::new(),
             free_decided: Vec::new(),
@@ -169,13 +169,10 @@ impl DpiTable {
                 self.stats.peak_inspecting = self.stats.peak_inspecting.max(self.inspecting);
                 let at = match self.free_pool.pop() {
                     Some(at) => {
-                        self.pool[at as usize] = f;
+                        *self.pool.get_mut(at) = f;
                         at
                     }
-                    None => {
-                        self.pool.push(f);
-                        (self.pool.len() - 1) as u32
-                    }
+                    None => self.pool.push(f),
                 };
                 self.slots[i] = at + 1;
                 at
@@ -184,7 +181,7 @@ impl DpiTable {
             s => s - 1,
         };
         self.stats.packets += 1;
-        let f = &mut self.pool[at as usize];
+        let f = self.pool.get_mut(at);
         let before = f.heap_bytes();
         let mut done = f.feed(&self.cfg, forward, flow.ports, payload);
         let after = f.heap_bytes();
@@ -214,7 +211,7 @@ impl DpiTable {
             DECIDED_NOTHING => App::default(),
             s if s & DECIDED != 0 => self.decided[(s & !DECIDED) as usize].clone(),
             FRESH => never_inspected(flow),
-            s => given_up(&mut self.pool[(s - 1) as usize].clone(), flow),
+            s => given_up(&mut self.pool.get(s - 1).clone(), flow),
         }
     }
 
@@ -233,7 +230,7 @@ impl DpiTable {
             FRESH => never_inspected(flow),
             s => {
                 let at = s - 1;
-                let f = &mut self.pool[at as usize];
+                let f = self.pool.get_mut(at);
                 self.held = self.held.saturating_sub(f.heap_bytes());
                 let app = given_up(f, flow);
                 *f = FlowDpi::new(0);
@@ -275,7 +272,7 @@ impl DpiTable {
 
     fn fixed_bytes(&self) -> usize {
         self.slots.capacity() * 4
-            + self.pool.capacity() * std::mem::size_of::<FlowDpi>()
+            + self.pool.bytes()
             + self.decided.capacity() * std::mem::size_of::<App>()
             + self.free_pool.capacity() * 4
             + self.free_decided.capacity() * 4
@@ -297,6 +294,48 @@ impl DpiTable {
                 (self.decided.len() - 1) as u32 | DECIDED
             }
         }
+    }
+}
+
+/// Detection states in chunks of [`POOL_CHUNK`]: the pool grows a chunk at a time and never
+/// moves what it holds, so a flood of new flows costs no copy of every state so far (a
+/// doubling vector copies them all, a few hundred megabytes at a million flows, while
+/// packets wait).
+#[derive(Debug, Default)]
+struct Pool {
+    chunks: Vec<Vec<FlowDpi>>,
+    len: usize,
+}
+
+/// States per pool chunk (a power of two).
+const POOL_CHUNK: usize = 1024;
+
+impl Pool {
+    /// Adds a state; returns its index.
+    fn push(&mut self, f: FlowDpi) -> u32 {
+        if self.len % POOL_CHUNK == 0 {
+            self.chunks.push(Vec::with_capacity(POOL_CHUNK));
+        }
+        if let Some(c) = self.chunks.last_mut() {
+            c.push(f);
+        }
+        self.len += 1;
+        (self.len - 1) as u32
+    }
+
+    #[inline]
+    fn get(&self, at: u32) -> &FlowDpi {
+        &self.chunks[at as usize / POOL_CHUNK][at as usize % POOL_CHUNK]
+    }
+
+    #[inline]
+    fn get_mut(&mut self, at: u32) -> &mut FlowDpi {
+        &mut self.chunks[at as usize / POOL_CHUNK][at as usize % POOL_CHUNK]
+    }
+
+    /// Bytes of the chunks.
+    fn bytes(&self) -> usize {
+        self.chunks.len() * POOL_CHUNK * std::mem::size_of::<FlowDpi>()
     }
 }
 
@@ -369,7 +408,7 @@ mod tests {
             assert_eq!((other.label.master, other.by), (Proto::Ssh, By::Port));
             assert_eq!(t.inspecting(), 0);
         }
-        assert_eq!(t.pool.len(), 1, "one state reused");
+        assert_eq!(t.pool.len, 1, "one state reused");
         assert_eq!(t.decided.len(), 1, "one record reused");
     }
 

@@ -367,6 +367,10 @@ pub struct FlowTable {
     cfg: TableConfig,
     hasher: foldhash::fast::FixedState,
     hand: usize,
+    /// The flow the next eviction takes, chosen by the previous one (with its last packet's
+    /// time then, to see that it has stayed quiet), so that the lines its removal touches
+    /// were asked for a packet earlier.
+    next_victim: Option<(u32, Timestamp)>,
     /// Timer wheels, the main one then the back one: per slot, the head of a list of records
     /// (record + 1, 0 when empty) whose deadline tick falls on the slot. A deadline is rounded
     /// down to its tick, so an entry never comes due after its flow's deadline; an entry whose
@@ -419,6 +423,7 @@ impl FlowTable {
             cfg: TableConfig { max_flows, ..cfg },
             hasher: foldhash::fast::FixedState::with_seed(cfg.seed),
             hand: 0,
+            next_victim: None,
             wheel: vec![0; 2 * WHEEL],
             cursor: 0,
             high: 0,
@@ -850,7 +855,9 @@ impl FlowTable {
     }
 
     /// Ends flows quiet past their timeout at `now`, looking at up to `budget` records from
-    /// where the last sweep stopped (the table's way to make room before it evicts).
+    /// where the last sweep stopped. The table itself does not need it ([`FlowTable::advance`]
+    /// ends exactly the flows that are due, and a full table advances to a new flow's time
+    /// before it evicts); it is for callers that hold records past their time on purpose.
     pub fn sweep(&mut self, now: Timestamp, budget: usize) {
         for _ in 0..budget.min(self.allocated) {
             self.hand = if self.hand + 1 >= self.allocated { 0 } else { self.hand + 1 };
@@ -1149,7 +1156,13 @@ impl FlowTable {
 
     fn insert(&mut self, mut slot: usize, p: &PacketInfo) -> Option<u32> {
         if self.live >= self.cfg.max_flows {
-            self.sweep(p.ts, EVICT_SAMPLE * 4);
+            // Flows quiet past their timeout by this packet's time end first, exactly as the
+            // caller's next `advance` would end them: the timer wheel finds them, so the
+            // work is in proportion to the flows that end (nothing, most of the time), not
+            // a scan of records. Time is not moved back here.
+            if Self::tick(p.ts) >= self.cursor {
+                self.advance(p.ts);
+            }
             if self.live >= self.cfg.max_flows && !self.evict() {
                 self.stats.refused += 1;
                 return None;
@@ -1184,7 +1197,41 @@ impl FlowTable {
     /// that may be pushed out: any, or only unprotected ones); `false` when none could go.
     /// At most [`EVICT_SCAN`] records are looked at, so a table full of protected flows costs
     /// a bounded scan per refused flow.
+    ///
+    /// The choice is made one eviction ahead: the victim chosen last time goes if it has had
+    /// no packet since (else one is chosen now), and the next victim is chosen at once, with
+    /// the index slot and timer-list neighbours its removal will touch prefetched, so a flood
+    /// of new flows does not wait on those misses at every packet.
     fn evict(&mut self) -> bool {
+        let any = self.cfg.evict_protected;
+        let evictable = |f: &Flow| f.live() && (any || f.bits & PROTECTED == 0);
+        let ahead = self.next_victim.take().filter(|&(rec, last)| {
+            (rec as usize) < self.allocated && {
+                let f = self.record(rec);
+                evictable(f) && f.last == last
+            }
+        });
+        let Some((rec, _)) = ahead.or_else(|| self.sample()) else {
+            return false;
+        };
+        self.remove(rec, EndReason::Evicted);
+        self.next_victim = self.sample();
+        if let Some((next, _)) = self.next_victim {
+            let f = self.record(next);
+            let h = self.hash(&f.key) as u32;
+            prefetch(&self.index[h as usize & self.mask] as *const u64);
+            for link in [f.prev, f.next] {
+                if link != 0 && link != NEAR && link & HEAD == 0 {
+                    prefetch(self.record(link - 1) as *const Flow);
+                }
+            }
+        }
+        true
+    }
+
+    /// The least recently seen of up to [`EVICT_SAMPLE`] live records after the sweep hand
+    /// that may be pushed out, and its last packet's time; moves the hand past them.
+    fn sample(&mut self) -> Option<(u32, Timestamp)> {
         let any = self.cfg.evict_protected;
         let mut victim: Option<(Timestamp, u32)> = None;
         let mut seen = 0;
@@ -1203,13 +1250,7 @@ impl FlowTable {
             }
         }
         self.hand = r;
-        match victim {
-            Some((_, rec)) => {
-                self.remove(rec, EndReason::Evicted);
-                true
-            }
-            None => false,
-        }
+        victim.map(|(last, rec)| (rec, last))
     }
 
     /// Ends a live record: reports it, frees it and closes its index slot.

@@ -811,3 +811,39 @@ proptest! {
         }
     }
 }
+
+/// A full table first ends the flows quiet past their timeout by the new packet's time (as
+/// idle, exactly as `advance` would), and evicts only when none is.
+#[test]
+fn a_full_table_ends_idle_flows_before_it_evicts() {
+    let mut t = FlowTable::new(cfg(2, 1000));
+    t.track(&packet(&t, 0, false, 0));
+    t.track(&packet(&t, 1, false, 500));
+    // No `advance` in between: the new flow's packet finds flow 0 quiet for 1200.
+    t.track(&packet(&t, 2, false, 1200));
+    let ended: Vec<_> = t.take_ended().map(|e| (e.flow.first, e.reason)).collect();
+    assert_eq!(ended, [(time(0), EndReason::Idle)]);
+    assert_eq!(t.stats().evicted, 0);
+    t.track(&packet(&t, 3, false, 1300));
+    let ended: Vec<_> = t.take_ended().map(|e| (e.flow.first, e.reason)).collect();
+    assert_eq!(ended, [(time(500), EndReason::Evicted)], "the least recently seen goes");
+}
+
+/// The victim chosen ahead of an eviction is passed over if a packet came for it since.
+#[test]
+fn a_victim_chosen_ahead_that_saw_a_packet_stays() {
+    let mut t = FlowTable::new(cfg(4, 1_000_000));
+    for i in 0..4 {
+        t.track(&packet(&t, i, false, u64::from(i)));
+    }
+    // Flow 0 (the least recent) goes; flow 1 is chosen as the next victim.
+    t.track(&packet(&t, 10, false, 10));
+    let first: Vec<_> = t.take_ended().map(|e| e.flow.first).collect();
+    assert_eq!(first, [time(0)]);
+    // Flow 1 sees a packet: it is now the most recent, so flow 2 goes next.
+    t.track(&packet(&t, 1, true, 11));
+    t.track(&packet(&t, 11, false, 12));
+    let next: Vec<_> = t.take_ended().map(|e| (e.flow.first, e.reason)).collect();
+    assert_eq!(next, [(time(2), EndReason::Evicted)]);
+    assert_eq!(t.len(), 4);
+}
