@@ -313,7 +313,7 @@ const POOL_CHUNK: usize = 1024;
 impl Pool {
     /// Adds a state; returns its index.
     fn push(&mut self, f: FlowDpi) -> u32 {
-        if self.len % POOL_CHUNK == 0 {
+        if self.len.is_multiple_of(POOL_CHUNK) {
             self.chunks.push(Vec::with_capacity(POOL_CHUNK));
         }
         if let Some(c) = self.chunks.last_mut() {
