@@ -291,6 +291,16 @@ pub struct Meta {
 }
 
 impl Meta {
+    /// No metadata.
+    pub const EMPTY: &Meta = &Meta {
+        sni: None,
+        alpn: None,
+        http_host: None,
+        user_agent: None,
+        dns_query: None,
+        ssh_banner: None,
+    };
+
     /// Heap bytes held by the strings.
     pub fn heap_bytes(&self) -> usize {
         [
@@ -397,7 +407,9 @@ pub struct FlowDpi {
     done: bool,
     label: Label,
     by: By,
-    meta: Meta,
+    /// The metadata found so far, boxed once there is some (most flows never have any, and a
+    /// [`Meta`] inline would more than double the state every flow under inspection holds).
+    meta: Option<Box<Meta>>,
     /// Bytes of a message split over packets, per direction (initiator first).
     pending: Option<Box<[Vec<u8>; 2]>>,
     /// A QUIC client's Initial packets so far.
@@ -425,7 +437,7 @@ impl FlowDpi {
             done: !(l4 == TCP || l4 == UDP),
             label: by_header.map_or(Label::UNKNOWN, Label::of),
             by: if by_header.is_some() { By::Dpi } else { By::None },
-            meta: Meta::default(),
+            meta: None,
             pending: None,
             quic: None,
             candidates: Vec::new(),
@@ -458,7 +470,7 @@ impl FlowDpi {
 
     /// The metadata found.
     pub fn meta(&self) -> &Meta {
-        &self.meta
+        self.meta.as_deref().unwrap_or(Meta::EMPTY)
     }
 
     /// Heap bytes held: buffered message pieces, QUIC state, heuristic evidence and metadata
@@ -470,7 +482,10 @@ impl FlowDpi {
             .map_or(0, |p| std::mem::size_of::<[Vec<u8>; 2]>() + p[0].capacity() + p[1].capacity());
         let quic = self.quic.as_ref().map_or(0, |q| q.heap_bytes());
         let candidate = self.candidates.capacity() * std::mem::size_of::<Candidate>();
-        pending + quic + candidate + self.meta.heap_bytes()
+        pending
+            + quic
+            + candidate
+            + self.meta.as_ref().map_or(0, |m| size_of::<Meta>() + m.heap_bytes())
     }
 
     /// Feeds one packet's transport payload: `from_initiator` says its direction, `ports`
@@ -573,13 +588,14 @@ impl FlowDpi {
 
     fn decide(&mut self, mut label: Label, by: By) {
         if label.app.is_none() {
-            let host = self.meta.sni.as_deref().or(self.meta.http_host.as_deref());
-            let host = host.or(self.meta.dns_query.as_deref());
+            let meta = self.meta();
+            let host = meta.sni.as_deref().or(meta.http_host.as_deref());
+            let host = host.or(meta.dns_query.as_deref());
             label.app = host.and_then(app_for_host);
         }
         if label.app.is_none()
             && label.master == Proto::Tls
-            && self.meta.sni.as_deref().is_some_and(apps::is_tor_name)
+            && self.meta().sni.as_deref().is_some_and(apps::is_tor_name)
         {
             label.app = Some("Tor");
         }
@@ -605,14 +621,17 @@ impl FlowDpi {
     fn tcp(&mut self, p: &Packet<'_>) -> Seen {
         let dir = usize::from(!p.from_initiator);
         let candidates = &mut self.candidates;
-        registry::detect(true, p, &mut self.meta, &mut |label, key, seq| {
-            evidence(candidates, label, key, seq, dir)
+        with_meta(&mut self.meta, |meta| {
+            registry::detect(true, p, meta, &mut |label, key, seq| {
+                evidence(candidates, label, key, seq, dir)
+            })
         })
     }
 
     fn udp(&mut self, p: &Packet<'_>) -> Seen {
         if p.from_initiator || self.quic.is_some() {
-            match quic::initial(p, &mut self.quic, &mut self.meta) {
+            let quic = &mut self.quic;
+            match with_meta(&mut self.meta, |meta| quic::initial(p, quic, meta)) {
                 Seen::No => {}
                 // A hello that continues in the client's next Initial.
                 Seen::More => return Seen::No,
@@ -621,8 +640,10 @@ impl FlowDpi {
         }
         let dir = usize::from(!p.from_initiator);
         let candidates = &mut self.candidates;
-        let seen = registry::detect(false, p, &mut self.meta, &mut |label, key, seq| {
-            evidence(candidates, label, key, seq, dir)
+        let seen = with_meta(&mut self.meta, |meta| {
+            registry::detect(false, p, meta, &mut |label, key, seq| {
+                evidence(candidates, label, key, seq, dir)
+            })
         });
         match seen {
             // Nothing is buffered over UDP: each datagram stands alone.
@@ -630,6 +651,20 @@ impl FlowDpi {
             seen => seen,
         }
     }
+}
+
+/// Runs `f` on a flow's metadata: the boxed one if there is some, else an empty one on the
+/// stack that is boxed only if `f` found something.
+fn with_meta<T>(meta: &mut Option<Box<Meta>>, f: impl FnOnce(&mut Meta) -> T) -> T {
+    if let Some(m) = meta {
+        return f(m);
+    }
+    let mut m = Meta::default();
+    let out = f(&mut m);
+    if m != Meta::default() {
+        *meta = Some(Box::new(m));
+    }
+    out
 }
 
 /// Protocols whose sessions a client can move to TLS with a command (STARTTLS and kin).

@@ -32,20 +32,11 @@ impl Default for App {
 impl App {
     /// The metadata, or an empty set.
     pub fn meta(&self) -> &Meta {
-        static EMPTY: Meta = Meta {
-            sni: None,
-            alpn: None,
-            http_host: None,
-            user_agent: None,
-            dns_query: None,
-            ssh_banner: None,
-        };
-        self.meta.as_deref().unwrap_or(&EMPTY)
+        self.meta.as_deref().unwrap_or(Meta::EMPTY)
     }
 
     fn of(f: &mut FlowDpi) -> App {
-        let meta = std::mem::take(&mut f.meta);
-        let meta = (meta != Meta::default()).then(|| Box::new(meta));
+        let meta = f.meta.take().filter(|m| **m != Meta::default());
         App { label: f.label, by: f.by, meta }
     }
 }
