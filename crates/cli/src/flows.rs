@@ -341,6 +341,9 @@ pub(crate) fn run(args: Args) -> Result<ExitCode, Fail> {
         tcp_stats: !args.no_tcp_stats,
         tunnels: args.tunnels == "inner",
         metrics: metrics.as_ref().map(Metrics::board),
+        // A live capture makes room for --max-flows at start, so that a flood of new flows
+        // never waits for a store to grow.
+        reserve: first.0.is_live(),
         ..FlowsConfig::default()
     };
     let mut meter = metrics.as_ref().map(Metrics::meter);

@@ -466,6 +466,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode, Fail> {
                 tcp_stats: false,
                 tunnels: args.tunnels == "inner",
                 metrics: metrics.as_ref().map(Metrics::board),
+                reserve: live,
                 ..FlowsConfig::default()
             };
             let mut samples = Samples {

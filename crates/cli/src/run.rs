@@ -731,8 +731,14 @@ fn go(args: Args) -> Result<ExitCode, Fail> {
             ..TableConfig::default()
         };
         let dpi = if s.dpi { FlowsConfig::default().dpi } else { None };
-        Pipeline::new(&FlowsConfig { table, rtt: None, dpi, ..FlowsConfig::default() })
-            .with_stateful(Stateful::new(cfg, slot.current().1))
+        Pipeline::new(&FlowsConfig {
+            table,
+            rtt: None,
+            dpi,
+            reserve: true,
+            ..FlowsConfig::default()
+        })
+        .with_stateful(Stateful::new(cfg, slot.current().1))
     };
     let ctl = Control {
         settings: &s,

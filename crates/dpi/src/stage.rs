@@ -46,6 +46,10 @@ impl SideStage for DpiTable {
     fn memory_bytes(&self) -> usize {
         DpiTable::peak_bytes(self)
     }
+
+    fn reserve(&mut self, flows: usize) {
+        DpiTable::reserve(self, flows);
+    }
 }
 
 impl std::ops::AddAssign for DpiStats {

@@ -114,6 +114,16 @@ impl DpiTable {
         }
     }
 
+    /// Makes room for flow ids below `flows` (address space only; see
+    /// [`SideStage::reserve`](rampart_flow::SideStage::reserve)): the per-slot states and the
+    /// lists of free entries never grow again, and the pool's chunk list has room for every
+    /// chunk.
+    pub fn reserve(&mut self, flows: usize) {
+        self.slots.reserve_exact(flows.saturating_sub(self.slots.len()));
+        self.free_pool.reserve_exact(flows.saturating_sub(self.free_pool.len()));
+        self.pool.chunks.reserve_exact(flows.div_ceil(POOL_CHUNK));
+    }
+
     /// The inspection budget.
     pub fn config(&self) -> &Config {
         &self.cfg
@@ -262,10 +272,10 @@ impl DpiTable {
     }
 
     fn fixed_bytes(&self) -> usize {
-        self.slots.capacity() * 4
+        self.slots.len() * 4
             + self.pool.bytes()
             + self.decided.capacity() * std::mem::size_of::<App>()
-            + self.free_pool.capacity() * 4
+            + self.pool.len * 4
             + self.free_decided.capacity() * 4
     }
 

@@ -93,6 +93,12 @@ pub struct FlowsConfig {
     /// interval's counters (see [`FlowTable::set_active_timeout`](rampart_flow::FlowTable::set_active_timeout)
     /// and [`FlowRecord`]); `None`: one record per flow.
     pub active_timeout: Option<rampart_wire::Span>,
+    /// Make room at start for the table's bound in the table and every side stage
+    /// ([`FlowTable::reserve`](rampart_flow::FlowTable::reserve),
+    /// [`SideStage::reserve`](rampart_flow::SideStage::reserve)): address space only, so
+    /// that a flood of new flows never waits for a store to be copied into a larger one.
+    /// Live captures set it; files grow the stores as they go.
+    pub reserve: bool,
 }
 
 impl Default for FlowsConfig {
@@ -112,6 +118,7 @@ impl Default for FlowsConfig {
             metrics: None,
             tunnels: true,
             active_timeout: None,
+            reserve: false,
         }
     }
 }

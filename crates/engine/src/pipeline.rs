@@ -236,6 +236,8 @@ pub struct Pipeline {
     samples: bool,
     /// The packets of the batch being processed (kept for its allocation).
     packets: Vec<Packet>,
+    /// Whether the stores were sized for the table's bound at start.
+    reserved: bool,
 }
 
 impl Pipeline {
@@ -243,7 +245,7 @@ impl Pipeline {
     pub fn new(cfg: &FlowsConfig) -> Self {
         let mut table = FlowTable::new(cfg.table);
         table.set_active_timeout(cfg.active_timeout);
-        Self {
+        let mut p = Self {
             parser: cfg.parser(),
             table,
             policy: None,
@@ -255,6 +257,27 @@ impl Pipeline {
             tcp: cfg.tcp_stats.then(TcpStateStage::new),
             samples: cfg.samples,
             packets: Vec::with_capacity(256),
+            reserved: false,
+        };
+        if cfg.reserve {
+            p.reserve();
+        }
+        p
+    }
+
+    /// Makes room at start for the table's bound (see [`FlowsConfig::reserve`]).
+    fn reserve(&mut self) {
+        self.reserved = true;
+        self.table.reserve();
+        let flows = self.table.config().max_flows;
+        if let Some(r) = &mut self.rtt {
+            SideStage::reserve(r, flows);
+        }
+        if let Some(d) = &mut self.dpi {
+            SideStage::reserve(d, flows);
+        }
+        if let Some(t) = &mut self.tcp {
+            SideStage::reserve(t, flows);
         }
     }
 
@@ -283,6 +306,9 @@ impl Pipeline {
         let active = self.table.active_timeout();
         self.table = FlowTable::new(cfg);
         self.table.set_active_timeout(active);
+        if self.reserved {
+            self.table.reserve();
+        }
         self.stateful = Some(Box::new(st));
         self
     }

@@ -52,4 +52,11 @@ pub trait SideStage {
 
     /// Bytes the stage holds now.
     fn memory_bytes(&self) -> usize;
+
+    /// Makes room for the state of flow ids below `flows` at once (address space, not
+    /// memory: nothing is touched), so that no store is grown and copied later while
+    /// packets wait; a live capture asks for its table's bound at start. Nothing by default.
+    fn reserve(&mut self, flows: usize) {
+        let _ = flows;
+    }
 }

@@ -436,6 +436,22 @@ impl FlowTable {
         }
     }
 
+    /// Makes room for the table's bound at once (address space; pages are touched as flows
+    /// come): the index at its full size, so it is never rehashed while packets wait, and
+    /// room for every chunk of records and every free entry. A live capture calls it at
+    /// start; a file grows the table as it goes.
+    pub fn reserve(&mut self) {
+        if self.index.len() < self.max_slots {
+            let old = std::mem::take(&mut self.index);
+            self.index = vec![0; self.max_slots];
+            self.mask = self.max_slots - 1;
+            self.rehash(old);
+        }
+        let max = self.cfg.max_flows;
+        self.chunks.reserve_exact(max.div_ceil(CHUNK).saturating_sub(self.chunks.len()));
+        self.free.reserve_exact(max.saturating_sub(self.free.len()));
+    }
+
     /// Reports live flows in intervals (`None`, the default: one record per flow): a flow
     /// whose next packet comes more than `timeout` of capture time after the first packet
     /// of its current interval is reported first, as a [`FlowReport`] with
@@ -1291,6 +1307,11 @@ impl FlowTable {
         let slots = self.index.len() * 2;
         let old = std::mem::replace(&mut self.index, vec![0; slots]);
         self.mask = slots - 1;
+        self.rehash(old);
+    }
+
+    /// Files the entries of an old index into the (empty, larger) current one.
+    fn rehash(&mut self, old: Vec<u64>) {
         for e in old.into_iter().filter(|&e| e != 0) {
             let mut s = (e >> 32) as usize & self.mask;
             while self.index[s] != 0 {

@@ -439,7 +439,7 @@ impl RttStage {
 
     /// Bytes held: per-flow state, statistics and the TSval table.
     pub fn memory_bytes(&self) -> usize {
-        self.flows.capacity() * std::mem::size_of::<FlowRtt>()
+        self.flows.len() * std::mem::size_of::<FlowRtt>()
             + self.stats.capacity() * std::mem::size_of::<[DirStats; 2]>()
             + self.free_stats.capacity() * 4
             + self.ts.capacity() * (std::mem::size_of::<TsEntry>() + 1)
@@ -523,6 +523,10 @@ impl SideStage for RttStage {
 
     fn memory_bytes(&self) -> usize {
         RttStage::memory_bytes(self)
+    }
+
+    fn reserve(&mut self, flows: usize) {
+        self.flows.reserve_exact(flows.saturating_sub(self.flows.len()));
     }
 }
 

@@ -670,7 +670,11 @@ impl SideStage for TcpStateStage {
     }
 
     fn memory_bytes(&self) -> usize {
-        self.flows.capacity() * std::mem::size_of::<FlowTcp>()
+        self.flows.len() * std::mem::size_of::<FlowTcp>()
+    }
+
+    fn reserve(&mut self, flows: usize) {
+        self.flows.reserve_exact(flows.saturating_sub(self.flows.len()));
     }
 }
 

@@ -847,3 +847,29 @@ fn a_victim_chosen_ahead_that_saw_a_packet_stays() {
     assert_eq!(next, [(time(2), EndReason::Evicted)]);
     assert_eq!(t.len(), 4);
 }
+
+/// A table that made room for its bound at start ends the same flows, for the same reasons,
+/// as one that grows, and never grows its index.
+#[test]
+fn a_reserved_table_behaves_as_a_growing_one() {
+    let mut grown = FlowTable::new(cfg(1000, 300));
+    let mut reserved = FlowTable::new(cfg(1000, 300));
+    reserved.reserve();
+    let slots = reserved.index.len();
+    assert_eq!(slots, reserved.max_slots);
+    let mut ended = [Vec::new(), Vec::new()];
+    for i in 0..5000u16 {
+        for (t, e) in [&mut grown, &mut reserved].into_iter().zip(&mut ended) {
+            // Every third packet returns to a recent flow, the rest are new.
+            let flow = if i % 3 == 0 { i.saturating_sub(7) } else { i };
+            let p = packet(t, flow, i % 2 == 0, u64::from(i / 10));
+            t.track(&p);
+            t.advance(time(u64::from(i / 10)));
+            e.extend(t.take_ended().map(|r| (r.flow.key, r.flow.first, r.reason)));
+        }
+    }
+    assert!(ended[0].len() > 2000 && grown.stats().evicted > 1000, "{:?}", grown.stats());
+    assert_eq!(ended[0], ended[1]);
+    assert_eq!(reserved.index.len(), slots);
+    assert_eq!(grown.stats(), reserved.stats());
+}
