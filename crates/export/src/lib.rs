@@ -251,6 +251,99 @@ enum Value<'a> {
 /// A field: its name and how its value is found.
 type Field = (&'static str, for<'a> fn(&View<'a>) -> Value<'a>);
 
+/// Defines a part of a schema's field list twice from one list of `(name, value)`: as a
+/// [`Field`] table `$table` (the names, and the Parquet writer's values), and as `$writer`,
+/// straight-line code writing the same fields through a [`Text`] format, with each field's
+/// prefix a constant and no per-field call through a pointer. `COLUMNS` leaves out the
+/// [`JSON_ONLY`] fields (rampart's CSV columns), decided when compiling.
+macro_rules! fields {
+    ($(#[$doc:meta])* $table:ident, $writer:ident: [$(($name:literal, $value:expr)),* $(,)?]) => {
+        $(#[$doc])*
+        const $table: &[Field] = &[$(($name, $value)),*];
+
+        /// Writes the fields of this part of the list of `v`, as `T` writes them.
+        #[inline(always)]
+        fn $writer<T: Text, const COLUMNS: bool>(l: &mut Vec<u8>, v: &View<'_>) {
+            $(
+                if !(COLUMNS && const { json_only($name) }) {
+                    T::field(l, concat!(",\"", $name, "\":").as_bytes(), call($value, v));
+                }
+            )*
+        }
+    };
+}
+
+/// Calls a field's value function (a closure or a function) on a view, inlined.
+#[inline(always)]
+fn call<'a, F: Fn(&View<'a>) -> Value<'a>>(f: F, v: &View<'a>) -> Value<'a> {
+    f(v)
+}
+
+/// Whether `name` is one of [`JSON_ONLY`] (evaluated when compiling).
+const fn json_only(name: &str) -> bool {
+    let mut i = 0;
+    while i < JSON_ONLY.len() {
+        let (a, b) = (JSON_ONLY[i].as_bytes(), name.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return true;
+            }
+        }
+        i += 1;
+    }
+    false
+}
+
+/// How a record's fields are written: JSON or CSV.
+trait Text {
+    /// Writes one field with `prefix`, `,"name":` (JSON puts it before a present value; CSV
+    /// has no names), and a separator.
+    fn field(l: &mut Vec<u8>, prefix: &'static [u8], v: Value<'_>);
+}
+
+/// JSON: each present field as `,"name":value` (the record's first comma becomes `{`).
+struct Json;
+
+impl Text for Json {
+    #[inline(always)]
+    fn field(l: &mut Vec<u8>, prefix: &'static [u8], v: Value<'_>) {
+        if !matches!(v, Value::Absent) {
+            l.extend_from_slice(prefix);
+            json_value(l, v);
+        }
+    }
+}
+
+/// CSV: each field's cell and a comma (the record's last comma becomes the line's end).
+struct Csv;
+
+impl Text for Csv {
+    #[inline(always)]
+    fn field(l: &mut Vec<u8>, _: &'static [u8], v: Value<'_>) {
+        csv_value(l, v);
+        l.push(b',');
+    }
+}
+
+/// Writes the fields of a [`Schema::Rampart`] record (without the [`JSON_ONLY`] ones when
+/// `COLUMNS`), each with `T`'s separators.
+fn rampart_fields<T: Text, const COLUMNS: bool>(l: &mut Vec<u8>, v: &View<'_>) {
+    rampart_head::<T, COLUMNS>(l, v);
+    app_and_firewall::<T, COLUMNS>(l, v);
+    rampart_tail::<T, COLUMNS>(l, v);
+}
+
+/// Writes the fields of a [`Schema::V2`] record, each with `T`'s separators.
+fn v2_fields<T: Text>(l: &mut Vec<u8>, v: &View<'_>) {
+    v2_head::<T, false>(l, v);
+    app_and_firewall::<T, false>(l, v);
+    v2_tail::<T, false>(l, v);
+}
+
 /// The names of a flow record's columns in `schema`, in output order: CSV's header. JSON
 /// (and the Parquet writer, whose columns are JSON's fields) writes [`json_field_names`].
 pub fn field_names(schema: Schema) -> impl Iterator<Item = &'static str> {
@@ -269,111 +362,121 @@ const RAMPART: [&[Field]; 3] = [RAMPART_HEAD, APP_AND_FIREWALL, RAMPART_TAIL];
 /// Every field of a v2 record, in output order (JSON and CSV alike).
 const V2: [&[Field]; 3] = [V2_HEAD, APP_AND_FIREWALL, V2_TAIL];
 
-/// [`Schema::Rampart`]'s fields before [`APP_AND_FIREWALL`].
-const RAMPART_HEAD: &[Field] = &[
-    ("proto", |v| Value::Proto(v.r.flow.key.proto(), v.r.flow.key.family())),
-    ("src", |v| Value::Addr(v.r.flow.key.family(), v.src)),
-    ("sport", |v| Value::Int(v.sport.into())),
-    ("dst", |v| Value::Addr(v.r.flow.key.family(), v.dst)),
-    ("dport", |v| Value::Int(v.dport.into())),
-    ("community_id", |v| community_id::of_flow(&v.r.flow, 0).map_or(Value::Absent, Value::Cid)),
-    ("first", |v| Value::Time(v.r.flow.first.as_nanos())),
-    ("last", |v| Value::Time(v.r.flow.last.as_nanos())),
-    ("duration", |v| Value::Time(v.r.flow.last.since(v.r.flow.first).as_nanos())),
-    ("packets_fwd", |v| Value::Int(v.r.flow.packets[0])),
-    ("bytes_fwd", |v| Value::Int(v.r.flow.bytes[0])),
-    ("packets_rev", |v| Value::Int(v.r.flow.packets[1])),
-    ("bytes_rev", |v| Value::Int(v.r.flow.bytes[1])),
-    ("tcp_flags_fwd", |v| if v.tcp { Value::Flags(v.r.flow.tcp_flags[0]) } else { Value::Absent }),
-    ("tcp_flags_rev", |v| if v.tcp { Value::Flags(v.r.flow.tcp_flags[1]) } else { Value::Absent }),
-    ("icmp_id", icmp_id),
-    ("end_reason", |v| Value::Name(v.r.end.name())),
-    ("rtt_src_count", |v| v.rtt(false).map_or(Value::Absent, |d| Value::Int(d.count))),
-    ("rtt_src_min", |v| v.rtt_stat(false, |d| d.min.as_nanos())),
-    ("rtt_src_median", |v| v.rtt_stat(false, |d| d.median.as_nanos())),
-    ("rtt_src_max", |v| v.rtt_stat(false, |d| d.max.as_nanos())),
-    ("rtt_dst_count", |v| v.rtt(true).map_or(Value::Absent, |d| Value::Int(d.count))),
-    ("rtt_dst_min", |v| v.rtt_stat(true, |d| d.min.as_nanos())),
-    ("rtt_dst_median", |v| v.rtt_stat(true, |d| d.median.as_nanos())),
-    ("rtt_dst_max", |v| v.rtt_stat(true, |d| d.max.as_nanos())),
-];
+fields! {
+    /// [`Schema::Rampart`]'s fields before [`APP_AND_FIREWALL`].
+    RAMPART_HEAD, rampart_head: [
+        ("proto", |v| Value::Proto(v.r.flow.key.proto(), v.r.flow.key.family())),
+        ("src", |v| Value::Addr(v.r.flow.key.family(), v.src)),
+        ("sport", |v| Value::Int(v.sport.into())),
+        ("dst", |v| Value::Addr(v.r.flow.key.family(), v.dst)),
+        ("dport", |v| Value::Int(v.dport.into())),
+        ("community_id", |v| community_id::of_flow(&v.r.flow, 0).map_or(Value::Absent, Value::Cid)),
+        ("first", |v| Value::Time(v.r.flow.first.as_nanos())),
+        ("last", |v| Value::Time(v.r.flow.last.as_nanos())),
+        ("duration", |v| Value::Time(v.r.flow.last.since(v.r.flow.first).as_nanos())),
+        ("packets_fwd", |v| Value::Int(v.r.flow.packets[0])),
+        ("bytes_fwd", |v| Value::Int(v.r.flow.bytes[0])),
+        ("packets_rev", |v| Value::Int(v.r.flow.packets[1])),
+        ("bytes_rev", |v| Value::Int(v.r.flow.bytes[1])),
+        ("tcp_flags_fwd", |v| if v.tcp { Value::Flags(v.r.flow.tcp_flags[0]) } else { Value::Absent }),
+        ("tcp_flags_rev", |v| if v.tcp { Value::Flags(v.r.flow.tcp_flags[1]) } else { Value::Absent }),
+        ("icmp_id", icmp_id),
+        ("end_reason", |v| Value::Name(v.r.end.name())),
+        ("rtt_src_count", |v| v.rtt(false).map_or(Value::Absent, |d| Value::Int(d.count))),
+        ("rtt_src_min", |v| v.rtt_stat(false, |d| d.min.as_nanos())),
+        ("rtt_src_median", |v| v.rtt_stat(false, |d| d.median.as_nanos())),
+        ("rtt_src_max", |v| v.rtt_stat(false, |d| d.max.as_nanos())),
+        ("rtt_dst_count", |v| v.rtt(true).map_or(Value::Absent, |d| Value::Int(d.count))),
+        ("rtt_dst_min", |v| v.rtt_stat(true, |d| d.min.as_nanos())),
+        ("rtt_dst_median", |v| v.rtt_stat(true, |d| d.median.as_nanos())),
+        ("rtt_dst_max", |v| v.rtt_stat(true, |d| d.max.as_nanos())),
+    ]
+}
 
-/// The fields both schemas write under the same names, in the same order: the application
-/// and its metadata, then the firewall's view.
-const APP_AND_FIREWALL: &[Field] = &[
-    ("app", app),
-    ("app_by", app_by),
-    ("sni", |v| v.meta(|m| m.sni.as_deref())),
-    ("alpn", |v| v.meta(|m| m.alpn.as_deref())),
-    ("http_host", |v| v.meta(|m| m.http_host.as_deref())),
-    ("user_agent", |v| v.meta(|m| m.user_agent.as_deref())),
-    ("dns_query", |v| v.meta(|m| m.dns_query.as_deref())),
-    ("ssh_banner", |v| v.meta(|m| m.ssh_banner.as_deref())),
-    ("ct_state", ct_state),
-    ("tcp_state", tcp_state),
-    ("assured", assured),
-    ("verdict", verdict),
-    ("rule", rule),
-];
+fields! {
+    /// The fields both schemas write under the same names, in the same order: the application
+    /// and its metadata, then the firewall's view.
+    APP_AND_FIREWALL, app_and_firewall: [
+        ("app", app),
+        ("app_by", app_by),
+        ("sni", |v| v.meta(|m| m.sni.as_deref())),
+        ("alpn", |v| v.meta(|m| m.alpn.as_deref())),
+        ("http_host", |v| v.meta(|m| m.http_host.as_deref())),
+        ("user_agent", |v| v.meta(|m| m.user_agent.as_deref())),
+        ("dns_query", |v| v.meta(|m| m.dns_query.as_deref())),
+        ("ssh_banner", |v| v.meta(|m| m.ssh_banner.as_deref())),
+        ("ct_state", ct_state),
+        ("tcp_state", tcp_state),
+        ("assured", assured),
+        ("verdict", verdict),
+        ("rule", rule),
+    ]
+}
 
-/// [`Schema::Rampart`]'s fields after [`APP_AND_FIREWALL`].
-const RAMPART_TAIL: &[Field] = &[
-    ("uid", |v| v.uid()),
-    ("conn_state", |v| v.conn_state()),
-    ("history", |v| v.history()),
-    ("retrans_fwd", |v| v.counter(0, |c| c.retrans)),
-    ("retrans_rev", |v| v.counter(1, |c| c.retrans)),
-    ("out_of_order_fwd", |v| v.counter(0, |c| c.out_of_order)),
-    ("out_of_order_rev", |v| v.counter(1, |c| c.out_of_order)),
-    ("lost_fwd", |v| v.counter(0, |c| c.lost)),
-    ("lost_rev", |v| v.counter(1, |c| c.lost)),
-    ("zero_window_fwd", |v| v.counter(0, |c| c.zero_window)),
-    ("zero_window_rev", |v| v.counter(1, |c| c.zero_window)),
-    ("tunnel", tunnel),
-];
+fields! {
+    /// [`Schema::Rampart`]'s fields after [`APP_AND_FIREWALL`].
+    RAMPART_TAIL, rampart_tail: [
+        ("uid", |v| v.uid()),
+        ("conn_state", |v| v.conn_state()),
+        ("history", |v| v.history()),
+        ("retrans_fwd", |v| v.counter(0, |c| c.retrans)),
+        ("retrans_rev", |v| v.counter(1, |c| c.retrans)),
+        ("out_of_order_fwd", |v| v.counter(0, |c| c.out_of_order)),
+        ("out_of_order_rev", |v| v.counter(1, |c| c.out_of_order)),
+        ("lost_fwd", |v| v.counter(0, |c| c.lost)),
+        ("lost_rev", |v| v.counter(1, |c| c.lost)),
+        ("zero_window_fwd", |v| v.counter(0, |c| c.zero_window)),
+        ("zero_window_rev", |v| v.counter(1, |c| c.zero_window)),
+        ("tunnel", tunnel),
+    ]
+}
 
-/// [`Schema::V2`]'s fields before [`APP_AND_FIREWALL`].
-const V2_HEAD: &[Field] = &[
-    ("ts", |v| Value::Time(v.r.flow.first.as_nanos())),
-    ("ts_end", |v| Value::Time(v.r.flow.last.as_nanos())),
-    ("duration", |v| Value::Time(v.r.flow.last.since(v.r.flow.first).as_nanos())),
-    ("uid", |v| v.uid()),
-    ("community_id", |v| community_id::of_flow(&v.r.flow, 0).map_or(Value::Absent, Value::Cid)),
-    ("orig_h", |v| Value::Addr(v.r.flow.key.family(), v.src)),
-    ("orig_p", |v| Value::Int(v.sport.into())),
-    ("resp_h", |v| Value::Addr(v.r.flow.key.family(), v.dst)),
-    ("resp_p", |v| Value::Int(v.dport.into())),
-    ("proto", |v| Value::Proto(v.r.flow.key.proto(), v.r.flow.key.family())),
-    ("icmp_id", icmp_id),
-    ("orig_pkts", |v| Value::Int(v.r.flow.packets[0])),
-    ("orig_wire_bytes", |v| Value::Int(v.r.flow.bytes[0])),
-    ("resp_pkts", |v| Value::Int(v.r.flow.packets[1])),
-    ("resp_wire_bytes", |v| Value::Int(v.r.flow.bytes[1])),
-    ("tcp_flags_orig", |v| if v.tcp { Value::Flags(v.r.flow.tcp_flags[0]) } else { Value::Absent }),
-    ("tcp_flags_resp", |v| if v.tcp { Value::Flags(v.r.flow.tcp_flags[1]) } else { Value::Absent }),
-    ("conn_state", |v| v.conn_state()),
-    ("history", |v| v.history()),
-    ("orig_retrans", |v| v.counter(0, |c| c.retrans)),
-    ("orig_out_of_order", |v| v.counter(0, |c| c.out_of_order)),
-    ("orig_lost", |v| v.counter(0, |c| c.lost)),
-    ("orig_zero_window", |v| v.counter(0, |c| c.zero_window)),
-    ("resp_retrans", |v| v.counter(1, |c| c.retrans)),
-    ("resp_out_of_order", |v| v.counter(1, |c| c.out_of_order)),
-    ("resp_lost", |v| v.counter(1, |c| c.lost)),
-    ("resp_zero_window", |v| v.counter(1, |c| c.zero_window)),
-    ("end_reason", |v| Value::Name(v.r.end.name())),
-    ("rtt_orig_samples", |v| v.rtt(false).map_or(Value::Absent, |d| Value::Int(d.count))),
-    ("rtt_orig_min_us", |v| v.rtt_us(false, |d| d.min.as_nanos())),
-    ("rtt_orig_median_us", |v| v.rtt_us(false, |d| d.median.as_nanos())),
-    ("rtt_orig_max_us", |v| v.rtt_us(false, |d| d.max.as_nanos())),
-    ("rtt_resp_samples", |v| v.rtt(true).map_or(Value::Absent, |d| Value::Int(d.count))),
-    ("rtt_resp_min_us", |v| v.rtt_us(true, |d| d.min.as_nanos())),
-    ("rtt_resp_median_us", |v| v.rtt_us(true, |d| d.median.as_nanos())),
-    ("rtt_resp_max_us", |v| v.rtt_us(true, |d| d.max.as_nanos())),
-];
+fields! {
+    /// [`Schema::V2`]'s fields before [`APP_AND_FIREWALL`].
+    V2_HEAD, v2_head: [
+        ("ts", |v| Value::Time(v.r.flow.first.as_nanos())),
+        ("ts_end", |v| Value::Time(v.r.flow.last.as_nanos())),
+        ("duration", |v| Value::Time(v.r.flow.last.since(v.r.flow.first).as_nanos())),
+        ("uid", |v| v.uid()),
+        ("community_id", |v| community_id::of_flow(&v.r.flow, 0).map_or(Value::Absent, Value::Cid)),
+        ("orig_h", |v| Value::Addr(v.r.flow.key.family(), v.src)),
+        ("orig_p", |v| Value::Int(v.sport.into())),
+        ("resp_h", |v| Value::Addr(v.r.flow.key.family(), v.dst)),
+        ("resp_p", |v| Value::Int(v.dport.into())),
+        ("proto", |v| Value::Proto(v.r.flow.key.proto(), v.r.flow.key.family())),
+        ("icmp_id", icmp_id),
+        ("orig_pkts", |v| Value::Int(v.r.flow.packets[0])),
+        ("orig_wire_bytes", |v| Value::Int(v.r.flow.bytes[0])),
+        ("resp_pkts", |v| Value::Int(v.r.flow.packets[1])),
+        ("resp_wire_bytes", |v| Value::Int(v.r.flow.bytes[1])),
+        ("tcp_flags_orig", |v| if v.tcp { Value::Flags(v.r.flow.tcp_flags[0]) } else { Value::Absent }),
+        ("tcp_flags_resp", |v| if v.tcp { Value::Flags(v.r.flow.tcp_flags[1]) } else { Value::Absent }),
+        ("conn_state", |v| v.conn_state()),
+        ("history", |v| v.history()),
+        ("orig_retrans", |v| v.counter(0, |c| c.retrans)),
+        ("orig_out_of_order", |v| v.counter(0, |c| c.out_of_order)),
+        ("orig_lost", |v| v.counter(0, |c| c.lost)),
+        ("orig_zero_window", |v| v.counter(0, |c| c.zero_window)),
+        ("resp_retrans", |v| v.counter(1, |c| c.retrans)),
+        ("resp_out_of_order", |v| v.counter(1, |c| c.out_of_order)),
+        ("resp_lost", |v| v.counter(1, |c| c.lost)),
+        ("resp_zero_window", |v| v.counter(1, |c| c.zero_window)),
+        ("end_reason", |v| Value::Name(v.r.end.name())),
+        ("rtt_orig_samples", |v| v.rtt(false).map_or(Value::Absent, |d| Value::Int(d.count))),
+        ("rtt_orig_min_us", |v| v.rtt_us(false, |d| d.min.as_nanos())),
+        ("rtt_orig_median_us", |v| v.rtt_us(false, |d| d.median.as_nanos())),
+        ("rtt_orig_max_us", |v| v.rtt_us(false, |d| d.max.as_nanos())),
+        ("rtt_resp_samples", |v| v.rtt(true).map_or(Value::Absent, |d| Value::Int(d.count))),
+        ("rtt_resp_min_us", |v| v.rtt_us(true, |d| d.min.as_nanos())),
+        ("rtt_resp_median_us", |v| v.rtt_us(true, |d| d.median.as_nanos())),
+        ("rtt_resp_max_us", |v| v.rtt_us(true, |d| d.max.as_nanos())),
+    ]
+}
 
-/// [`Schema::V2`]'s fields after [`APP_AND_FIREWALL`].
-const V2_TAIL: &[Field] = &[("tunnel", tunnel)];
+fields! {
+    /// [`Schema::V2`]'s fields after [`APP_AND_FIREWALL`].
+    V2_TAIL, v2_tail: [("tunnel", tunnel)]
+}
 
 /// The tunnel the flow's packets came out of, when they did.
 fn tunnel<'a>(v: &View<'a>) -> Value<'a> {
@@ -531,33 +634,24 @@ impl<W: Write> FlowWriter<W> {
         let view = View::new(r, self.seed);
         let l = &mut self.line;
         l.clear();
+        match (self.format, self.schema) {
+            (FlowFormat::Json, Schema::Rampart) => rampart_fields::<Json, false>(l, &view),
+            (FlowFormat::Json, Schema::V2) => v2_fields::<Json>(l, &view),
+            (FlowFormat::Csv, Schema::Rampart) => rampart_fields::<Csv, true>(l, &view),
+            (FlowFormat::Csv, Schema::V2) => v2_fields::<Csv>(l, &view),
+        }
         match self.format {
+            // Every field came with a comma before it: the first one opens the object.
             FlowFormat::Json => {
-                l.push(b'{');
-                let mut first = true;
-                for (name, value) in self.schema.fields(FlowFormat::Json) {
-                    let v = value(&view);
-                    if matches!(v, Value::Absent) {
-                        continue;
-                    }
-                    if !first {
-                        l.push(b',');
-                    }
-                    first = false;
-                    l.push(b'"');
-                    l.extend_from_slice(name.as_bytes());
-                    l.extend_from_slice(b"\":");
-                    json_value(l, v);
+                match l.first_mut() {
+                    Some(b) => *b = b'{',
+                    None => l.push(b'{'),
                 }
                 l.extend_from_slice(b"}\n");
             }
+            // Every cell came with a comma after it: the last one ends the line.
             FlowFormat::Csv => {
-                for (i, (_, value)) in self.schema.fields(FlowFormat::Csv).enumerate() {
-                    if i > 0 {
-                        l.push(b',');
-                    }
-                    csv_value(l, value(&view));
-                }
+                l.pop();
                 l.push(b'\n');
             }
         }
@@ -581,6 +675,7 @@ impl<W: Write> FlowWriter<W> {
     }
 }
 
+#[inline(always)]
 fn json_value(l: &mut Vec<u8>, v: Value<'_>) {
     match v {
         Value::Absent => {}
@@ -637,6 +732,7 @@ fn json_value(l: &mut Vec<u8>, v: Value<'_>) {
     }
 }
 
+#[inline(always)]
 fn csv_value(l: &mut Vec<u8>, v: Value<'_>) {
     match v {
         Value::Absent => {}
