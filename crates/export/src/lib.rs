@@ -534,20 +534,25 @@ fn rule<'a>(v: &View<'a>) -> Value<'a> {
 /// the flow table never gives), or by a 64-bit collision. With the same seed the same
 /// capture gives the same uids; a different seed (`--uid-seed`) gives unrelated ones.
 pub fn uid(flow: &rampart_flow::Flow, seed: u64) -> u64 {
+    key_uid(&flow.key, flow.initiator, flow.first.as_nanos(), seed)
+}
+
+/// [`uid`] of a flow's key, initiator and first packet's time in nanoseconds.
+#[inline]
+fn key_uid(k: &rampart_flow::FlowKey, initiator: Side, first: u64, seed: u64) -> u64 {
     /// SplitMix64's finaliser.
     fn mix(mut z: u64) -> u64 {
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     }
-    let k = &flow.key;
     let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
     let tail = u64::from(k.port_a()) << 48
         | u64::from(k.port_b()) << 32
         | u64::from(k.proto()) << 24
         | u64::from(k.family().version()) << 16
         | u64::from(k.kind() as u8) << 8
-        | u64::from(flow.initiator == Side::B);
+        | u64::from(initiator == Side::B);
     let mut h = mix(seed ^ 0x9e37_79b9_7f4a_7c15);
     for w in [
         word(&k.addr_a_bytes()[..8]),
@@ -555,7 +560,7 @@ pub fn uid(flow: &rampart_flow::Flow, seed: u64) -> u64 {
         word(&k.addr_b_bytes()[..8]),
         word(&k.addr_b_bytes()[8..]),
         tail,
-        flow.first.as_nanos(),
+        first,
     ] {
         h = mix(h ^ w).wrapping_add(0x9e37_79b9_7f4a_7c15);
     }
@@ -566,20 +571,32 @@ pub fn uid(flow: &rampart_flow::Flow, seed: u64) -> u64 {
 /// ([`FlowRecord::start`]), so every record of one flow (interim records of an active timeout
 /// and its final one) carries the same uid.
 pub fn record_uid(r: &FlowRecord, seed: u64) -> u64 {
-    let mut flow = r.flow;
-    flow.first = r.start;
-    uid(&flow, seed)
+    key_uid(&r.flow.key, r.flow.initiator, r.start.as_nanos(), seed)
 }
 
 /// Appends a uid as Zeek writes its uids: `C` and then the number in base 62 (11 digits).
-pub fn uid_text(l: &mut Vec<u8>, mut u: u64) {
+///
+/// The number is cut in three (5, 3 and 3 digits) and each part's digits found with 32-bit
+/// arithmetic, three short chains of divisions instead of one of eleven.
+#[inline]
+pub fn uid_text(l: &mut Vec<u8>, u: u64) {
     const DIGITS: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-    let mut buf = [b'0'; 11];
-    for slot in buf.iter_mut().rev() {
-        *slot = DIGITS[(u % 62) as usize];
-        u /= 62;
+    const P3: u64 = 62 * 62 * 62;
+    const P6: u64 = P3 * P3;
+    /// Writes the base-62 digits of `v` into `out`, zero-padded.
+    #[inline(always)]
+    fn part(out: &mut [u8], mut v: u32) {
+        for slot in out.iter_mut().rev() {
+            *slot = DIGITS[(v % 62) as usize];
+            v /= 62;
+        }
     }
-    l.push(b'C');
+    // u64::MAX / 62^6 < 62^5: the high part has five digits and fits 32 bits.
+    let (high, low) = ((u / P6) as u32, u % P6);
+    let mut buf = [b'C'; 12];
+    part(&mut buf[1..6], high);
+    part(&mut buf[6..9], (low / P3) as u32);
+    part(&mut buf[9..12], (low % P3) as u32);
     l.extend_from_slice(&buf);
 }
 
@@ -680,7 +697,7 @@ fn json_value(l: &mut Vec<u8>, v: Value<'_>) {
     match v {
         Value::Absent => {}
         Value::Bool(b) => l.extend_from_slice(if b { b"true" } else { b"false" }),
-        Value::Int(n) => int(l, n),
+        Value::Int(n) => num::uint(l, n),
         Value::Time(ns) => epoch(l, ns),
         Value::Rtt(ns) => rtt::secs(l, ns, 9),
         Value::Uid(u) => {
@@ -696,7 +713,7 @@ fn json_value(l: &mut Vec<u8>, v: Value<'_>) {
         Value::Text(s) => text::json_string(l, s),
         Value::Cid(c) => {
             l.push(b'"');
-            l.extend_from_slice(c.as_str().as_bytes());
+            l.extend_from_slice(c.as_bytes());
             l.push(b'"');
         }
         Value::Addr(family, a) => {
@@ -737,13 +754,13 @@ fn csv_value(l: &mut Vec<u8>, v: Value<'_>) {
     match v {
         Value::Absent => {}
         Value::Bool(b) => l.extend_from_slice(if b { b"true" } else { b"false" }),
-        Value::Int(n) => int(l, n),
+        Value::Int(n) => num::uint(l, n),
         Value::Time(ns) => epoch(l, ns),
         Value::Rtt(ns) => rtt::secs(l, ns, 9),
         Value::Uid(u) => uid_text(l, u),
         Value::Name(s) => l.extend_from_slice(s.as_bytes()),
         Value::Text(s) => text::csv_field(l, s),
-        Value::Cid(c) => l.extend_from_slice(c.as_str().as_bytes()),
+        Value::Cid(c) => l.extend_from_slice(c.as_bytes()),
         Value::Addr(family, a) => num::slot_addr(l, family, a),
         Value::Proto(p, family) => match proto_name(p, family) {
             Some(name) => l.extend_from_slice(name.as_bytes()),
@@ -768,14 +785,9 @@ fn display(l: &mut Vec<u8>, v: impl std::fmt::Display) {
 
 /// Appends nanoseconds since the epoch as seconds with six decimals (microseconds,
 /// truncated), as records write times.
+#[inline]
 pub fn epoch(l: &mut Vec<u8>, ns: u64) {
-    int(l, ns / 1_000_000_000);
-    l.push(b'.');
-    let us = (ns % 1_000_000_000) / 1000;
-    let mut buf = itoa::Buffer::new();
-    let digits = buf.format(us);
-    l.extend(std::iter::repeat_n(b'0', 6 - digits.len()));
-    l.extend_from_slice(digits.as_bytes());
+    num::secs_micros(l, ns);
 }
 
 /// The protocol's name in records, or `None` where the number is written.
@@ -1106,6 +1118,29 @@ mod tests {
         let mut l = Vec::new();
         uid_text(&mut l, u64::MAX);
         assert_eq!(l, b"CLygHa16AHYF");
+        // The three-part digits equal eleven divisions of the whole number.
+        let plain = |mut u: u64| {
+            const DIGITS: &[u8; 62] =
+                b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+            let mut buf = [b'0'; 11];
+            for slot in buf.iter_mut().rev() {
+                *slot = DIGITS[(u % 62) as usize];
+                u /= 62;
+            }
+            [b"C".as_slice(), &buf].concat()
+        };
+        let p3 = 62u64.pow(3);
+        let p6 = 62u64.pow(6);
+        let mut values = vec![0, 1, 61, 62, u64::MAX, u64::MAX - 1, u, uid(&r.flow, 9)];
+        for p in [p3, p6, p6 * 61, 62u64.pow(10)] {
+            values.extend([p - 1, p, p + 1]);
+        }
+        values.extend((0..2000).map(|s| uid(&r.flow, s)));
+        for v in values {
+            let mut t = Vec::new();
+            uid_text(&mut t, v);
+            assert_eq!(t, plain(v), "{v}");
+        }
         l.clear();
         uid_text(&mut l, 0);
         assert_eq!(l, b"C00000000000");
