@@ -593,11 +593,13 @@ pub fn uid_text(l: &mut Vec<u8>, u: u64) {
     }
     // u64::MAX / 62^6 < 62^5: the high part has five digits and fits 32 bits.
     let (high, low) = ((u / P6) as u32, u % P6);
-    let mut buf = [b'C'; 12];
+    // Written in place (see `num::uint`).
+    let at = l.len();
+    l.extend_from_slice(b"C00000000000");
+    let buf = &mut l[at..];
     part(&mut buf[1..6], high);
     part(&mut buf[6..9], (low / P3) as u32);
     part(&mut buf[9..12], (low % P3) as u32);
-    l.extend_from_slice(&buf);
 }
 
 /// Writes flow records to `W`. Output is buffered by `W`; call [`FlowWriter::flush`] before exit.
