@@ -739,7 +739,7 @@ fn json_value(l: &mut Vec<u8>, v: Value<'_>) {
         Value::Label(label) => {
             l.push(b'"');
             let start = l.len();
-            display(l, label);
+            label_text(l, label);
             // Labels are names from fixed lists and need no escaping; should one ever need
             // it, it gets it.
             if l[start..].iter().any(|&b| b == b'"' || b == b'\\' || b < 0x20) {
@@ -771,7 +771,7 @@ fn csv_value(l: &mut Vec<u8>, v: Value<'_>) {
         Value::Flags(f) => flags(l, f),
         Value::Label(label) => {
             let start = l.len();
-            display(l, label);
+            label_text(l, label);
             if l[start..].iter().any(|&b| matches!(b, b',' | b'"' | b'\n' | b'\r')) {
                 let raw = l.split_off(start);
                 text::csv_field(l, &String::from_utf8_lossy(&raw));
@@ -780,9 +780,16 @@ fn csv_value(l: &mut Vec<u8>, v: Value<'_>) {
     }
 }
 
-/// Writes a `Display` value into the line (writing into a Vec cannot fail).
-fn display(l: &mut Vec<u8>, v: impl std::fmt::Display) {
-    let _ = write!(l, "{v}");
+/// Appends a label's text as its `Display` writes it (`MASTER` or `MASTER.APP`), without
+/// the formatter.
+#[inline]
+fn label_text(l: &mut Vec<u8>, label: Label) {
+    let (first, second) = label.parts();
+    l.extend_from_slice(first.as_bytes());
+    if let Some(app) = second {
+        l.push(b'.');
+        l.extend_from_slice(app.as_bytes());
+    }
 }
 
 /// Appends nanoseconds since the epoch as seconds with six decimals (microseconds,
@@ -1184,6 +1191,20 @@ mod tests {
             "{}",
             lines[1]
         );
+    }
+
+    /// Labels are appended as they are displayed.
+    #[test]
+    fn label_text_is_the_display() {
+        use rampart_dpi::{Label, Proto};
+        for master in [Proto::Unknown, Proto::Tls, Proto::Dns, Proto::Quic] {
+            for app in [None, Some("YouTube"), Some(master.name()), Some("TLS"), Some("")] {
+                let label = Label { master, app };
+                let mut l = b"x".to_vec();
+                label_text(&mut l, label);
+                assert_eq!(l, format!("x{label}").into_bytes(), "{label:?}");
+            }
+        }
     }
 
     #[test]
