@@ -233,15 +233,28 @@ impl Label {
     fn of(master: Proto) -> Self {
         Label { master, app: None }
     }
+
+    /// The label's text as it is displayed, in parts: `(MASTER, Some(APP))` for
+    /// `MASTER.APP`, `(NAME, None)` for one name (the master alone, or an application whose
+    /// master is unknown or has its name). For writers that append the text without a
+    /// formatter.
+    pub fn parts(&self) -> (&'static str, Option<&'static str>) {
+        match self.app {
+            Some(app) if self.master == Proto::Unknown => (app, None),
+            Some(app) if app != self.master.name() => (self.master.name(), Some(app)),
+            _ => (self.master.name(), None),
+        }
+    }
 }
 
 impl fmt::Display for Label {
     /// `MASTER` or `MASTER.APP`, as nDPI prints them.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.app {
-            Some(app) if self.master == Proto::Unknown => f.write_str(app),
-            Some(app) if app != self.master.name() => write!(f, "{}.{app}", self.master.name()),
-            _ => f.write_str(self.master.name()),
+        let (first, second) = self.parts();
+        f.write_str(first)?;
+        match second {
+            Some(app) => write!(f, ".{app}"),
+            None => Ok(()),
         }
     }
 }

@@ -251,6 +251,99 @@ enum Value<'a> {
 /// A field: its name and how its value is found.
 type Field = (&'static str, for<'a> fn(&View<'a>) -> Value<'a>);
 
+/// Defines a part of a schema's field list twice from one list of `(name, value)`: as a
+/// [`Field`] table `$table` (the names, and the Parquet writer's values), and as `$writer`,
+/// straight-line code writing the same fields through a [`Text`] format, with each field's
+/// prefix a constant and no per-field call through a pointer. `COLUMNS` leaves out the
+/// [`JSON_ONLY`] fields (rampart's CSV columns), decided when compiling.
+macro_rules! fields {
+    ($(#[$doc:meta])* $table:ident, $writer:ident: [$(($name:literal, $value:expr)),* $(,)?]) => {
+        $(#[$doc])*
+        const $table: &[Field] = &[$(($name, $value)),*];
+
+        /// Writes the fields of this part of the list of `v`, as `T` writes them.
+        #[inline(always)]
+        fn $writer<T: Text, const COLUMNS: bool>(l: &mut Vec<u8>, v: &View<'_>) {
+            $(
+                if !(COLUMNS && const { json_only($name) }) {
+                    T::field(l, concat!(",\"", $name, "\":").as_bytes(), call($value, v));
+                }
+            )*
+        }
+    };
+}
+
+/// Calls a field's value function (a closure or a function) on a view, inlined.
+#[inline(always)]
+fn call<'a, F: Fn(&View<'a>) -> Value<'a>>(f: F, v: &View<'a>) -> Value<'a> {
+    f(v)
+}
+
+/// Whether `name` is one of [`JSON_ONLY`] (evaluated when compiling).
+const fn json_only(name: &str) -> bool {
+    let mut i = 0;
+    while i < JSON_ONLY.len() {
+        let (a, b) = (JSON_ONLY[i].as_bytes(), name.as_bytes());
+        if a.len() == b.len() {
+            let mut j = 0;
+            while j < a.len() && a[j] == b[j] {
+                j += 1;
+            }
+            if j == a.len() {
+                return true;
+            }
+        }
+        i += 1;
+    }
+    false
+}
+
+/// How a record's fields are written: JSON or CSV.
+trait Text {
+    /// Writes one field with `prefix`, `,"name":` (JSON puts it before a present value; CSV
+    /// has no names), and a separator.
+    fn field(l: &mut Vec<u8>, prefix: &'static [u8], v: Value<'_>);
+}
+
+/// JSON: each present field as `,"name":value` (the record's first comma becomes `{`).
+struct Json;
+
+impl Text for Json {
+    #[inline(always)]
+    fn field(l: &mut Vec<u8>, prefix: &'static [u8], v: Value<'_>) {
+        if !matches!(v, Value::Absent) {
+            l.extend_from_slice(prefix);
+            json_value(l, v);
+        }
+    }
+}
+
+/// CSV: each field's cell and a comma (the record's last comma becomes the line's end).
+struct Csv;
+
+impl Text for Csv {
+    #[inline(always)]
+    fn field(l: &mut Vec<u8>, _: &'static [u8], v: Value<'_>) {
+        csv_value(l, v);
+        l.push(b',');
+    }
+}
+
+/// Writes the fields of a [`Schema::Rampart`] record (without the [`JSON_ONLY`] ones when
+/// `COLUMNS`), each with `T`'s separators.
+fn rampart_fields<T: Text, const COLUMNS: bool>(l: &mut Vec<u8>, v: &View<'_>) {
+    rampart_head::<T, COLUMNS>(l, v);
+    app_and_firewall::<T, COLUMNS>(l, v);
+    rampart_tail::<T, COLUMNS>(l, v);
+}
+
+/// Writes the fields of a [`Schema::V2`] record, each with `T`'s separators.
+fn v2_fields<T: Text>(l: &mut Vec<u8>, v: &View<'_>) {
+    v2_head::<T, false>(l, v);
+    app_and_firewall::<T, false>(l, v);
+    v2_tail::<T, false>(l, v);
+}
+
 /// The names of a flow record's columns in `schema`, in output order: CSV's header. JSON
 /// (and the Parquet writer, whose columns are JSON's fields) writes [`json_field_names`].
 pub fn field_names(schema: Schema) -> impl Iterator<Item = &'static str> {
@@ -269,111 +362,121 @@ const RAMPART: [&[Field]; 3] = [RAMPART_HEAD, APP_AND_FIREWALL, RAMPART_TAIL];
 /// Every field of a v2 record, in output order (JSON and CSV alike).
 const V2: [&[Field]; 3] = [V2_HEAD, APP_AND_FIREWALL, V2_TAIL];
 
-/// [`Schema::Rampart`]'s fields before [`APP_AND_FIREWALL`].
-const RAMPART_HEAD: &[Field] = &[
-    ("proto", |v| Value::Proto(v.r.flow.key.proto(), v.r.flow.key.family())),
-    ("src", |v| Value::Addr(v.r.flow.key.family(), v.src)),
-    ("sport", |v| Value::Int(v.sport.into())),
-    ("dst", |v| Value::Addr(v.r.flow.key.family(), v.dst)),
-    ("dport", |v| Value::Int(v.dport.into())),
-    ("community_id", |v| community_id::of_flow(&v.r.flow, 0).map_or(Value::Absent, Value::Cid)),
-    ("first", |v| Value::Time(v.r.flow.first.as_nanos())),
-    ("last", |v| Value::Time(v.r.flow.last.as_nanos())),
-    ("duration", |v| Value::Time(v.r.flow.last.since(v.r.flow.first).as_nanos())),
-    ("packets_fwd", |v| Value::Int(v.r.flow.packets[0])),
-    ("bytes_fwd", |v| Value::Int(v.r.flow.bytes[0])),
-    ("packets_rev", |v| Value::Int(v.r.flow.packets[1])),
-    ("bytes_rev", |v| Value::Int(v.r.flow.bytes[1])),
-    ("tcp_flags_fwd", |v| if v.tcp { Value::Flags(v.r.flow.tcp_flags[0]) } else { Value::Absent }),
-    ("tcp_flags_rev", |v| if v.tcp { Value::Flags(v.r.flow.tcp_flags[1]) } else { Value::Absent }),
-    ("icmp_id", icmp_id),
-    ("end_reason", |v| Value::Name(v.r.end.name())),
-    ("rtt_src_count", |v| v.rtt(false).map_or(Value::Absent, |d| Value::Int(d.count))),
-    ("rtt_src_min", |v| v.rtt_stat(false, |d| d.min.as_nanos())),
-    ("rtt_src_median", |v| v.rtt_stat(false, |d| d.median.as_nanos())),
-    ("rtt_src_max", |v| v.rtt_stat(false, |d| d.max.as_nanos())),
-    ("rtt_dst_count", |v| v.rtt(true).map_or(Value::Absent, |d| Value::Int(d.count))),
-    ("rtt_dst_min", |v| v.rtt_stat(true, |d| d.min.as_nanos())),
-    ("rtt_dst_median", |v| v.rtt_stat(true, |d| d.median.as_nanos())),
-    ("rtt_dst_max", |v| v.rtt_stat(true, |d| d.max.as_nanos())),
-];
+fields! {
+    /// [`Schema::Rampart`]'s fields before [`APP_AND_FIREWALL`].
+    RAMPART_HEAD, rampart_head: [
+        ("proto", |v| Value::Proto(v.r.flow.key.proto(), v.r.flow.key.family())),
+        ("src", |v| Value::Addr(v.r.flow.key.family(), v.src)),
+        ("sport", |v| Value::Int(v.sport.into())),
+        ("dst", |v| Value::Addr(v.r.flow.key.family(), v.dst)),
+        ("dport", |v| Value::Int(v.dport.into())),
+        ("community_id", |v| community_id::of_flow(&v.r.flow, 0).map_or(Value::Absent, Value::Cid)),
+        ("first", |v| Value::Time(v.r.flow.first.as_nanos())),
+        ("last", |v| Value::Time(v.r.flow.last.as_nanos())),
+        ("duration", |v| Value::Time(v.r.flow.last.since(v.r.flow.first).as_nanos())),
+        ("packets_fwd", |v| Value::Int(v.r.flow.packets[0])),
+        ("bytes_fwd", |v| Value::Int(v.r.flow.bytes[0])),
+        ("packets_rev", |v| Value::Int(v.r.flow.packets[1])),
+        ("bytes_rev", |v| Value::Int(v.r.flow.bytes[1])),
+        ("tcp_flags_fwd", |v| if v.tcp { Value::Flags(v.r.flow.tcp_flags[0]) } else { Value::Absent }),
+        ("tcp_flags_rev", |v| if v.tcp { Value::Flags(v.r.flow.tcp_flags[1]) } else { Value::Absent }),
+        ("icmp_id", icmp_id),
+        ("end_reason", |v| Value::Name(v.r.end.name())),
+        ("rtt_src_count", |v| v.rtt(false).map_or(Value::Absent, |d| Value::Int(d.count))),
+        ("rtt_src_min", |v| v.rtt_stat(false, |d| d.min.as_nanos())),
+        ("rtt_src_median", |v| v.rtt_stat(false, |d| d.median.as_nanos())),
+        ("rtt_src_max", |v| v.rtt_stat(false, |d| d.max.as_nanos())),
+        ("rtt_dst_count", |v| v.rtt(true).map_or(Value::Absent, |d| Value::Int(d.count))),
+        ("rtt_dst_min", |v| v.rtt_stat(true, |d| d.min.as_nanos())),
+        ("rtt_dst_median", |v| v.rtt_stat(true, |d| d.median.as_nanos())),
+        ("rtt_dst_max", |v| v.rtt_stat(true, |d| d.max.as_nanos())),
+    ]
+}
 
-/// The fields both schemas write under the same names, in the same order: the application
-/// and its metadata, then the firewall's view.
-const APP_AND_FIREWALL: &[Field] = &[
-    ("app", app),
-    ("app_by", app_by),
-    ("sni", |v| v.meta(|m| m.sni.as_deref())),
-    ("alpn", |v| v.meta(|m| m.alpn.as_deref())),
-    ("http_host", |v| v.meta(|m| m.http_host.as_deref())),
-    ("user_agent", |v| v.meta(|m| m.user_agent.as_deref())),
-    ("dns_query", |v| v.meta(|m| m.dns_query.as_deref())),
-    ("ssh_banner", |v| v.meta(|m| m.ssh_banner.as_deref())),
-    ("ct_state", ct_state),
-    ("tcp_state", tcp_state),
-    ("assured", assured),
-    ("verdict", verdict),
-    ("rule", rule),
-];
+fields! {
+    /// The fields both schemas write under the same names, in the same order: the application
+    /// and its metadata, then the firewall's view.
+    APP_AND_FIREWALL, app_and_firewall: [
+        ("app", app),
+        ("app_by", app_by),
+        ("sni", |v| v.meta(|m| m.sni.as_deref())),
+        ("alpn", |v| v.meta(|m| m.alpn.as_deref())),
+        ("http_host", |v| v.meta(|m| m.http_host.as_deref())),
+        ("user_agent", |v| v.meta(|m| m.user_agent.as_deref())),
+        ("dns_query", |v| v.meta(|m| m.dns_query.as_deref())),
+        ("ssh_banner", |v| v.meta(|m| m.ssh_banner.as_deref())),
+        ("ct_state", ct_state),
+        ("tcp_state", tcp_state),
+        ("assured", assured),
+        ("verdict", verdict),
+        ("rule", rule),
+    ]
+}
 
-/// [`Schema::Rampart`]'s fields after [`APP_AND_FIREWALL`].
-const RAMPART_TAIL: &[Field] = &[
-    ("uid", |v| v.uid()),
-    ("conn_state", |v| v.conn_state()),
-    ("history", |v| v.history()),
-    ("retrans_fwd", |v| v.counter(0, |c| c.retrans)),
-    ("retrans_rev", |v| v.counter(1, |c| c.retrans)),
-    ("out_of_order_fwd", |v| v.counter(0, |c| c.out_of_order)),
-    ("out_of_order_rev", |v| v.counter(1, |c| c.out_of_order)),
-    ("lost_fwd", |v| v.counter(0, |c| c.lost)),
-    ("lost_rev", |v| v.counter(1, |c| c.lost)),
-    ("zero_window_fwd", |v| v.counter(0, |c| c.zero_window)),
-    ("zero_window_rev", |v| v.counter(1, |c| c.zero_window)),
-    ("tunnel", tunnel),
-];
+fields! {
+    /// [`Schema::Rampart`]'s fields after [`APP_AND_FIREWALL`].
+    RAMPART_TAIL, rampart_tail: [
+        ("uid", |v| v.uid()),
+        ("conn_state", |v| v.conn_state()),
+        ("history", |v| v.history()),
+        ("retrans_fwd", |v| v.counter(0, |c| c.retrans)),
+        ("retrans_rev", |v| v.counter(1, |c| c.retrans)),
+        ("out_of_order_fwd", |v| v.counter(0, |c| c.out_of_order)),
+        ("out_of_order_rev", |v| v.counter(1, |c| c.out_of_order)),
+        ("lost_fwd", |v| v.counter(0, |c| c.lost)),
+        ("lost_rev", |v| v.counter(1, |c| c.lost)),
+        ("zero_window_fwd", |v| v.counter(0, |c| c.zero_window)),
+        ("zero_window_rev", |v| v.counter(1, |c| c.zero_window)),
+        ("tunnel", tunnel),
+    ]
+}
 
-/// [`Schema::V2`]'s fields before [`APP_AND_FIREWALL`].
-const V2_HEAD: &[Field] = &[
-    ("ts", |v| Value::Time(v.r.flow.first.as_nanos())),
-    ("ts_end", |v| Value::Time(v.r.flow.last.as_nanos())),
-    ("duration", |v| Value::Time(v.r.flow.last.since(v.r.flow.first).as_nanos())),
-    ("uid", |v| v.uid()),
-    ("community_id", |v| community_id::of_flow(&v.r.flow, 0).map_or(Value::Absent, Value::Cid)),
-    ("orig_h", |v| Value::Addr(v.r.flow.key.family(), v.src)),
-    ("orig_p", |v| Value::Int(v.sport.into())),
-    ("resp_h", |v| Value::Addr(v.r.flow.key.family(), v.dst)),
-    ("resp_p", |v| Value::Int(v.dport.into())),
-    ("proto", |v| Value::Proto(v.r.flow.key.proto(), v.r.flow.key.family())),
-    ("icmp_id", icmp_id),
-    ("orig_pkts", |v| Value::Int(v.r.flow.packets[0])),
-    ("orig_wire_bytes", |v| Value::Int(v.r.flow.bytes[0])),
-    ("resp_pkts", |v| Value::Int(v.r.flow.packets[1])),
-    ("resp_wire_bytes", |v| Value::Int(v.r.flow.bytes[1])),
-    ("tcp_flags_orig", |v| if v.tcp { Value::Flags(v.r.flow.tcp_flags[0]) } else { Value::Absent }),
-    ("tcp_flags_resp", |v| if v.tcp { Value::Flags(v.r.flow.tcp_flags[1]) } else { Value::Absent }),
-    ("conn_state", |v| v.conn_state()),
-    ("history", |v| v.history()),
-    ("orig_retrans", |v| v.counter(0, |c| c.retrans)),
-    ("orig_out_of_order", |v| v.counter(0, |c| c.out_of_order)),
-    ("orig_lost", |v| v.counter(0, |c| c.lost)),
-    ("orig_zero_window", |v| v.counter(0, |c| c.zero_window)),
-    ("resp_retrans", |v| v.counter(1, |c| c.retrans)),
-    ("resp_out_of_order", |v| v.counter(1, |c| c.out_of_order)),
-    ("resp_lost", |v| v.counter(1, |c| c.lost)),
-    ("resp_zero_window", |v| v.counter(1, |c| c.zero_window)),
-    ("end_reason", |v| Value::Name(v.r.end.name())),
-    ("rtt_orig_samples", |v| v.rtt(false).map_or(Value::Absent, |d| Value::Int(d.count))),
-    ("rtt_orig_min_us", |v| v.rtt_us(false, |d| d.min.as_nanos())),
-    ("rtt_orig_median_us", |v| v.rtt_us(false, |d| d.median.as_nanos())),
-    ("rtt_orig_max_us", |v| v.rtt_us(false, |d| d.max.as_nanos())),
-    ("rtt_resp_samples", |v| v.rtt(true).map_or(Value::Absent, |d| Value::Int(d.count))),
-    ("rtt_resp_min_us", |v| v.rtt_us(true, |d| d.min.as_nanos())),
-    ("rtt_resp_median_us", |v| v.rtt_us(true, |d| d.median.as_nanos())),
-    ("rtt_resp_max_us", |v| v.rtt_us(true, |d| d.max.as_nanos())),
-];
+fields! {
+    /// [`Schema::V2`]'s fields before [`APP_AND_FIREWALL`].
+    V2_HEAD, v2_head: [
+        ("ts", |v| Value::Time(v.r.flow.first.as_nanos())),
+        ("ts_end", |v| Value::Time(v.r.flow.last.as_nanos())),
+        ("duration", |v| Value::Time(v.r.flow.last.since(v.r.flow.first).as_nanos())),
+        ("uid", |v| v.uid()),
+        ("community_id", |v| community_id::of_flow(&v.r.flow, 0).map_or(Value::Absent, Value::Cid)),
+        ("orig_h", |v| Value::Addr(v.r.flow.key.family(), v.src)),
+        ("orig_p", |v| Value::Int(v.sport.into())),
+        ("resp_h", |v| Value::Addr(v.r.flow.key.family(), v.dst)),
+        ("resp_p", |v| Value::Int(v.dport.into())),
+        ("proto", |v| Value::Proto(v.r.flow.key.proto(), v.r.flow.key.family())),
+        ("icmp_id", icmp_id),
+        ("orig_pkts", |v| Value::Int(v.r.flow.packets[0])),
+        ("orig_wire_bytes", |v| Value::Int(v.r.flow.bytes[0])),
+        ("resp_pkts", |v| Value::Int(v.r.flow.packets[1])),
+        ("resp_wire_bytes", |v| Value::Int(v.r.flow.bytes[1])),
+        ("tcp_flags_orig", |v| if v.tcp { Value::Flags(v.r.flow.tcp_flags[0]) } else { Value::Absent }),
+        ("tcp_flags_resp", |v| if v.tcp { Value::Flags(v.r.flow.tcp_flags[1]) } else { Value::Absent }),
+        ("conn_state", |v| v.conn_state()),
+        ("history", |v| v.history()),
+        ("orig_retrans", |v| v.counter(0, |c| c.retrans)),
+        ("orig_out_of_order", |v| v.counter(0, |c| c.out_of_order)),
+        ("orig_lost", |v| v.counter(0, |c| c.lost)),
+        ("orig_zero_window", |v| v.counter(0, |c| c.zero_window)),
+        ("resp_retrans", |v| v.counter(1, |c| c.retrans)),
+        ("resp_out_of_order", |v| v.counter(1, |c| c.out_of_order)),
+        ("resp_lost", |v| v.counter(1, |c| c.lost)),
+        ("resp_zero_window", |v| v.counter(1, |c| c.zero_window)),
+        ("end_reason", |v| Value::Name(v.r.end.name())),
+        ("rtt_orig_samples", |v| v.rtt(false).map_or(Value::Absent, |d| Value::Int(d.count))),
+        ("rtt_orig_min_us", |v| v.rtt_us(false, |d| d.min.as_nanos())),
+        ("rtt_orig_median_us", |v| v.rtt_us(false, |d| d.median.as_nanos())),
+        ("rtt_orig_max_us", |v| v.rtt_us(false, |d| d.max.as_nanos())),
+        ("rtt_resp_samples", |v| v.rtt(true).map_or(Value::Absent, |d| Value::Int(d.count))),
+        ("rtt_resp_min_us", |v| v.rtt_us(true, |d| d.min.as_nanos())),
+        ("rtt_resp_median_us", |v| v.rtt_us(true, |d| d.median.as_nanos())),
+        ("rtt_resp_max_us", |v| v.rtt_us(true, |d| d.max.as_nanos())),
+    ]
+}
 
-/// [`Schema::V2`]'s fields after [`APP_AND_FIREWALL`].
-const V2_TAIL: &[Field] = &[("tunnel", tunnel)];
+fields! {
+    /// [`Schema::V2`]'s fields after [`APP_AND_FIREWALL`].
+    V2_TAIL, v2_tail: [("tunnel", tunnel)]
+}
 
 /// The tunnel the flow's packets came out of, when they did.
 fn tunnel<'a>(v: &View<'a>) -> Value<'a> {
@@ -431,20 +534,25 @@ fn rule<'a>(v: &View<'a>) -> Value<'a> {
 /// the flow table never gives), or by a 64-bit collision. With the same seed the same
 /// capture gives the same uids; a different seed (`--uid-seed`) gives unrelated ones.
 pub fn uid(flow: &rampart_flow::Flow, seed: u64) -> u64 {
+    key_uid(&flow.key, flow.initiator, flow.first.as_nanos(), seed)
+}
+
+/// [`uid`] of a flow's key, initiator and first packet's time in nanoseconds.
+#[inline]
+fn key_uid(k: &rampart_flow::FlowKey, initiator: Side, first: u64, seed: u64) -> u64 {
     /// SplitMix64's finaliser.
     fn mix(mut z: u64) -> u64 {
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
     }
-    let k = &flow.key;
     let word = |b: &[u8]| u64::from_le_bytes(b.try_into().unwrap_or([0; 8]));
     let tail = u64::from(k.port_a()) << 48
         | u64::from(k.port_b()) << 32
         | u64::from(k.proto()) << 24
         | u64::from(k.family().version()) << 16
         | u64::from(k.kind() as u8) << 8
-        | u64::from(flow.initiator == Side::B);
+        | u64::from(initiator == Side::B);
     let mut h = mix(seed ^ 0x9e37_79b9_7f4a_7c15);
     for w in [
         word(&k.addr_a_bytes()[..8]),
@@ -452,7 +560,7 @@ pub fn uid(flow: &rampart_flow::Flow, seed: u64) -> u64 {
         word(&k.addr_b_bytes()[..8]),
         word(&k.addr_b_bytes()[8..]),
         tail,
-        flow.first.as_nanos(),
+        first,
     ] {
         h = mix(h ^ w).wrapping_add(0x9e37_79b9_7f4a_7c15);
     }
@@ -463,21 +571,35 @@ pub fn uid(flow: &rampart_flow::Flow, seed: u64) -> u64 {
 /// ([`FlowRecord::start`]), so every record of one flow (interim records of an active timeout
 /// and its final one) carries the same uid.
 pub fn record_uid(r: &FlowRecord, seed: u64) -> u64 {
-    let mut flow = r.flow;
-    flow.first = r.start;
-    uid(&flow, seed)
+    key_uid(&r.flow.key, r.flow.initiator, r.start.as_nanos(), seed)
 }
 
 /// Appends a uid as Zeek writes its uids: `C` and then the number in base 62 (11 digits).
-pub fn uid_text(l: &mut Vec<u8>, mut u: u64) {
+///
+/// The number is cut in three (5, 3 and 3 digits) and each part's digits found with 32-bit
+/// arithmetic, three short chains of divisions instead of one of eleven.
+#[inline]
+pub fn uid_text(l: &mut Vec<u8>, u: u64) {
     const DIGITS: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-    let mut buf = [b'0'; 11];
-    for slot in buf.iter_mut().rev() {
-        *slot = DIGITS[(u % 62) as usize];
-        u /= 62;
+    const P3: u64 = 62 * 62 * 62;
+    const P6: u64 = P3 * P3;
+    /// Writes the base-62 digits of `v` into `out`, zero-padded.
+    #[inline(always)]
+    fn part(out: &mut [u8], mut v: u32) {
+        for slot in out.iter_mut().rev() {
+            *slot = DIGITS[(v % 62) as usize];
+            v /= 62;
+        }
     }
-    l.push(b'C');
-    l.extend_from_slice(&buf);
+    // u64::MAX / 62^6 < 62^5: the high part has five digits and fits 32 bits.
+    let (high, low) = ((u / P6) as u32, u % P6);
+    // Written in place (see `num::uint`).
+    let at = l.len();
+    l.extend_from_slice(b"C00000000000");
+    let buf = &mut l[at..];
+    part(&mut buf[1..6], high);
+    part(&mut buf[6..9], (low / P3) as u32);
+    part(&mut buf[9..12], (low % P3) as u32);
 }
 
 /// Writes flow records to `W`. Output is buffered by `W`; call [`FlowWriter::flush`] before exit.
@@ -531,33 +653,24 @@ impl<W: Write> FlowWriter<W> {
         let view = View::new(r, self.seed);
         let l = &mut self.line;
         l.clear();
+        match (self.format, self.schema) {
+            (FlowFormat::Json, Schema::Rampart) => rampart_fields::<Json, false>(l, &view),
+            (FlowFormat::Json, Schema::V2) => v2_fields::<Json>(l, &view),
+            (FlowFormat::Csv, Schema::Rampart) => rampart_fields::<Csv, true>(l, &view),
+            (FlowFormat::Csv, Schema::V2) => v2_fields::<Csv>(l, &view),
+        }
         match self.format {
+            // Every field came with a comma before it: the first one opens the object.
             FlowFormat::Json => {
-                l.push(b'{');
-                let mut first = true;
-                for (name, value) in self.schema.fields(FlowFormat::Json) {
-                    let v = value(&view);
-                    if matches!(v, Value::Absent) {
-                        continue;
-                    }
-                    if !first {
-                        l.push(b',');
-                    }
-                    first = false;
-                    l.push(b'"');
-                    l.extend_from_slice(name.as_bytes());
-                    l.extend_from_slice(b"\":");
-                    json_value(l, v);
+                match l.first_mut() {
+                    Some(b) => *b = b'{',
+                    None => l.push(b'{'),
                 }
                 l.extend_from_slice(b"}\n");
             }
+            // Every cell came with a comma after it: the last one ends the line.
             FlowFormat::Csv => {
-                for (i, (_, value)) in self.schema.fields(FlowFormat::Csv).enumerate() {
-                    if i > 0 {
-                        l.push(b',');
-                    }
-                    csv_value(l, value(&view));
-                }
+                l.pop();
                 l.push(b'\n');
             }
         }
@@ -581,11 +694,12 @@ impl<W: Write> FlowWriter<W> {
     }
 }
 
+#[inline(always)]
 fn json_value(l: &mut Vec<u8>, v: Value<'_>) {
     match v {
         Value::Absent => {}
         Value::Bool(b) => l.extend_from_slice(if b { b"true" } else { b"false" }),
-        Value::Int(n) => int(l, n),
+        Value::Int(n) => num::uint(l, n),
         Value::Time(ns) => epoch(l, ns),
         Value::Rtt(ns) => rtt::secs(l, ns, 9),
         Value::Uid(u) => {
@@ -601,7 +715,7 @@ fn json_value(l: &mut Vec<u8>, v: Value<'_>) {
         Value::Text(s) => text::json_string(l, s),
         Value::Cid(c) => {
             l.push(b'"');
-            l.extend_from_slice(c.as_str().as_bytes());
+            l.extend_from_slice(c.as_bytes());
             l.push(b'"');
         }
         Value::Addr(family, a) => {
@@ -625,7 +739,7 @@ fn json_value(l: &mut Vec<u8>, v: Value<'_>) {
         Value::Label(label) => {
             l.push(b'"');
             let start = l.len();
-            display(l, label);
+            label_text(l, label);
             // Labels are names from fixed lists and need no escaping; should one ever need
             // it, it gets it.
             if l[start..].iter().any(|&b| b == b'"' || b == b'\\' || b < 0x20) {
@@ -637,17 +751,18 @@ fn json_value(l: &mut Vec<u8>, v: Value<'_>) {
     }
 }
 
+#[inline(always)]
 fn csv_value(l: &mut Vec<u8>, v: Value<'_>) {
     match v {
         Value::Absent => {}
         Value::Bool(b) => l.extend_from_slice(if b { b"true" } else { b"false" }),
-        Value::Int(n) => int(l, n),
+        Value::Int(n) => num::uint(l, n),
         Value::Time(ns) => epoch(l, ns),
         Value::Rtt(ns) => rtt::secs(l, ns, 9),
         Value::Uid(u) => uid_text(l, u),
         Value::Name(s) => l.extend_from_slice(s.as_bytes()),
         Value::Text(s) => text::csv_field(l, s),
-        Value::Cid(c) => l.extend_from_slice(c.as_str().as_bytes()),
+        Value::Cid(c) => l.extend_from_slice(c.as_bytes()),
         Value::Addr(family, a) => num::slot_addr(l, family, a),
         Value::Proto(p, family) => match proto_name(p, family) {
             Some(name) => l.extend_from_slice(name.as_bytes()),
@@ -656,7 +771,7 @@ fn csv_value(l: &mut Vec<u8>, v: Value<'_>) {
         Value::Flags(f) => flags(l, f),
         Value::Label(label) => {
             let start = l.len();
-            display(l, label);
+            label_text(l, label);
             if l[start..].iter().any(|&b| matches!(b, b',' | b'"' | b'\n' | b'\r')) {
                 let raw = l.split_off(start);
                 text::csv_field(l, &String::from_utf8_lossy(&raw));
@@ -665,21 +780,23 @@ fn csv_value(l: &mut Vec<u8>, v: Value<'_>) {
     }
 }
 
-/// Writes a `Display` value into the line (writing into a Vec cannot fail).
-fn display(l: &mut Vec<u8>, v: impl std::fmt::Display) {
-    let _ = write!(l, "{v}");
+/// Appends a label's text as its `Display` writes it (`MASTER` or `MASTER.APP`), without
+/// the formatter.
+#[inline]
+fn label_text(l: &mut Vec<u8>, label: Label) {
+    let (first, second) = label.parts();
+    l.extend_from_slice(first.as_bytes());
+    if let Some(app) = second {
+        l.push(b'.');
+        l.extend_from_slice(app.as_bytes());
+    }
 }
 
 /// Appends nanoseconds since the epoch as seconds with six decimals (microseconds,
 /// truncated), as records write times.
+#[inline]
 pub fn epoch(l: &mut Vec<u8>, ns: u64) {
-    int(l, ns / 1_000_000_000);
-    l.push(b'.');
-    let us = (ns % 1_000_000_000) / 1000;
-    let mut buf = itoa::Buffer::new();
-    let digits = buf.format(us);
-    l.extend(std::iter::repeat_n(b'0', 6 - digits.len()));
-    l.extend_from_slice(digits.as_bytes());
+    num::secs_micros(l, ns);
 }
 
 /// The protocol's name in records, or `None` where the number is written.
@@ -1010,6 +1127,29 @@ mod tests {
         let mut l = Vec::new();
         uid_text(&mut l, u64::MAX);
         assert_eq!(l, b"CLygHa16AHYF");
+        // The three-part digits equal eleven divisions of the whole number.
+        let plain = |mut u: u64| {
+            const DIGITS: &[u8; 62] =
+                b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+            let mut buf = [b'0'; 11];
+            for slot in buf.iter_mut().rev() {
+                *slot = DIGITS[(u % 62) as usize];
+                u /= 62;
+            }
+            [b"C".as_slice(), &buf].concat()
+        };
+        let p3 = 62u64.pow(3);
+        let p6 = 62u64.pow(6);
+        let mut values = vec![0, 1, 61, 62, u64::MAX, u64::MAX - 1, u, uid(&r.flow, 9)];
+        for p in [p3, p6, p6 * 61, 62u64.pow(10)] {
+            values.extend([p - 1, p, p + 1]);
+        }
+        values.extend((0..2000).map(|s| uid(&r.flow, s)));
+        for v in values {
+            let mut t = Vec::new();
+            uid_text(&mut t, v);
+            assert_eq!(t, plain(v), "{v}");
+        }
         l.clear();
         uid_text(&mut l, 0);
         assert_eq!(l, b"C00000000000");
@@ -1051,6 +1191,20 @@ mod tests {
             "{}",
             lines[1]
         );
+    }
+
+    /// Labels are appended as they are displayed.
+    #[test]
+    fn label_text_is_the_display() {
+        use rampart_dpi::{Label, Proto};
+        for master in [Proto::Unknown, Proto::Tls, Proto::Dns, Proto::Quic] {
+            for app in [None, Some("YouTube"), Some(master.name()), Some("TLS"), Some("")] {
+                let label = Label { master, app };
+                let mut l = b"x".to_vec();
+                label_text(&mut l, label);
+                assert_eq!(l, format!("x{label}").into_bytes(), "{label:?}");
+            }
+        }
     }
 
     #[test]

@@ -522,7 +522,7 @@ fn text(l: &mut Vec<u8>, v: Value<'_>) {
             None => num::int(l, p),
         },
         Value::Flags(f) => crate::flags(l, f),
-        Value::Label(label) => crate::display(l, label),
+        Value::Label(label) => crate::label_text(l, label),
     }
 }
 
