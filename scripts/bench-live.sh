@@ -12,16 +12,36 @@
 # captured gives its cost per new flow.
 #
 # Usage: sudo scripts/bench-live.sh [SECONDS] [RATE...]
-#        (root; iproute2, ethtool, taskset, tcpdump, GNU time)
+#        sudo scripts/bench-live.sh drain [PACKETS] [RUNS]
+#        (root; iproute2, ethtool, taskset, tcpdump, GNU time; RAMPART_BIN=PATH runs another
+#        build of rampart)
+#
+# `drain` measures how fast each tool empties a full ring when the generator cannot offer
+# more than the tool takes (on veth the generator's CPU also carries the receive path, which
+# caps it near 600 kpps on some machines). The tool starts with a ring large enough for
+# PACKETS frames (default 3,000,000) and is stopped (SIGSTOP); the generator fills the ring
+# as fast as it can; then the tool is continued and its CPU time watched (/proc, all threads)
+# until it stops growing. Drain rate = PACKETS / (wall time from SIGCONT to the last CPU
+# tick). Both CPUs are free while it drains, so `--workers 2` runs here unpinned, beside the
+# one-worker runs pinned to CPU 1. A run whose tool did not capture every packet, or whose
+# kernel dropped any, is marked.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mode=rate
+if [ "${1:-}" = drain ]; then
+    mode=drain
+    shift
+    packets=${1:-3000000}
+    runs=${2:-3}
+    set --
+fi
 secs=${1:-5}
 shift || true
 rates=${*:-200000 400000 600000 700000 800000 900000 1000000}
 ring_kib=${RING_KIB:-32768}
 cargo build --release -q -p rampart
 cargo build --release -q -p rampart-capture --example udpgen
-bin=$PWD/target/release/rampart
+bin=${RAMPART_BIN:-$PWD/target/release/rampart}
 gen=$PWD/target/release/examples/udpgen
 id=$$
 g=rbg$id
@@ -88,6 +108,79 @@ run() {
             "$name" "$rate" "$count" "${got:-?}" "${kdrop:-?}" "${rdrop:-?}" "$cpu" "$verdict"
     done
 }
+
+# cpu_ticks PID: user + system clock ticks of every thread of PID so far.
+cpu_ticks() {
+    awk '{ print $14 + $15 }' "/proc/$1/stat"
+}
+
+# drain NAME CPUS CMD...: fills the stopped tool's ring, then times how fast it empties it.
+drain() {
+    local name=$1 cpus=$2
+    shift 2
+    taskset -c "$cpus" ip netns exec $c "$@" >"$tmp/out" 2>"$tmp/err" &
+    local pid=$!
+    # A large ring takes the kernel a moment to set up.
+    sleep 3
+    local tool
+    tool=$(pgrep -n -f "^$1 " | head -1)
+    [ -n "$tool" ] || tool=$pid
+    kill -STOP "$tool"
+    local sent
+    sent=$(taskset -c 0 ip netns exec $g "$gen" g0 5000000 "$packets")
+    sleep 0.5
+    local before t0 t1 last now
+    before=$(cpu_ticks "$tool")
+    last=$before
+    t0=$(date +%s.%N)
+    t1=$t0
+    kill -CONT "$tool"
+    local quiet=0
+    while [ $quiet -lt 10 ]; do
+        sleep 0.05
+        now=$(cpu_ticks "$tool")
+        if [ "$now" -gt "$last" ]; then
+            last=$now
+            t1=$(date +%s.%N)
+            quiet=0
+        else
+            quiet=$((quiet + 1))
+        fi
+    done
+    kill -INT "$tool"
+    wait $pid || true
+    local got kdrop
+    if [ "$name" = tcpdump ]; then
+        got=$(sed -n 's/^\([0-9]*\) packets captured/\1/p' "$tmp/err")
+        kdrop=$(sed -n 's/^\([0-9]*\) packets dropped by kernel/\1/p' "$tmp/err")
+    else
+        read -r got kdrop < <(sed -n \
+            's/.*capture: \([0-9]*\) packets received, \([0-9]*\) dropped by the kernel.*/\1 \2/p' \
+            "$tmp/err") || true
+    fi
+    local verdict=complete
+    if [ "${got:-0}" -lt "$packets" ] || [ "${kdrop:-1}" != 0 ]; then
+        verdict="INCOMPLETE (captured ${got:-?}, kernel dropped ${kdrop:-?})"
+    fi
+    awk -v n="$packets" -v a="$t0" -v b="$t1" -v ticks=$((last - before)) -v name="$name" \
+        -v sent="$(sed -n 's/.*s: \([0-9]*\) pps.*/\1/p' <<<"$sent")" -v v="$verdict" \
+        'BEGIN { s = b - a; printf "%-18s filled at %7d pps; drained %d in %.2f s: %8.0f pps, %4.0f ns CPU/packet: %s\n", name, sent, n, s, n / s, ticks * 1e7 / n, v }'
+}
+
+if [ $mode = drain ]; then
+    # Room for every frame: a 60-byte frame takes under 160 bytes of a TPACKET_V3 block.
+    ring_kib=$(((packets * 256 / 1024 / 1024 + 64) * 1024))
+    echo "drain: $packets packets, ring $ring_kib KiB, $runs runs"
+    for _ in $(seq "$runs"); do
+        drain rampart-dpi 1 "$bin" flows -i c0 -B "$ring_kib" -o /dev/null
+        drain rampart-no-dpi 1 "$bin" flows -i c0 -B "$ring_kib" --dpi off -o /dev/null
+        drain rampart-dpi-2w 0,1 "$bin" flows -i c0 -B "$ring_kib" --workers 2 -o /dev/null
+        drain rampart-no-dpi-2w 0,1 "$bin" flows -i c0 -B "$ring_kib" --workers 2 --dpi off -o /dev/null
+        drain tcpdump 1 tcpdump -i c0 -B "$ring_kib" -w /dev/null
+    done
+    echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
+    exit 0
+fi
 
 run rampart-dpi "$bin" flows -i c0 -B "$ring_kib" -o /dev/null
 run rampart-no-dpi "$bin" flows -i c0 -B "$ring_kib" --dpi off -o /dev/null
