@@ -342,7 +342,7 @@ mod tests {
                 let mut out = vec![b'x'; w];
                 digits_into(&mut out, v);
                 let full = format!("{v:020}");
-                assert_eq!(out, full[20 - w..].as_bytes(), "{v} {w}");
+                assert_eq!(out, &full.as_bytes()[20 - w..], "{v} {w}");
             }
         }
         // Appending keeps what is there.
