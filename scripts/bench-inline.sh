@@ -24,7 +24,8 @@
 #       throughput, rampart's counters and its resident memory.
 #
 # Usage: sudo scripts/bench-inline.sh MODE [ARGS...]
-#        (root; iproute2, ethtool, taskset, iperf3, ping, nft, libxdp1 for the AF_XDP parts)
+#        (root; iproute2, ethtool, taskset, iperf3, ping, nft, libxdp1 for the AF_XDP parts;
+#        in flood mode BOXES="linux rampart rampart-xdp" picks the boxes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:?usage: bench-inline.sh rate|tcp|reload|flood [ARGS...]}
@@ -199,7 +200,7 @@ flood)
     rate=${2:-200000}
     ip netns exec $S iperf3 -s -D -B 10.77.0.2
     sleep 0.5
-    for box in linux rampart rampart-xdp; do
+    for box in ${BOXES:-linux rampart rampart-xdp}; do
         RUN_ARGS="--ct-max 10000" start $box
         rss() {
             [ -n "$mid" ] || { echo "-"; return; }

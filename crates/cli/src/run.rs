@@ -424,6 +424,7 @@ fn open_ports(s: &Settings) -> Result<Vec<(usize, BoxPorts)>, Fail> {
                         fanout,
                         max_frame: None,
                         first_interface: 2 * p as u32,
+                        tx_ring: true,
                     };
                     // Each interface its own group: ids id (first) and id + 1 (second).
                     let pair = PacketPair::open(a, b, &cfg);
