@@ -460,6 +460,15 @@ impl FlowDpi {
         }
     }
 
+    /// Starts over as [`FlowDpi::new`] would, for a new flow over IP protocol `l4`, keeping
+    /// the room of its evidence list, so a pooled state allocates nothing per flow.
+    pub(crate) fn restart(&mut self, l4: u8) {
+        let mut candidates = std::mem::take(&mut self.candidates);
+        candidates.clear();
+        *self = FlowDpi::new(l4);
+        self.candidates = candidates;
+    }
+
     /// Tells the flow its responder's address (IPv4 in the first four bytes): a flow no detector recognises is labelled by the application that address
     /// belongs to, if any ([`By::Address`]).
     pub fn set_responder(&mut self, family: IpFamily, addr: &[u8; 16]) {
@@ -494,7 +503,8 @@ impl FlowDpi {
             .as_ref()
             .map_or(0, |p| std::mem::size_of::<[Vec<u8>; 2]>() + p[0].capacity() + p[1].capacity());
         let quic = self.quic.as_ref().map_or(0, |q| q.heap_bytes());
-        let candidate = self.candidates.capacity() * std::mem::size_of::<Candidate>();
+        // The evidence in use (a pooled state keeps its list's room from flow to flow).
+        let candidate = self.candidates.len() * std::mem::size_of::<Candidate>();
         pending
             + quic
             + candidate
@@ -627,7 +637,7 @@ impl FlowDpi {
         self.done = true;
         self.pending = None;
         self.quic = None;
-        self.candidates = Vec::new();
+        self.candidates.clear();
         self.provisional = None;
     }
 

@@ -161,20 +161,21 @@ impl DpiTable {
                 let mut f = FlowDpi::new(flow.l4);
                 if f.is_done() {
                     // Not TCP or UDP: decided by the header alone.
-                    self.slots[i] = self.keep(&mut f);
+                    self.slots[i] = self.keep(App::of(&mut f));
                     return;
                 }
-                f.set_responder(flow.family, flow.responder);
                 self.stats.inspected += 1;
                 self.inspecting += 1;
                 self.stats.peak_inspecting = self.stats.peak_inspecting.max(self.inspecting);
+                // A state from the pool starts over in place (keeping its allocations).
                 let at = match self.free_pool.pop() {
                     Some(at) => {
-                        *self.pool.get_mut(at) = f;
+                        self.pool.get_mut(at).restart(flow.l4);
                         at
                     }
                     None => self.pool.push(f),
                 };
+                self.pool.get_mut(at).set_responder(flow.family, flow.responder);
                 self.slots[i] = at + 1;
                 at
             }
@@ -195,11 +196,12 @@ impl DpiTable {
             done = true;
         }
         if done {
-            let mut f = std::mem::replace(f, FlowDpi::new(0));
+            let app = App::of(f);
+            f.restart(0);
             self.held = self.held.saturating_sub(after);
             self.free_pool.push(at);
             self.inspecting -= 1;
-            self.slots[i] = self.keep(&mut f);
+            self.slots[i] = self.keep(app);
         }
     }
 
@@ -234,7 +236,7 @@ impl DpiTable {
                 let f = self.pool.get_mut(at);
                 self.held = self.held.saturating_sub(f.heap_bytes());
                 let app = given_up(f, flow);
-                *f = FlowDpi::new(0);
+                f.restart(0);
                 self.free_pool.push(at);
                 self.inspecting -= 1;
                 app
@@ -280,8 +282,7 @@ impl DpiTable {
     }
 
     /// Stores a decided flow's record; returns the slot state that points to it.
-    fn keep(&mut self, f: &mut FlowDpi) -> u32 {
-        let app = App::of(f);
+    fn keep(&mut self, app: App) -> u32 {
         if app == App::default() {
             return DECIDED_NOTHING;
         }
@@ -411,6 +412,41 @@ mod tests {
         }
         assert_eq!(t.pool.len, 1, "one state reused");
         assert_eq!(t.decided.len(), 1, "one record reused");
+    }
+
+    /// A state taken from the pool keeps the room of its evidence list: a flood of flows
+    /// whose payloads fit a heuristic allocates nothing per flow once the pool is warm.
+    #[test]
+    fn pooled_states_keep_their_evidence_room() {
+        let mut t = DpiTable::new(Config::default());
+        let f = udp([40000, 40001]);
+        // Random datagrams until one fits some heuristic (about one in six does).
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        let mut payload = [0u8; 18];
+        let mut fits = || {
+            for b in payload.iter_mut() {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                *b = s as u8;
+            }
+            let mut probe = FlowDpi::new(17);
+            probe.feed(&Config::default(), true, [40000, 40001], &payload);
+            (!probe.candidates.is_empty()).then_some(payload)
+        };
+        let p = std::iter::repeat_with(&mut fits).flatten().next().unwrap();
+        t.feed(3, &f, true, &p);
+        let room = t.pool.get(0).candidates.as_ptr();
+        assert!(t.pool.get(0).candidates.capacity() > 0);
+        for _ in 0..10 {
+            t.retire(3, &f);
+            let kept = &t.pool.get(0).candidates;
+            assert!(kept.is_empty() && kept.capacity() > 0, "the evidence is gone, its room kept");
+            t.feed(3, &f, true, &p);
+            assert_eq!(t.pool.get(0).candidates.as_ptr(), room, "the same room is used");
+        }
+        assert_eq!(t.pool.len, 1);
+        assert_eq!(t.memory_bytes(), t.fixed_bytes() + t.pool.get(0).heap_bytes());
     }
 
     #[test]
