@@ -16,7 +16,7 @@ use std::sync::atomic::AtomicBool;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Namespaces, SENT, bridge_loop, check_delivery, drive, enter};
+use common::{Namespaces, SENT, bridge_loop, can_run, check_delivery, drive, enter};
 use rampart_capture::{PacketPair, PairConfig, PairStats};
 
 const TEST: &str = "packet_pair_bridges_two_veths";
@@ -112,18 +112,8 @@ fn run(ns: &Namespaces, cfg: PairConfig) {
 
 #[test]
 fn packet_pair_bridges_two_veths() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return rampart_testkit::skip(
-            rampart_testkit::REQUIRE_TOOLS,
-            TEST,
-            "not root (it creates network namespaces)",
-        );
-    }
-    for tool in ["ip", "ethtool", "ping"] {
-        if rampart_testkit::tool(TEST, tool).is_none() {
-            return;
-        }
+    if !can_run(TEST, "not root (it creates network namespaces)") {
+        return;
     }
     let started = Instant::now();
     let ns = Namespaces::create("rpkt");

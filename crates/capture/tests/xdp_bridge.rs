@@ -21,7 +21,7 @@ use rampart_capture::xdp::{self, XdpConfig, XdpPair, XdpStats};
 
 mod common;
 
-use common::{Namespaces, SENT, bridge_loop, check_delivery, drive, enter};
+use common::{Namespaces, SENT, bridge_loop, can_run, check_delivery, drive, enter};
 
 const TEST: &str = "xdp_pair_bridges_two_veths";
 
@@ -140,13 +140,8 @@ fn run(ns: &Namespaces, cfg: XdpConfig) {
 
 #[test]
 fn xdp_pair_bridges_two_veths() {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return rampart_testkit::skip(
-            rampart_testkit::REQUIRE_TOOLS,
-            TEST,
-            "not root (it creates network namespaces and attaches XDP programs)",
-        );
+    if !can_run(TEST, "not root (it creates network namespaces and attaches XDP programs)") {
+        return;
     }
     if !xdp::available() {
         return rampart_testkit::skip(
@@ -154,11 +149,6 @@ fn xdp_pair_bridges_two_veths() {
             TEST,
             "libxdp is not installed (Debian's libxdp1)",
         );
-    }
-    for tool in ["ip", "ethtool", "ping"] {
-        if rampart_testkit::tool(TEST, tool).is_none() {
-            return;
-        }
     }
     let started = Instant::now();
     let ns = Namespaces::create("rxdp");

@@ -294,3 +294,15 @@ pub(crate) fn bridge_loop(
     }
     (judged_false, injected)
 }
+
+/// Whether a bridge test can run here: root (to create namespaces: `root_for` says what else
+/// needs it) and `ip`, `ethtool` and `ping`; says why not, through the test kit (which fails
+/// instead under `RAMPART_REQUIRE_TOOLS=1`).
+pub(crate) fn can_run(test: &str, root_for: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        rampart_testkit::skip(rampart_testkit::REQUIRE_TOOLS, test, root_for);
+        return false;
+    }
+    ["ip", "ethtool", "ping"].iter().all(|tool| rampart_testkit::tool(test, tool).is_some())
+}
