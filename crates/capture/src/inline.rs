@@ -169,7 +169,8 @@ struct TxRing {
     next: std::cell::Cell<usize>,
 }
 
-// SAFETY: the ring is owned by one pair and only touched through &mut self.
+// SAFETY: the rings are owned by one pair, used by one thread at a time (the receive ring
+// through &mut self, the transmit ring's position through a Cell, which is not Sync).
 unsafe impl Send for Port {}
 
 /// The MTU of `iface`, from sysfs.
@@ -360,12 +361,13 @@ impl Port {
 
     /// Copies `frames` into the transmit ring and has the kernel send them with one `send`.
     /// A slot still in flight (its receiver holds the frame) is waited for briefly, with the
-    /// ring kicked; a frame that finds no free slot, or is too long for one, is dropped.
+    /// ring kicked; if it stays busy, that frame and the rest of the batch are dropped (the
+    /// ring is full), as is a frame too long for a slot.
     fn send_ring(&self, frames: &[&[u8]]) -> (u64, u64) {
         let fd = self.fd.as_raw_fd();
         let Some(tx) = &self.tx else { return (0, frames.len() as u64) };
         let (mut queued, mut dropped) = (0u64, 0u64);
-        for f in frames {
+        for (k, f) in frames.iter().enumerate() {
             if TX_DATA + f.len() > tx.slot_size {
                 dropped += 1;
                 continue;
@@ -374,20 +376,22 @@ impl Port {
             // SAFETY: the slot's status word is its first, 4-byte aligned u32 in the mapping;
             // the kernel and we hand the slot over through it.
             let status = unsafe { AtomicU32::from_ptr(slot.cast()) };
+            let free = || {
+                matches!(
+                    status.load(Ordering::Acquire),
+                    TP_STATUS_AVAILABLE | TP_STATUS_WRONG_FORMAT
+                )
+            };
             let mut tries = 0;
-            while !matches!(
-                status.load(Ordering::Acquire),
-                TP_STATUS_AVAILABLE | TP_STATUS_WRONG_FORMAT
-            ) && tries < TX_RETRIES
-            {
+            while !free() && tries < TX_RETRIES {
                 // In flight: have the kernel send what is queued, and give it a moment.
                 kick(fd);
                 std::thread::yield_now();
                 tries += 1;
             }
-            if tries == TX_RETRIES {
-                dropped += 1;
-                continue;
+            if !free() {
+                dropped += (frames.len() - k) as u64;
+                break;
             }
             // SAFETY: the slot is ours (available); the frame fits after its header, as
             // checked above, and the slot lies in the mapping.

@@ -447,7 +447,7 @@ impl FlowDpi {
             l4,
             packets: 0,
             bytes: 0,
-            done: !(l4 == TCP || l4 == UDP),
+            done: !inspected(l4),
             label: by_header.map_or(Label::UNKNOWN, Label::of),
             by: if by_header.is_some() { By::Dpi } else { By::None },
             meta: None,
@@ -676,6 +676,12 @@ impl FlowDpi {
     }
 }
 
+/// Whether flows over IP protocol `l4` are inspected (TCP and UDP); the others are decided by
+/// the header alone.
+pub(crate) fn inspected(l4: u8) -> bool {
+    l4 == TCP || l4 == UDP
+}
+
 /// Runs `f` on a flow's metadata: the boxed one if there is some, else an empty one on the
 /// stack that is boxed only if `f` found something.
 fn with_meta<T>(meta: &mut Option<Box<Meta>>, f: impl FnOnce(&mut Meta) -> T) -> T {
@@ -684,7 +690,7 @@ fn with_meta<T>(meta: &mut Option<Box<Meta>>, f: impl FnOnce(&mut Meta) -> T) ->
     }
     let mut m = Meta::default();
     let out = f(&mut m);
-    if m != Meta::default() {
+    if m != *Meta::EMPTY {
         *meta = Some(Box::new(m));
     }
     out

@@ -9,7 +9,7 @@
 
 use rampart_flow::IpFamily;
 
-use crate::{By, Config, FlowDpi, Label, Meta};
+use crate::{By, Config, FlowDpi, Label, Meta, inspected};
 
 /// What a flow record says about the application: the label, how it was found, and the
 /// metadata read on the way (`None` when there was none).
@@ -158,10 +158,9 @@ impl DpiTable {
         }
         let at = match self.slots[i] {
             FRESH => {
-                let mut f = FlowDpi::new(flow.l4);
-                if f.is_done() {
+                if !inspected(flow.l4) {
                     // Not TCP or UDP: decided by the header alone.
-                    self.slots[i] = self.keep(App::of(&mut f));
+                    self.slots[i] = self.keep(App::of(&mut FlowDpi::new(flow.l4)));
                     return;
                 }
                 self.stats.inspected += 1;
@@ -173,7 +172,7 @@ impl DpiTable {
                         self.pool.get_mut(at).restart(flow.l4);
                         at
                     }
-                    None => self.pool.push(f),
+                    None => self.pool.push(FlowDpi::new(flow.l4)),
                 };
                 self.pool.get_mut(at).set_responder(flow.family, flow.responder);
                 self.slots[i] = at + 1;

@@ -442,10 +442,7 @@ impl FlowTable {
     /// start; a file grows the table as it goes.
     pub fn reserve(&mut self) {
         if self.index.len() < self.max_slots {
-            let old = std::mem::take(&mut self.index);
-            self.index = vec![0; self.max_slots];
-            self.mask = self.max_slots - 1;
-            self.rehash(old);
+            self.resize_index(self.max_slots);
         }
         let max = self.cfg.max_flows;
         self.chunks.reserve_exact(max.div_ceil(CHUNK).saturating_sub(self.chunks.len()));
@@ -1219,12 +1216,10 @@ impl FlowTable {
     /// the index slot and timer-list neighbours its removal will touch prefetched, so a flood
     /// of new flows does not wait on those misses at every packet.
     fn evict(&mut self) -> bool {
-        let any = self.cfg.evict_protected;
-        let evictable = |f: &Flow| f.live() && (any || f.bits & PROTECTED == 0);
         let ahead = self.next_victim.take().filter(|&(rec, last)| {
             (rec as usize) < self.allocated && {
                 let f = self.record(rec);
-                evictable(f) && f.last == last
+                self.evictable(f) && f.last == last
             }
         });
         let Some((rec, _)) = ahead.or_else(|| self.sample()) else {
@@ -1245,17 +1240,23 @@ impl FlowTable {
         true
     }
 
+    /// Whether a record may be pushed out: live, and unprotected unless the table may push
+    /// out any flow.
+    #[inline]
+    fn evictable(&self, f: &Flow) -> bool {
+        f.live() && (self.cfg.evict_protected || f.bits & PROTECTED == 0)
+    }
+
     /// The least recently seen of up to [`EVICT_SAMPLE`] live records after the sweep hand
     /// that may be pushed out, and its last packet's time; moves the hand past them.
     fn sample(&mut self) -> Option<(u32, Timestamp)> {
-        let any = self.cfg.evict_protected;
         let mut victim: Option<(Timestamp, u32)> = None;
         let mut seen = 0;
         let mut r = self.hand;
         for _ in 0..self.allocated.min(EVICT_SCAN) {
             r = if r + 1 >= self.allocated { 0 } else { r + 1 };
             let f = self.record(r as u32);
-            if f.live() && (any || f.bits & PROTECTED == 0) {
+            if self.evictable(f) {
                 if victim.is_none_or(|(last, _)| f.last < last) {
                     victim = Some((f.last, r as u32));
                 }
@@ -1304,14 +1305,13 @@ impl FlowTable {
     }
 
     fn grow_index(&mut self) {
-        let slots = self.index.len() * 2;
-        let old = std::mem::replace(&mut self.index, vec![0; slots]);
-        self.mask = slots - 1;
-        self.rehash(old);
+        self.resize_index(self.index.len() * 2);
     }
 
-    /// Files the entries of an old index into the (empty, larger) current one.
-    fn rehash(&mut self, old: Vec<u64>) {
+    /// Moves the index to `slots` slots (a larger power of two), filing every entry again.
+    fn resize_index(&mut self, slots: usize) {
+        let old = std::mem::replace(&mut self.index, vec![0; slots]);
+        self.mask = slots - 1;
         for e in old.into_iter().filter(|&e| e != 0) {
             let mut s = (e >> 32) as usize & self.mask;
             while self.index[s] != 0 {
