@@ -8,9 +8,10 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use rampart_classify::bench::uniform_headers;
 use rampart_classify::classbench::{parse_rules, parse_trace};
 use rampart_classify::linear::first_match;
-use rampart_classify::{Classifier, Compiled, Header, Rule};
+use rampart_classify::{Classifier, Compiled, Header, Kernel, Rule};
 
 fn read(dir: &std::path::Path, name: &str) -> Option<String> {
     let plain = dir.join(name);
@@ -19,27 +20,6 @@ fn read(dir: &std::path::Path, name: &str) -> Option<String> {
     }
     let out = Command::new("gzip").arg("-dc").arg(dir.join(format!("{name}.gz"))).output().ok()?;
     String::from_utf8(out.stdout).ok()
-}
-
-fn uniform(n: usize) -> Vec<Header> {
-    let mut s = 0x9e37_79b9_7f4a_7c15u64;
-    (0..n)
-        .map(|_| {
-            let mut next = || {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                s
-            };
-            Header([
-                next() as u32,
-                next() as u32,
-                next() as u32 & 0xffff,
-                next() as u32 & 0xffff,
-                [6, 17, 1][next() as usize % 3],
-            ])
-        })
-        .collect()
 }
 
 fn bench(c: &mut Criterion) {
@@ -75,12 +55,20 @@ fn bench(c: &mut Criterion) {
         g.bench_function(format!("{set}/trace/compiled"), |b| {
             b.iter(|| compiled.classify_batch(black_box(&trace), &mut out))
         });
-        let random = uniform(4096);
+        // Uniform headers, 100,000 of them (a few thousand repeated let the branch
+        // predictor learn the sequence), with every kernel this CPU runs.
+        let random = uniform_headers(100_000);
         let mut out = vec![None; random.len()];
         g.throughput(Throughput::Elements(random.len() as u64));
-        g.bench_function(format!("{set}/uniform/compiled"), |b| {
-            b.iter(|| compiled.classify_batch(black_box(&random), &mut out))
-        });
+        for kernel in Kernel::ALL {
+            let mut c = compiled.clone();
+            if !c.set_kernel(kernel) {
+                continue;
+            }
+            g.bench_function(format!("{set}/uniform/compiled-{}", kernel.name()), |b| {
+                b.iter(|| c.classify_batch(black_box(&random), &mut out))
+            });
+        }
         // The baseline: the linear scan, on a sample (it is slow at 100K).
         let sample: Vec<Header> =
             trace.iter().step_by((trace.len() / 512).max(1)).copied().collect();

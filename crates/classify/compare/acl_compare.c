@@ -8,9 +8,10 @@
  * source and destination address, ports; priority falls with the line number, so the
  * highest-priority match is the first match), builds it, and classifies:
  *   - every header of TRACE (ClassBench trace format), in bursts of 64;
- *   - 4,096 uniformly random headers, drawn with the same xorshift generator and seed as
- *     rampart's benchmark, which it also writes to UNIFORM_OUT in trace format so that
- *     `rampart classify --bench` can time the very same headers.
+ *   - 100,000 uniformly random headers (protocol TCP, UDP, ICMP or a random byte), drawn
+ *     with the xorshift generator and seed of rampart_classify::bench::uniform_headers,
+ *     which it also writes to UNIFORM_OUT in trace format so that `rampart classify --bench`
+ *     times the very same headers.
  * Every answer is checked against a linear first-match scan (all headers up to 20,000 of
  * them, a strided sample beyond). Prints one line of JSON: rules, headers, alg, build_ms,
  * trace_ns and uniform_ns (median over at least 7 passes and 200 ms after a warm-up pass,
@@ -273,7 +274,7 @@ int main(int argc, char **argv)
 	size_t nr = read_rules(argv[1], &rules, &boxes);
 	struct hdr *trace;
 	size_t nt = read_trace(argv[2], &trace);
-	size_t nu = 4096;
+	size_t nu = 100000;
 	struct hdr *uni = calloc(nu, sizeof(*uni));
 	FILE *uo = fopen(argv[3], "w");
 	if (!uo)
@@ -283,7 +284,8 @@ int main(int argc, char **argv)
 		uni[i].v[1] = (uint32_t)xs_next();
 		uni[i].v[2] = (uint32_t)xs_next() & 0xffff;
 		uni[i].v[3] = (uint32_t)xs_next() & 0xffff;
-		uni[i].v[4] = (uint32_t[]){6, 17, 1}[xs_next() % 3];
+		uint64_t p = xs_next() % 4;
+		uni[i].v[4] = p == 0 ? 6 : p == 1 ? 17 : p == 2 ? 1 : (uint32_t)xs_next() & 0xff;
 		fprintf(uo, "%u\t%u\t%u\t%u\t%u\t0\t0\n", uni[i].v[0], uni[i].v[1], uni[i].v[2],
 			uni[i].v[3], uni[i].v[4]);
 	}

@@ -5,6 +5,7 @@
 use std::hint::black_box;
 use std::time::Instant;
 
+use rampart_classify::bench::uniform_headers;
 use rampart_classify::classbench::{parse_rules, parse_trace};
 use rampart_classify::{Compiled, Header};
 
@@ -19,6 +20,37 @@ fn main() {
             parse_trace(&set, &trace).expect("trace").iter().map(|t| t.header).collect();
         let t = Instant::now();
         let c = Compiled::new(&rules);
+        if let Some(passes) =
+            std::env::var("MEASURE_UNIFORM_ONLY").ok().and_then(|v| v.parse().ok())
+        {
+            let n: usize =
+                std::env::var("MEASURE_N").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+            let small = uniform_headers(n);
+            let big: Vec<Header> = small.iter().copied().cycle().take(100_000).collect();
+            let mut out = vec![None; big.len()];
+            let t = Instant::now();
+            for _ in 0..passes {
+                c.classify_batch(black_box(&big), &mut out);
+                black_box(&out);
+            }
+            println!(
+                "{set}: uniform only {:.1} ns",
+                t.elapsed().as_nanos() as f64 / (passes * big.len()) as f64
+            );
+            for p in 0..c.partitions() {
+                let t = Instant::now();
+                let mut x = 0u32;
+                for _ in 0..passes {
+                    x ^= walk_one(&c, p, black_box(&big));
+                }
+                black_box(x);
+                println!(
+                    "  part {p}: {:.1} ns",
+                    t.elapsed().as_nanos() as f64 / (passes * big.len()) as f64
+                );
+            }
+            continue;
+        }
         let build = t.elapsed();
         let st = c.stats();
         let mut best = f64::MAX;
@@ -50,7 +82,19 @@ fn main() {
             inter = inter.min(t.elapsed().as_nanos() as f64 / headers.len() as f64);
         }
         println!("{set}: interleaved {inter:.1}");
-        let random = uniform(4096);
+        let big = uniform_headers(100_000);
+        let mut out = vec![None; big.len()];
+        let mut uni_big = f64::MAX;
+        for _ in 0..7 {
+            let t = Instant::now();
+            c.classify_batch(black_box(&big), &mut out);
+            black_box(&out);
+            uni_big = uni_big.min(t.elapsed().as_nanos() as f64 / big.len() as f64);
+        }
+        if std::env::var_os("MEASURE_WALK").is_some() {
+            walk(&c, &big[..20_000]);
+        }
+        let random = uniform_headers(4096);
         let mut out = vec![None; random.len()];
         let mut uni = f64::MAX;
         for _ in 0..20 {
@@ -60,7 +104,7 @@ fn main() {
             uni = uni.min(t.elapsed().as_nanos() as f64 / random.len() as f64);
         }
         println!(
-            "{set}: {} rules, build {:.1} ms, {} B/rule, {} nodes, {} leaf entries, depth {}, {:.1} ns/lookup, {:.1} batched (trace, best of 5), {:.1} uniform",
+            "{set}: {} rules, build {:.1} ms, {} B/rule, {} nodes, {} leaf entries, depth {}, {:.1} ns/lookup, {:.1} batched (trace, best of 5), {:.1} uniform (4,096), {:.1} uniform (100,000)",
             st.rules,
             build.as_secs_f64() * 1e3,
             st.bytes / st.rules.max(1),
@@ -69,29 +113,82 @@ fn main() {
             st.depth,
             best,
             batch,
-            uni
+            uni,
+            uni_big
         );
     }
 }
 
-/// Uniformly random 5-tuples (xorshift, fixed seed), protocols TCP, UDP and ICMP.
-fn uniform(n: usize) -> Vec<Header> {
-    let mut s = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        s
-    };
-    (0..n)
-        .map(|_| {
-            Header([
-                next() as u32,
-                next() as u32,
-                next() as u32 & 0xffff,
-                next() as u32 & 0xffff,
-                [6, 17, 1][next() as usize % 3],
-            ])
-        })
-        .collect()
+fn walk_one(c: &Compiled, p: usize, hs: &[Header]) -> u32 {
+    use rampart_classify::{Start, Step};
+    let mut x = 0;
+    for h in hs {
+        let mut r = match c.start(p) {
+            Start::Root(r) => r,
+            Start::Table { field, shift, slots } => slots[(h.0[field] >> shift) as usize],
+            Start::Vectors(_) => continue,
+        };
+        loop {
+            match c.step(p, r) {
+                Step::Test { field, cuts, kids } => {
+                    r = kids[cuts.iter().filter(|&&x| h.0[field] >= x).count()];
+                }
+                Step::Leaf(list) => {
+                    for &i in list {
+                        if c.rule(i as usize).unwrap().matches(h) {
+                            x ^= i;
+                            break;
+                        }
+                    }
+                    break;
+                }
+            }
+        }
+    }
+    x
+}
+
+/// Per partition, what uniform headers do: node steps and leaf entries scanned, on average.
+fn walk(c: &Compiled, hs: &[Header]) {
+    use rampart_classify::{Start, Step};
+    for p in 0..c.partitions() {
+        let (mut steps, mut entries, mut empty, mut hits) = (0usize, 0usize, 0usize, 0usize);
+        for h in hs {
+            let mut r = match c.start(p) {
+                Start::Root(r) => r,
+                Start::Table { field, shift, slots } => slots[(h.0[field] >> shift) as usize],
+                Start::Vectors(_) => continue,
+            };
+            loop {
+                match c.step(p, r) {
+                    Step::Test { field, cuts, kids } => {
+                        steps += 1;
+                        r = kids[cuts.iter().filter(|&&x| h.0[field] >= x).count()];
+                    }
+                    Step::Leaf(list) => {
+                        if list.is_empty() {
+                            empty += 1;
+                        }
+                        for &i in list {
+                            entries += 1;
+                            if c.rule(i as usize).unwrap().matches(h) {
+                                hits += 1;
+                                break;
+                            }
+                        }
+                        break;
+                    }
+                }
+            }
+        }
+        let n = hs.len() as f64;
+        println!(
+            "  partition {p}: {} rules, {:.2} steps, {:.2} entries, {:.2} empty leaves, {:.2} matched",
+            c.members(p).len(),
+            steps as f64 / n,
+            entries as f64 / n,
+            empty as f64 / n,
+            hits as f64 / n
+        );
+    }
 }

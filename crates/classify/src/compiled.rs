@@ -20,9 +20,12 @@
 //! and the binary tree this replaced is in `BENCHMARKS.md`.
 
 use crate::rule::{FIELDS, Header, Rule};
+use crate::vectors::{Kernel, VECTOR_RULES};
 
 /// Rules per leaf below which a node is not split further.
 const BINTH: usize = 8;
+/// The most slots a partition's root table may have (as bits of the field).
+const TABLE_BITS: u32 = 20;
 /// Deepest tree allowed.
 const MAX_DEPTH: usize = 32;
 /// An address range this small or smaller (a /16) is "small".
@@ -118,10 +121,10 @@ struct Leaf {
     len: u32,
 }
 
-impl Part {
+impl<const N: usize> Part<N> {
     /// Where a header's walk of this partition starts.
     #[inline(always)]
-    fn start<const N: usize>(&self, h: &Header<N>) -> u32 {
+    fn start(&self, h: &Header<N>) -> u32 {
         if self.table.is_empty() {
             self.root
         } else {
@@ -131,7 +134,7 @@ impl Part {
 }
 
 #[derive(Clone, Debug)]
-struct Part {
+struct Part<const N: usize> {
     /// The best (lowest) rule index in the partition.
     min: u32,
     /// The root: a node, or a leaf when `LEAF_BIT` is set (when there is no table).
@@ -149,6 +152,8 @@ struct Part {
     entries: Vec<u32>,
     /// The rules of the partition, ascending (for checking the structure).
     members: Vec<u32>,
+    /// Bit vectors instead of a tree (then `root`, `table` and the tree are empty).
+    vectors: Option<Box<crate::vectors::Vectors<N>>>,
 }
 
 /// Where a partition's walk starts, for tools that check the structure (the policy
@@ -166,6 +171,37 @@ pub enum Start<'a> {
         /// Each slot's reference.
         slots: &'a [u32],
     },
+    /// No walk: the partition's rules are looked up as bit vectors, and the answer is the
+    /// first member (see [`Compiled::members`]) whose position is in every field's set for
+    /// the header's value.
+    Vectors(Vectors<'a>),
+}
+
+/// A bit-vector partition as the lookup sees it, for tools that check the structure.
+#[derive(Clone, Copy, Debug)]
+pub struct Vectors<'a> {
+    inner: &'a dyn VectorFields,
+}
+
+impl Vectors<'_> {
+    /// Field `d`'s boundaries (ascending) and, for each of the intervals they cut the field
+    /// into (the first below the first boundary, each later one from a boundary up to the
+    /// next), the positions in the partition's member list of the rules the lookup takes as
+    /// matching there.
+    pub fn field(&self, d: usize) -> (Vec<u32>, Vec<Vec<usize>>) {
+        self.inner.field(d)
+    }
+}
+
+/// The field view of a bit-vector partition, whatever its field count.
+trait VectorFields: std::fmt::Debug {
+    fn field(&self, d: usize) -> (Vec<u32>, Vec<Vec<usize>>);
+}
+
+impl<const N: usize> VectorFields for crate::vectors::Vectors<N> {
+    fn field(&self, d: usize) -> (Vec<u32>, Vec<Vec<usize>>) {
+        crate::vectors::Vectors::field(self, d)
+    }
 }
 
 /// One step of a walk, for tools that check the structure.
@@ -218,8 +254,10 @@ pub struct Compiled<const N: usize = FIELDS> {
     rules: Vec<Span<N>>,
     /// Larger than the L2 cache: batches walk interleaved.
     large: bool,
-    parts: Vec<Part>,
+    parts: Vec<Part<N>>,
     depth: usize,
+    /// The kernel of the bit-vector partitions.
+    kernel: Kernel,
 }
 
 impl<const N: usize> Compiled<N> {
@@ -239,7 +277,7 @@ impl<const N: usize> Compiled<N> {
             groups[usize::from(small(d0)) * 2 + usize::from(small(d1))].push(i as u32);
         }
         let mut depth = 0;
-        let mut parts: Vec<Part> = groups
+        let mut parts: Vec<Part<N>> = groups
             .into_iter()
             .filter(|g| !g.is_empty())
             .map(|g| {
@@ -265,6 +303,25 @@ impl<const N: usize> Compiled<N> {
                     })
                 };
                 let table_dim = [d0, d1].into_iter().find(|&d| small(d));
+                let vectors = if table_dim.is_none() && g.len() <= VECTOR_RULES {
+                    crate::vectors::Vectors::new(rules, &g)
+                } else {
+                    None
+                };
+                if let Some(v) = vectors {
+                    return Part {
+                        min,
+                        root: LEAF_BIT,
+                        table: Vec::new(),
+                        table_dim: 0,
+                        table_shift: 0,
+                        nodes: Vec::new(),
+                        leaves: Vec::new(),
+                        entries: Vec::new(),
+                        members,
+                        vectors: Some(Box::new(v)),
+                    };
+                }
                 let (root, table, table_dim, table_shift) = match table_dim {
                     Some(d) => {
                         let (table, shift) = b.table(g, bounds, d);
@@ -283,20 +340,50 @@ impl<const N: usize> Compiled<N> {
                     leaves: b.leaves,
                     entries: b.entries,
                     members,
+                    vectors: None,
                 }
             })
             .collect();
         parts.sort_by_key(|p| p.min);
         let rules = rules.iter().map(Span::new).collect();
-        let mut c = Self { rules, large: false, parts, depth };
+        let mut c = Self { rules, large: false, parts, depth, kernel: Kernel::best() };
         c.large = c.stats().bytes >= INTERLEAVE_ABOVE;
         c
+    }
+
+    /// The kernel that looks up the bit-vector partitions ([`Kernel::best`] unless set).
+    pub fn kernel(&self) -> Kernel {
+        self.kernel
+    }
+
+    /// Looks up the bit-vector partitions with `kernel` from now on; false (and no change)
+    /// when this CPU does not run it. Tests and benchmarks compare kernels with this.
+    pub fn set_kernel(&mut self, kernel: Kernel) -> bool {
+        if kernel.supported() {
+            self.kernel = kernel;
+        }
+        self.kernel == kernel
     }
 
     /// The index of the first rule matching `h`, if any.
     #[inline]
     pub fn classify(&self, h: &Header<N>) -> Option<usize> {
-        self.classify_live(h, |_| true)
+        let mut best = u32::MAX;
+        for p in &self.parts {
+            if p.min >= best {
+                break;
+            }
+            if let Some(v) = &p.vectors {
+                best = best.min(v.first(h, &p.members, self.kernel));
+                continue;
+            }
+            let mut n = p.start(h);
+            while n & LEAF_BIT == 0 {
+                n = Node::step(&p.nodes, n, h);
+            }
+            best = self.scan(p, n, h, best, &|_| true);
+        }
+        (best != u32::MAX).then_some(best as usize)
     }
 
     /// The index of the first rule matching `h` for which `live` holds (rules deleted since
@@ -307,6 +394,10 @@ impl<const N: usize> Compiled<N> {
         for p in &self.parts {
             if p.min >= best {
                 break;
+            }
+            if let Some(v) = &p.vectors {
+                best = best.min(v.first_live(h, &p.members, best, &live));
+                continue;
             }
             let mut n = p.start(h);
             while n & LEAF_BIT == 0 {
@@ -363,11 +454,14 @@ impl<const N: usize> Compiled<N> {
                     continue;
                 }
                 let p = &self.parts[l.part as usize];
-                if l.node & LEAF_BIT == 0 {
+                if let Some(v) = &p.vectors {
+                    l.best = l.best.min(v.first(h, &p.members, self.kernel));
+                } else if l.node & LEAF_BIT == 0 {
                     l.node = Node::step(&p.nodes, l.node, h);
                     continue;
+                } else {
+                    l.best = self.scan(p, l.node, h, l.best, &|_| true);
                 }
-                l.best = self.scan(p, l.node, h, l.best, &|_| true);
                 l.part += 1;
                 while l.part < parts && self.parts[l.part as usize].min >= l.best {
                     l.part += 1;
@@ -385,7 +479,7 @@ impl<const N: usize> Compiled<N> {
 
     /// The rules of leaf reference `leaf` in `p`, and whether the last hid later ones.
     #[inline(always)]
-    fn leaf<'a>(&self, p: &'a Part, leaf: u32) -> (&'a [u32], bool) {
+    fn leaf<'a>(&self, p: &'a Part<N>, leaf: u32) -> (&'a [u32], bool) {
         let hid = leaf & HID_BIT != 0;
         let mut start = leaf & START_MASK;
         let mut len = (leaf >> LEN_SHIFT) & 0xf;
@@ -399,7 +493,7 @@ impl<const N: usize> Compiled<N> {
     #[inline]
     fn scan(
         &self,
-        p: &Part,
+        p: &Part<N>,
         leaf: u32,
         h: &Header<N>,
         mut best: u32,
@@ -445,7 +539,9 @@ impl<const N: usize> Compiled<N> {
     /// Where partition `p`'s walk starts.
     pub fn start(&self, p: usize) -> Start<'_> {
         let part = &self.parts[p];
-        if part.table.is_empty() {
+        if let Some(v) = &part.vectors {
+            Start::Vectors(Vectors { inner: &**v })
+        } else if part.table.is_empty() {
             Start::Root(part.root)
         } else {
             Start::Table { field: part.table_dim, shift: part.table_shift, slots: &part.table }
@@ -490,6 +586,8 @@ impl<const N: usize> Compiled<N> {
         let leaves: usize = self.parts.iter().map(|p| p.leaves.len()).sum();
         let leaf_entries: usize = self.parts.iter().map(|p| p.entries.len()).sum();
         let tables: usize = self.parts.iter().map(|p| p.table.len() + p.members.len()).sum();
+        let vectors: usize =
+            self.parts.iter().filter_map(|p| p.vectors.as_ref()).map(|v| v.bytes()).sum();
         CompiledStats {
             rules: self.rules.len(),
             partitions: self.parts.len(),
@@ -500,7 +598,8 @@ impl<const N: usize> Compiled<N> {
                 + nodes * size_of::<Node>()
                 + leaves * size_of::<Leaf>()
                 + leaf_entries * 4
-                + tables * 4,
+                + tables * 4
+                + vectors,
         }
     }
 }
@@ -590,7 +689,20 @@ impl<const N: usize> Builder<'_, N> {
     /// each slot holds the subtree for the rules reaching it. Returns the table and the shift
     /// that turns a field value into a slot.
     fn table(&mut self, ids: Vec<u32>, bounds: [(u32, u32); N], dim: usize) -> (Vec<u32>, u32) {
-        let bits = (usize::BITS - ids.len().leading_zeros() + 1).clamp(4, 16);
+        let mut bits = (usize::BITS - ids.len().leading_zeros() + 1).clamp(4, 16);
+        // Large partitions get finer slots while the rules still reach few of them.
+        let reach = |bits: u32| -> usize {
+            let shift = 32 - bits;
+            ids.iter()
+                .map(|&i| {
+                    let r = &self.rules[i as usize];
+                    ((r.hi[dim] >> shift) - (r.lo[dim] >> shift)) as usize + 1
+                })
+                .sum()
+        };
+        while bits < TABLE_BITS && ids.len() >= 1 << 14 && reach(bits + 1) <= 2 * ids.len() {
+            bits += 1;
+        }
         let shift = 32 - bits;
         let empty = LEAF_BIT;
         let mut table = vec![empty; 1 << bits];

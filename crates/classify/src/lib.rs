@@ -44,8 +44,10 @@ pub mod nft;
 mod rule;
 pub mod source;
 pub mod syntax;
+mod vectors;
 
-pub use compiled::{Compiled, CompiledStats, Options, Start, Step};
+pub use compiled::{Compiled, CompiledStats, Options, Start, Step, Vectors};
 pub use delta::DeltaBucket;
 pub use live::{BaseCheck, Classifier, Reader, Snapshot, UpdateError};
 pub use rule::{FIELDS, Header, Rule};
+pub use vectors::Kernel;

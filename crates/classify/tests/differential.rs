@@ -4,9 +4,29 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use proptest::prelude::*;
+use rampart_classify::bench::uniform_headers;
 use rampart_classify::classbench::{parse_rules, parse_trace};
 use rampart_classify::linear::first_match;
-use rampart_classify::{Compiled, Header, Rule};
+use rampart_classify::{Compiled, Header, Kernel, Rule, Start};
+
+/// The compiled classifier once per kernel this CPU runs (the scalar one always), so that
+/// every lookup path is held to the oracle; prints which ran.
+fn kernels(c: &Compiled) -> Vec<Compiled> {
+    let run: Vec<Compiled> = Kernel::ALL
+        .into_iter()
+        .filter_map(|k| {
+            let mut c = c.clone();
+            c.set_kernel(k).then_some(c)
+        })
+        .collect();
+    assert!(run.iter().any(|c| c.kernel() == Kernel::Scalar));
+    run
+}
+
+/// Partitions looked up as bit vectors.
+fn vector_partitions(c: &Compiled) -> usize {
+    (0..c.partitions()).filter(|&p| matches!(c.start(p), Start::Vectors(_))).count()
+}
 
 fn data() -> Option<PathBuf> {
     rampart_testkit::shared("differential", "classbench")
@@ -74,18 +94,26 @@ fn check(set: &str, stride: usize, extra: usize) {
             c2 = Compiled::new(rules);
             &c2
         };
-        let all: Vec<Header> =
-            headers.iter().copied().chain(probes(rules, extra, 0x9e37_79b9_7f4a_7c15)).collect();
-        let mut batch = vec![None; all.len()];
-        c.classify_batch(&all, &mut batch);
-        let mut lanes = vec![None; all.len()];
-        c.classify_interleaved(&all, &mut lanes);
-        for ((h, b), l) in all.iter().zip(&batch).zip(&lanes) {
-            let want = first_match(rules, h);
-            assert_eq!(c.classify(h), want, "{set}: {h:?}");
-            assert_eq!(*b, want, "{set} batched: {h:?}");
-            assert_eq!(*l, want, "{set} interleaved: {h:?}");
-            checked += 1;
+        let all: Vec<Header> = headers
+            .iter()
+            .copied()
+            .chain(probes(rules, extra, 0x9e37_79b9_7f4a_7c15))
+            .chain(uniform_headers(extra / 4))
+            .collect();
+        let want: Vec<Option<usize>> = all.iter().map(|h| first_match(rules, h)).collect();
+        for c in kernels(c) {
+            let k = c.kernel().name();
+            println!("{set}: kernel {k}, {} bit-vector partitions", vector_partitions(&c));
+            let mut batch = vec![None; all.len()];
+            c.classify_batch(&all, &mut batch);
+            let mut lanes = vec![None; all.len()];
+            c.classify_interleaved(&all, &mut lanes);
+            for (((h, b), l), want) in all.iter().zip(&batch).zip(&lanes).zip(&want) {
+                assert_eq!(c.classify(h), *want, "{set} {k}: {h:?}");
+                assert_eq!(*b, *want, "{set} {k} batched: {h:?}");
+                assert_eq!(*l, *want, "{set} {k} interleaved: {h:?}");
+                checked += 1;
+            }
         }
     }
     assert!(checked > 0);
@@ -190,8 +218,18 @@ proptest! {
     #[test]
     fn small_random_rule_lists(rules in prop::collection::vec(rule_strategy(), 1..64), seed in any::<u64>()) {
         let c = Compiled::new(&rules);
-        for h in probes(&rules, 400, seed | 1) {
-            prop_assert_eq!(c.classify(&h), first_match(&rules, &h), "{:?}", h);
+        for c in kernels(&c) {
+            let hs = probes(&rules, 400, seed | 1);
+            let mut lanes = vec![None; hs.len()];
+            c.classify_interleaved(&hs, &mut lanes);
+            for (h, l) in hs.iter().zip(&lanes) {
+                let want = first_match(&rules, h);
+                prop_assert_eq!(c.classify(h), want, "{} {:?}", c.kernel().name(), h);
+                prop_assert_eq!(*l, want, "{} interleaved {:?}", c.kernel().name(), h);
+                prop_assert_eq!(
+                    c.classify_live(h, |_| true), want, "{} live {:?}", c.kernel().name(), h
+                );
+            }
         }
     }
 }

@@ -325,8 +325,9 @@ fn run(args: &ClassifyArgs) -> Result<(), Fail> {
             None => String::new(),
         };
         let json = format!(
-            "{{\"rules\":{},\"headers\":{},\"lookup_ns\":{:.1},\"build_ms\":{:.2},\"bytes_per_rule\":{:.1},\"update_us\":{:.2}{proof}}}",
+            "{{\"rules\":{},\"headers\":{},\"kernel\":\"{}\",\"lookup_ns\":{:.1},\"build_ms\":{:.2},\"bytes_per_rule\":{:.1},\"update_us\":{:.2}{proof}}}",
             rules.len(),
+            compiled.kernel().name(),
             headers.len(),
             times[times.len() / 2],
             build.as_secs_f64() * 1e3,

@@ -23,12 +23,12 @@
 //! counter and the pending counts) and falls back to a full proof when not.
 
 use rampart_classify::linear::first_match;
-use rampart_classify::{Classifier, Compiled, Header, Rule, Snapshot, Start, Step};
+use rampart_classify::{Classifier, Compiled, FIELDS, Header, Rule, Snapshot, Start, Step};
 use rustc_hash::FxHashMap;
 
 use crate::dd::{FALSE, Id, Manager, TRUE};
 use crate::rules::{self, Layout};
-use crate::validate::{ProofError, interval, join, prove, restrict};
+use crate::validate::{ProofError, interval, join, prove, region_dd, restrict, vector_regions};
 
 /// A packet where the snapshot and the rule list give different answers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -456,6 +456,9 @@ fn walk(c: &Compiled, p: usize, area: &Rule, leaf: &mut impl FnMut(&[u32], bool)
             let (first, last) = (slot_of(lo, shift), slot_of(hi, shift));
             stack.extend(slots.iter().take(last + 1).skip(first));
         }
+        // One region holding every member, in order: the lookup takes the first live member
+        // its bitmaps hold.
+        Start::Vectors(_) => return leaf(c.members(p), false),
     }
     while let Some(r) = stack.pop() {
         if !seen.insert(r) {
@@ -515,6 +518,21 @@ impl Lift<'_> {
                     }
                 }
                 join(m, &pieces)
+            }
+            Start::Vectors(v) => {
+                let members = c.members(p);
+                let regions = vector_regions(&v, FIELDS, members.len());
+                let mut d = FALSE;
+                for (k, region) in regions.iter().enumerate().rev() {
+                    let i = members[k] as usize;
+                    if self.snap.is_dead(i) {
+                        continue;
+                    }
+                    let then = m.leaf(self.rank[&self.snap.base_priority(i)]);
+                    let here = region_dd(m, region, Some(self.area), then);
+                    d = m.first(here, d);
+                }
+                d
             }
         }
     }

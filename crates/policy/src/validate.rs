@@ -13,7 +13,7 @@
 //! checks and jumps around the structure, are tested, not proved.
 
 use rampart_classify::linear::first_match;
-use rampart_classify::{Compiled, Header, Rule, Start, Step};
+use rampart_classify::{Compiled, Header, Rule, Start, Step, Vectors};
 use rustc_hash::FxHashMap;
 
 use crate::dd::{FALSE, Id, Manager};
@@ -108,7 +108,67 @@ fn lift_partition<const N: usize>(
             }
             join(m, &parts)
         }
+        Start::Vectors(v) => {
+            let members = c.members(p);
+            let regions = vector_regions(&v, N, members.len());
+            let mut d = FALSE;
+            for (k, region) in regions.iter().enumerate().rev() {
+                let then = m.leaf(members[k] + 1);
+                let here = region_dd::<N>(m, region, None, then);
+                d = m.first(here, d);
+            }
+            d
+        }
     }
+}
+
+/// For each member of a bit-vector partition (by position in its member list), per field the
+/// values where the lookup takes it as matching: the intervals whose sets hold it, adjacent
+/// ones merged.
+pub(crate) fn vector_regions(
+    v: &Vectors<'_>,
+    fields: usize,
+    members: usize,
+) -> Vec<Vec<Vec<(u32, u32)>>> {
+    let mut out = vec![vec![Vec::new(); fields]; members];
+    for (d, (bounds, sets)) in (0..fields).map(|d| v.field(d)).enumerate() {
+        for (r, set) in sets.iter().enumerate() {
+            let lo = if r == 0 { 0 } else { bounds[r - 1] };
+            let hi = bounds.get(r).map_or(u32::MAX, |&b| b - 1);
+            // A position past the member list answers nothing in the lookup either.
+            for &k in set.iter().filter(|&&k| k < members) {
+                let ranges: &mut Vec<(u32, u32)> = &mut out[k][d];
+                match ranges.last_mut() {
+                    Some((_, h)) if h.checked_add(1) == Some(lo) => *h = hi,
+                    _ => ranges.push((lo, hi)),
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The packets with every field in one of its `ranges` (clipped to `area`'s box when given),
+/// leading to `then`.
+pub(crate) fn region_dd<const N: usize>(
+    m: &mut Manager,
+    ranges: &[Vec<(u32, u32)>],
+    area: Option<&Rule<N>>,
+    then: Id,
+) -> Id {
+    let mut d = then;
+    for (f, rs) in ranges.iter().enumerate() {
+        let clipped: Vec<(u32, u32)> = rs
+            .iter()
+            .filter_map(|&(lo, hi)| {
+                let (lo, hi) = area.map_or((lo, hi), |a| (lo.max(a.lo[f]), hi.min(a.hi[f])));
+                (lo <= hi).then_some((lo, hi))
+            })
+            .collect();
+        let set = m.ranges(f, &clipped);
+        d = m.mask(set, d);
+    }
+    d
 }
 
 /// The first match over diagrams in order (for disjoint ones, their union), as a balanced

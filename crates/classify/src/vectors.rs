@@ -1,0 +1,428 @@
+//! Small partitions looked up as bit vectors, with a scalar and an AVX2 kernel.
+//!
+//! A partition whose rules are wide in both addresses (the firewall's "any to any" rules on
+//! ports and protocols) is where random traffic, scans and floods end up: a tree over it
+//! costs a walk of varying depth and a scan of varying length, each ending in a mispredicted
+//! branch, several per header. Such partitions are small (a few hundred rules in every
+//! ClassBench set), so they are looked up the way the bit-vector classifiers of Lakshman and
+//! Stiliadis do: per field, the rank of the header's value among the field's rule
+//! boundaries picks a bitmap of the rules covering that elementary interval; the AND of the
+//! fields' bitmaps holds the matching rules, and its lowest bit the first of them. The work
+//! per header is fixed (a few small-node searches and five 256-bit loads) and has no
+//! data-dependent branch, so the CPU overlaps consecutive headers.
+//!
+//! The rank search is an implicit 8-way tree (eight keys per node, all compared at once):
+//! with AVX2 a level is one compare and one population count. The kernel is chosen at run
+//! time ([`Kernel::best`], overridable with `RAMPART_CLASSIFY_KERNEL=scalar|avx2`), and both
+//! are checked against the linear scan by the same tests.
+//!
+//! Written here: bit vectors over a few hundred rules are a few lines, and no crate offers a
+//! SIMD rank over small sorted arrays.
+
+use std::sync::OnceLock;
+
+use crate::rule::{Header, Rule};
+
+/// The most 64-bit words in a rule bitmap (a multiple of 4, one AVX2 register each).
+const MAX_WORDS: usize = 32;
+/// A partition with no table and at most this many rules is looked up as bit vectors, when
+/// its bitmaps fit [`VECTOR_BYTES`].
+pub(crate) const VECTOR_RULES: usize = 64 * MAX_WORDS;
+/// The most bytes a partition's bitmaps may take.
+const VECTOR_BYTES: usize = 256 << 10;
+
+/// Which kernel looks up a compiled classifier's bit-vector partitions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kernel {
+    /// Plain Rust, any CPU (the compiler vectorises the node compares with SSE2 on x86-64).
+    Scalar,
+    /// 256-bit compares, population counts and ANDs (x86-64 with AVX2 and POPCNT).
+    Avx2,
+}
+
+impl Kernel {
+    /// Every kernel, slowest first.
+    pub const ALL: [Kernel; 2] = [Kernel::Scalar, Kernel::Avx2];
+
+    /// The kernel's name, as `RAMPART_CLASSIFY_KERNEL` and the benchmarks spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Scalar => "scalar",
+            Self::Avx2 => "avx2",
+        }
+    }
+
+    /// Whether this CPU runs the kernel.
+    pub fn supported(self) -> bool {
+        match self {
+            Self::Scalar => true,
+            #[cfg(target_arch = "x86_64")]
+            Self::Avx2 => {
+                std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("popcnt")
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            Self::Avx2 => false,
+        }
+    }
+
+    /// The kernel new classifiers use: the one `RAMPART_CLASSIFY_KERNEL` names when this CPU
+    /// runs it, else the fastest this CPU runs. Decided once per process.
+    pub fn best() -> Kernel {
+        static BEST: OnceLock<Kernel> = OnceLock::new();
+        *BEST.get_or_init(|| {
+            let named = std::env::var("RAMPART_CLASSIFY_KERNEL").ok();
+            let forced = Kernel::ALL.into_iter().find(|k| named.as_deref() == Some(k.name()));
+            match forced {
+                Some(k) if k.supported() => k,
+                _ => *Kernel::ALL.iter().rev().find(|k| k.supported()).unwrap_or(&Kernel::Scalar),
+            }
+        })
+    }
+}
+
+/// One field of a [`Vectors`] partition: the rank of a value among the field's sorted
+/// boundaries (the rules' low ends, and high ends + 1) numbers the elementary interval it
+/// falls in, and that interval's bitmap holds the partition's rules whose range covers it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FieldIndex {
+    /// The boundaries as the levels of an implicit 8-way search tree: level `l` has `8^l`
+    /// nodes of 8 keys; the last level is the sorted boundaries padded with `u32::MAX`, and
+    /// each upper node holds the first key of each of its 8 children.
+    keys: Vec<[u32; 8]>,
+    levels: u32,
+    /// Real boundaries; a rank past it (a value of `u32::MAX` counts the padding) is clamped.
+    count: u32,
+    /// One bitmap of `words` words per elementary interval (`count + 1` of them), bit `k`
+    /// for the partition's `k`-th rule.
+    bits: Vec<[u64; 4]>,
+    /// Registers (4 words) per bitmap.
+    regs: usize,
+}
+
+impl FieldIndex {
+    /// The sorted boundaries of field `d` of rules `ids`.
+    fn bounds<const N: usize>(rules: &[Rule<N>], ids: &[u32], d: usize) -> Vec<u32> {
+        let mut b: Vec<u32> = Vec::with_capacity(ids.len() * 2);
+        for &i in ids {
+            let r = &rules[i as usize];
+            if r.lo[d] > 0 {
+                b.push(r.lo[d]);
+            }
+            if r.hi[d] < u32::MAX {
+                b.push(r.hi[d] + 1);
+            }
+        }
+        b.sort_unstable();
+        b.dedup();
+        b
+    }
+
+    fn new<const N: usize>(rules: &[Rule<N>], ids: &[u32], d: usize, words: usize) -> Self {
+        let mut b = Self::bounds(rules, ids, d);
+        let count = b.len();
+        let mut levels = u32::from(count > 0);
+        while 8usize.pow(levels) < count {
+            levels += 1;
+        }
+        let regs = words / 4;
+        let mut bits = vec![[0u64; 4]; (count + 1) * regs];
+        for (k, &i) in ids.iter().enumerate() {
+            let r = &rules[i as usize];
+            let first = b.partition_point(|&x| x <= r.lo[d]);
+            let last = b.partition_point(|&x| x <= r.hi[d]);
+            for row in bits[first * regs..(last + 1) * regs].chunks_exact_mut(regs) {
+                row[k / 256][k / 64 % 4] |= 1 << (k % 64);
+            }
+        }
+        b.resize(8usize.pow(levels).max(1), u32::MAX);
+        let mut keys = Vec::new();
+        for l in 0..levels {
+            // Node c of level l starts at key c * 8^(levels - l); its key j is the first key
+            // of its child j.
+            let step = 8usize.pow(levels - l - 1);
+            for c in 0..8usize.pow(l) {
+                keys.push(std::array::from_fn(|j| b[(8 * c + j) * step]));
+            }
+        }
+        Self { keys, levels, count: count as u32, bits, regs }
+    }
+
+    /// The bitmap of interval `r`.
+    #[inline(always)]
+    fn row(&self, r: usize) -> &[[u64; 4]] {
+        &self.bits[r * self.regs..(r + 1) * self.regs]
+    }
+
+    /// The elementary interval `v` falls in: the number of boundaries at or below it.
+    #[inline(always)]
+    fn rank(&self, v: u32) -> usize {
+        let (mut node, mut base, mut width) = (0usize, 0usize, 1usize);
+        for l in 0..self.levels {
+            let k = &self.keys[base + node];
+            let c = |j: usize| usize::from(k[j] <= v);
+            let n = (c(0) + c(1)) + (c(2) + c(3)) + ((c(4) + c(5)) + (c(6) + c(7)));
+            base += width;
+            width *= 8;
+            // An upper node's first key is its first child's: the child is the last whose
+            // first key is at or below v (the first when none is).
+            node = 8 * node + if l + 1 == self.levels { n } else { n.saturating_sub(1) };
+        }
+        node.min(self.count as usize)
+    }
+
+    /// Bytes held.
+    fn bytes(&self) -> usize {
+        self.keys.len() * 32 + self.bits.len() * 32
+    }
+}
+
+/// A partition of at most [`VECTOR_RULES`] rules looked up as bit vectors.
+#[derive(Clone, Debug)]
+pub(crate) struct Vectors<const N: usize> {
+    fields: [FieldIndex; N],
+    /// Words per bitmap: the rules' count in 64-bit words, rounded up to a multiple of 4.
+    words: usize,
+}
+
+impl<const N: usize> Vectors<N> {
+    /// The bit vectors of rules `ids` (ascending), or `None` when there are more than
+    /// [`VECTOR_RULES`] or their bitmaps would take more than [`VECTOR_BYTES`].
+    pub(crate) fn new(rules: &[Rule<N>], ids: &[u32]) -> Option<Self> {
+        if ids.len() > VECTOR_RULES {
+            return None;
+        }
+        let words = ids.len().div_ceil(256).max(1) * 4;
+        let intervals: usize = (0..N).map(|d| FieldIndex::bounds(rules, ids, d).len() + 1).sum();
+        if intervals * words * 8 > VECTOR_BYTES {
+            return None;
+        }
+        Some(Self { fields: std::array::from_fn(|d| FieldIndex::new(rules, ids, d, words)), words })
+    }
+
+    /// Bytes held.
+    pub(crate) fn bytes(&self) -> usize {
+        self.fields.iter().map(FieldIndex::bytes).sum()
+    }
+
+    /// The rules matching `h`, as a bitmap over positions in the partition's rule list (the
+    /// first `self.words` words).
+    #[inline(always)]
+    fn matching(&self, h: &Header<N>) -> [u64; MAX_WORDS] {
+        let mut acc = [!0u64; MAX_WORDS];
+        for d in 0..N {
+            let f = &self.fields[d];
+            let row = f.row(f.rank(h.0[d]));
+            for (a, w) in acc.iter_mut().zip(row.iter().flatten()) {
+                *a &= w;
+            }
+        }
+        acc
+    }
+
+    /// The first of `members` (the partition's rules, ascending) matching `h`, or
+    /// `u32::MAX`.
+    #[inline(always)]
+    pub(crate) fn first(&self, h: &Header<N>, members: &[u32], kernel: Kernel) -> u32 {
+        match kernel {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: a classifier holds `Avx2` only after `Kernel::supported` said this CPU
+            // runs it.
+            #[allow(unsafe_code)]
+            Kernel::Avx2 => unsafe { avx2::first(&self.fields, &h.0, members, self.words) },
+            _ => first_set(&self.matching(h)[..self.words], members),
+        }
+    }
+
+    /// The first of `members` matching `h` below `best` for which `live` holds, or
+    /// `u32::MAX` (the scalar kernel: this path serves rule sets with deleted or opaque
+    /// rules).
+    #[inline]
+    pub(crate) fn first_live(
+        &self,
+        h: &Header<N>,
+        members: &[u32],
+        best: u32,
+        live: &impl Fn(u32) -> bool,
+    ) -> u32 {
+        for (k, &word) in self.matching(h)[..self.words].iter().enumerate() {
+            let mut w = word;
+            while w != 0 {
+                let r = members[k * 64 + w.trailing_zeros() as usize];
+                if r >= best {
+                    return u32::MAX;
+                }
+                if live(r) {
+                    return r;
+                }
+                w &= w - 1;
+            }
+        }
+        u32::MAX
+    }
+
+    /// Field `d`'s boundaries (ascending) and, for each elementary interval they make, the
+    /// positions (in the member list) of the rules covering it: for tools that check the
+    /// structure.
+    pub(crate) fn field(&self, d: usize) -> (Vec<u32>, Vec<Vec<usize>>) {
+        let f = &self.fields[d];
+        let last = f.keys.len().saturating_sub(8usize.pow(f.levels.saturating_sub(1)));
+        let bounds: Vec<u32> = if f.levels == 0 {
+            Vec::new()
+        } else {
+            f.keys[last..].iter().flatten().copied().take(f.count as usize).collect()
+        };
+        let sets = f
+            .bits
+            .chunks_exact(f.regs)
+            .map(|w| {
+                (0..f.regs * 256).filter(|&k| w[k / 256][k / 64 % 4] >> (k % 64) & 1 != 0).collect()
+            })
+            .collect();
+        (bounds, sets)
+    }
+}
+
+/// The member at the lowest set bit of `acc`, or `u32::MAX`, without a data-dependent
+/// branch.
+#[inline(always)]
+fn first_set(acc: &[u64], members: &[u32]) -> u32 {
+    let mut pos = usize::MAX;
+    for (k, &w) in acc.iter().enumerate().rev() {
+        let t = k * 64 + w.trailing_zeros() as usize;
+        pos = if w != 0 { t } else { pos };
+    }
+    members.get(pos).copied().unwrap_or(u32::MAX)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::{FieldIndex, MAX_WORDS};
+
+    /// [`super::FieldIndex::rank`] with one 256-bit compare per level (keys and value biased
+    /// by 2^31 so that the signed compare orders them as unsigned).
+    #[inline]
+    #[target_feature(enable = "avx2,popcnt")]
+    pub(super) fn rank(f: &FieldIndex, v: u32) -> usize {
+        let bias = _mm256_set1_epi32(i32::MIN);
+        let v = _mm256_xor_si256(_mm256_set1_epi32(v as i32), bias);
+        let (mut node, mut base, mut width) = (0usize, 0usize, 1usize);
+        for l in 0..f.levels {
+            let k: &[u32; 8] = &f.keys[base + node];
+            // SAFETY: `k` is 32 readable bytes; the load has no alignment requirement.
+            let k = unsafe { _mm256_loadu_si256(k.as_ptr().cast()) };
+            let above = _mm256_cmpgt_epi32(_mm256_xor_si256(k, bias), v);
+            let n = 8 - (_mm256_movemask_ps(_mm256_castsi256_ps(above)) as u32).count_ones();
+            let n = n as usize;
+            base += width;
+            width *= 8;
+            node = 8 * node + if l + 1 == f.levels { n } else { n.saturating_sub(1) };
+        }
+        node.min(f.count as usize)
+    }
+
+    /// [`super::Vectors::first`]: the ranks, 256-bit ANDs of the fields' bitmaps, and the
+    /// first set bit.
+    #[target_feature(enable = "avx2,popcnt")]
+    pub(super) fn first(fields: &[FieldIndex], h: &[u32], members: &[u32], words: usize) -> u32 {
+        if words == 4 {
+            // One register: the common case (at most 256 rules), kept in registers.
+            let mut a = _mm256_set1_epi64x(-1);
+            for (f, &v) in fields.iter().zip(h) {
+                let w: &[u64; 4] = &f.bits[rank(f, v)];
+                // SAFETY: `w` is 32 readable bytes; the load has no alignment requirement.
+                a = _mm256_and_si256(a, unsafe { _mm256_loadu_si256(w.as_ptr().cast()) });
+            }
+            let zero = _mm256_cmpeq_epi64(a, _mm256_setzero_si256());
+            let nonzero = !(_mm256_movemask_pd(_mm256_castsi256_pd(zero)) as u32) & 0xf;
+            let mut out = [0u64; 4];
+            // SAFETY: `out` is 32 writable bytes; the store has no alignment requirement.
+            unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), a) };
+            let k = nonzero.trailing_zeros() as usize;
+            let pos = k * 64 + out[k % 4].trailing_zeros() as usize;
+            return members.get(pos).copied().unwrap_or(u32::MAX);
+        }
+        let mut acc = [_mm256_set1_epi64x(-1); MAX_WORDS / 4];
+        for (f, &v) in fields.iter().zip(h) {
+            let row = f.row(rank(f, v));
+            for (a, w) in acc.iter_mut().zip(row) {
+                // SAFETY: `w` is 32 readable bytes; the load has no alignment requirement.
+                *a = _mm256_and_si256(*a, unsafe { _mm256_loadu_si256(w.as_ptr().cast()) });
+            }
+        }
+        let mut out = [0u64; MAX_WORDS];
+        for (a, o) in acc.iter().zip(out.chunks_exact_mut(4)).take(words / 4) {
+            // SAFETY: `o` is 32 writable bytes; the store has no alignment requirement.
+            unsafe { _mm256_storeu_si256(o.as_mut_ptr().cast(), *a) };
+        }
+        super::first_set(&out[..words], members)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::linear::first_match;
+
+    /// Ranks against a plain count, at boundaries, next to them and at the ends of the field,
+    /// for every level count up to three (up to 512 boundaries).
+    #[test]
+    fn ranks_match_a_count() {
+        for n in [0usize, 1, 2, 7, 8, 9, 63, 64, 65, 200] {
+            let rules: Vec<Rule<1>> = (0..n as u32)
+                .map(|i| Rule { lo: [i * 1000 + 1], hi: [i * 1000 + 1 + i % 500] })
+                .collect();
+            let ids: Vec<u32> = (0..n as u32).collect();
+            let f = FieldIndex::new(&rules, &ids, 0, 4);
+            let (bounds, _) = Vectors::<1> { fields: [f.clone()], words: 4 }.field(0);
+            let mut probes = vec![0, 1, 2, u32::MAX, u32::MAX - 1];
+            for &b in &bounds {
+                probes.extend([b - 1, b, b + 1]);
+            }
+            for v in probes {
+                let want = bounds.iter().filter(|&&b| b <= v).count();
+                assert_eq!(f.rank(v), want, "{n} boundaries, value {v}");
+                #[cfg(target_arch = "x86_64")]
+                if Kernel::Avx2.supported() {
+                    // SAFETY: the CPU runs AVX2, checked above.
+                    #[allow(unsafe_code)]
+                    let r = unsafe { avx2::rank(&f, v) };
+                    assert_eq!(r, want, "avx2: {n} boundaries, value {v}");
+                }
+            }
+        }
+    }
+
+    /// Every kernel this CPU runs gives the first match of the linear scan, including rules
+    /// that end at `u32::MAX` and start at 0, and headers matching nothing.
+    #[test]
+    fn kernels_give_the_first_match() {
+        let mut rules: Vec<Rule<3>> = Vec::new();
+        for i in 0..VECTOR_RULES as u32 {
+            let a = i.wrapping_mul(2_654_435_761);
+            let lo = [a % 50, (a >> 8) % 60, if i % 7 == 0 { u32::MAX - 3 } else { 0 }];
+            let wide = i % 5 == 0 || i % 7 == 0;
+            let hi = [lo[0] + a % 9, lo[1] + (a >> 4) % 11, if wide { u32::MAX } else { 40 }];
+            rules.push(Rule { lo, hi });
+        }
+        let ids: Vec<u32> = (0..rules.len() as u32).collect();
+        let v = Vectors::new(&rules, &ids).expect("within the limits");
+        let kernels: Vec<Kernel> = Kernel::ALL.into_iter().filter(|k| k.supported()).collect();
+        println!("kernels run: {:?}", kernels.iter().map(|k| k.name()).collect::<Vec<_>>());
+        for x in 0..65u32 {
+            for y in 0..75u32 {
+                for z in [0, 1, 40, 41, u32::MAX - 4, u32::MAX - 3, u32::MAX] {
+                    let h = Header([x, y, z]);
+                    let want = first_match(&rules, &h).map_or(u32::MAX, |i| i as u32);
+                    for &k in &kernels {
+                        assert_eq!(v.first(&h, &ids, k), want, "{} {h:?}", k.name());
+                    }
+                    assert_eq!(v.first_live(&h, &ids, u32::MAX, &|_| true), want);
+                }
+            }
+        }
+    }
+}
