@@ -18,17 +18,20 @@
 //! - [`load`]: a rule file read the one way every tool reads it (format told from the text,
 //!   parsed, lowered and checked), for one entered chain or at its hooks.
 //! - [`linear`]: the first-match scan every fast path is tested against.
-//! - [`Compiled`]: rules partitioned by which address fields are small (CutSplit's idea) and
-//!   each partition compiled into a binary decision tree over elementary-interval boundaries
-//!   (HyperSplit's), with leaves of a few rules scanned in priority order; partitions are
-//!   visited best-first and skipped once they cannot beat the match in hand.
+//! - [`Compiled`]: rules partitioned by which address fields are small (CutSplit's idea);
+//!   a partition small in an address starts with a table on it, the others are 8-way
+//!   decision trees over elementary-interval boundaries (HyperSplit's weighting) with leaves
+//!   of a few rules scanned in priority order, and a partition of at most a few thousand
+//!   rules wide in both addresses is looked up as bit vectors ([`Kernel`]: scalar or AVX2,
+//!   chosen at run time); partitions are visited best-first and skipped once they cannot
+//!   beat the match in hand; batches walk large structures interleaved.
 //!
 //! - [`Classifier`]: updates while lookups go on (a compiled base rebuilt in the background,
 //!   tombstones and a delta for the changes since, snapshots swapped with `arc-swap`).
 //!
 //! - [`bench`]: the lookup and update timings `rampart classify --bench` reports.
 //!
-//! Still to come: a faster delta (TupleMerge) and batched lookups with prefetch.
+//! Still to come: a faster delta (TupleMerge) and an AVX-512 kernel.
 
 pub mod bench;
 pub mod classbench;

@@ -30,6 +30,10 @@ const MAX_WORDS: usize = 32;
 pub(crate) const VECTOR_RULES: usize = 64 * MAX_WORDS;
 /// The most bytes a partition's bitmaps may take.
 const VECTOR_BYTES: usize = 256 << 10;
+/// A field's ranks are read from a direct table when it takes at most this many bytes, or
+/// [`DIRECT_DEEP`] when the search tree it replaces has two levels or more.
+const DIRECT_BYTES: usize = 4 << 10;
+const DIRECT_DEEP: usize = 32 << 10;
 
 /// Which kernel looks up a compiled classifier's bit-vector partitions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,6 +95,14 @@ pub(crate) struct FieldIndex {
     /// each upper node holds the first key of each of its 8 children.
     keys: Vec<[u32; 8]>,
     levels: u32,
+    /// Instead of the tree: the rank of every value, indexed by `min(value, limit) >> shift`
+    /// (every boundary is a multiple of `1 << shift`, the last is `limit`). Prefixes of at
+    /// most /16 and protocol numbers make small tables.
+    direct: Vec<u16>,
+    /// The same table in bytes, used instead when there are fewer than 256 boundaries.
+    direct8: Vec<u8>,
+    shift: u32,
+    limit: u32,
     /// Real boundaries; a rank past it (a value of `u32::MAX` counts the padding) is clamped.
     count: u32,
     /// One bitmap of `words` words per elementary interval (`count + 1` of them), bit `k`
@@ -125,6 +137,23 @@ impl FieldIndex {
         while 8usize.pow(levels) < count {
             levels += 1;
         }
+        let shift = b.iter().map(|x| x.trailing_zeros()).min().unwrap_or(0);
+        let limit = b.last().copied().unwrap_or(0);
+        let entries = (limit >> shift) as usize + 1;
+        let width = if count < 256 { 1 } else { 2 };
+        let (mut direct, mut direct8) = (Vec::new(), Vec::new());
+        if count > 0
+            && (entries * width <= DIRECT_BYTES || (levels >= 2 && entries * width <= DIRECT_DEEP))
+        {
+            // No boundary falls strictly inside a slot, so the slot's first value ranks it.
+            let ranks = (0..entries).map(|i| b.partition_point(|&x| x <= (i as u32) << shift));
+            if width == 1 {
+                direct8 = ranks.map(|r| r as u8).collect();
+            } else {
+                direct = ranks.map(|r| r as u16).collect();
+            }
+            levels = 0;
+        }
         let regs = words / 4;
         let mut bits = vec![[0u64; 4]; (count + 1) * regs];
         for (k, &i) in ids.iter().enumerate() {
@@ -145,7 +174,7 @@ impl FieldIndex {
                 keys.push(std::array::from_fn(|j| b[(8 * c + j) * step]));
             }
         }
-        Self { keys, levels, count: count as u32, bits, regs }
+        Self { keys, levels, direct, direct8, shift, limit, count: count as u32, bits, regs }
     }
 
     /// The bitmap of interval `r`.
@@ -157,6 +186,9 @@ impl FieldIndex {
     /// The elementary interval `v` falls in: the number of boundaries at or below it.
     #[inline(always)]
     fn rank(&self, v: u32) -> usize {
+        if let Some(r) = self.direct(v) {
+            return r;
+        }
         let (mut node, mut base, mut width) = (0usize, 0usize, 1usize);
         for l in 0..self.levels {
             let k = &self.keys[base + node];
@@ -171,9 +203,39 @@ impl FieldIndex {
         node.min(self.count as usize)
     }
 
+    /// The rank from the direct table, if the field has one.
+    #[inline(always)]
+    fn direct(&self, v: u32) -> Option<usize> {
+        let slot = (v.min(self.limit) >> self.shift) as usize;
+        if !self.direct8.is_empty() {
+            Some(usize::from(self.direct8[slot]))
+        } else if !self.direct.is_empty() {
+            Some(usize::from(self.direct[slot]))
+        } else {
+            None
+        }
+    }
+
     /// Bytes held.
     fn bytes(&self) -> usize {
-        self.keys.len() * 32 + self.bits.len() * 32
+        self.keys.len() * 32 + self.direct.len() * 2 + self.direct8.len() + self.bits.len() * 32
+    }
+
+    /// The values where the rank changes, found by evaluating [`FieldIndex::rank`] itself
+    /// (the ranks are constant between the tree's keys and between the table's slots), and
+    /// the rank of each interval they make: what the lookup does, for checking it.
+    fn steps(&self) -> (Vec<u32>, Vec<usize>) {
+        let mut points: Vec<u32> = self.keys.iter().flatten().copied().collect();
+        let slots = self.direct.len().max(self.direct8.len()) as u32;
+        points.extend((1..slots).map(|i| i << self.shift));
+        points.retain(|&p| p > 0);
+        points.sort_unstable();
+        points.dedup();
+        let bounds: Vec<u32> =
+            points.into_iter().filter(|&p| self.rank(p) != self.rank(p - 1)).collect();
+        let ranks = std::iter::once(self.rank(0)).chain(bounds.iter().map(|&p| self.rank(p)));
+        let ranks = ranks.collect();
+        (bounds, ranks)
     }
 }
 
@@ -266,16 +328,11 @@ impl<const N: usize> Vectors<N> {
     /// structure.
     pub(crate) fn field(&self, d: usize) -> (Vec<u32>, Vec<Vec<usize>>) {
         let f = &self.fields[d];
-        let last = f.keys.len().saturating_sub(8usize.pow(f.levels.saturating_sub(1)));
-        let bounds: Vec<u32> = if f.levels == 0 {
-            Vec::new()
-        } else {
-            f.keys[last..].iter().flatten().copied().take(f.count as usize).collect()
-        };
-        let sets = f
-            .bits
-            .chunks_exact(f.regs)
-            .map(|w| {
+        let (bounds, ranks) = f.steps();
+        let sets = ranks
+            .into_iter()
+            .map(|r| {
+                let w = f.row(r);
                 (0..f.regs * 256).filter(|&k| w[k / 256][k / 64 % 4] >> (k % 64) & 1 != 0).collect()
             })
             .collect();
@@ -307,6 +364,9 @@ mod avx2 {
     #[inline]
     #[target_feature(enable = "avx2,popcnt")]
     pub(super) fn rank(f: &FieldIndex, v: u32) -> usize {
+        if let Some(r) = f.direct(v) {
+            return r;
+        }
         let bias = _mm256_set1_epi32(i32::MIN);
         let v = _mm256_xor_si256(_mm256_set1_epi32(v as i32), bias);
         let (mut node, mut base, mut width) = (0usize, 0usize, 1usize);
@@ -324,6 +384,17 @@ mod avx2 {
         node.min(f.count as usize)
     }
 
+    /// A direct table's rank in line, the tree's with the vector compare.
+    #[inline(always)]
+    fn ranked(f: &FieldIndex, v: u32) -> usize {
+        match f.direct(v) {
+            Some(r) => r,
+            // SAFETY: only called from `first`, which runs after the CPU was checked for
+            // AVX2.
+            None => unsafe { rank(f, v) },
+        }
+    }
+
     /// [`super::Vectors::first`]: the ranks, 256-bit ANDs of the fields' bitmaps, and the
     /// first set bit.
     #[target_feature(enable = "avx2,popcnt")]
@@ -332,7 +403,7 @@ mod avx2 {
             // One register: the common case (at most 256 rules), kept in registers.
             let mut a = _mm256_set1_epi64x(-1);
             for (f, &v) in fields.iter().zip(h) {
-                let w: &[u64; 4] = &f.bits[rank(f, v)];
+                let w: &[u64; 4] = &f.bits[ranked(f, v)];
                 // SAFETY: `w` is 32 readable bytes; the load has no alignment requirement.
                 a = _mm256_and_si256(a, unsafe { _mm256_loadu_si256(w.as_ptr().cast()) });
             }
@@ -347,7 +418,7 @@ mod avx2 {
         }
         let mut acc = [_mm256_set1_epi64x(-1); MAX_WORDS / 4];
         for (f, &v) in fields.iter().zip(h) {
-            let row = f.row(rank(f, v));
+            let row = f.row(ranked(f, v));
             for (a, w) in acc.iter_mut().zip(row) {
                 // SAFETY: `w` is 32 readable bytes; the load has no alignment requirement.
                 *a = _mm256_and_si256(*a, unsafe { _mm256_loadu_si256(w.as_ptr().cast()) });
@@ -368,29 +439,40 @@ mod tests {
     use crate::linear::first_match;
 
     /// Ranks against a plain count, at boundaries, next to them and at the ends of the field,
-    /// for every level count up to three (up to 512 boundaries).
+    /// for search trees of one to three levels and for direct tables (boundaries on /16
+    /// multiples); and the boundaries the checking view finds are the true ones.
     #[test]
     fn ranks_match_a_count() {
-        for n in [0usize, 1, 2, 7, 8, 9, 63, 64, 65, 200] {
-            let rules: Vec<Rule<1>> = (0..n as u32)
-                .map(|i| Rule { lo: [i * 1000 + 1], hi: [i * 1000 + 1 + i % 500] })
-                .collect();
-            let ids: Vec<u32> = (0..n as u32).collect();
-            let f = FieldIndex::new(&rules, &ids, 0, 4);
-            let (bounds, _) = Vectors::<1> { fields: [f.clone()], words: 4 }.field(0);
-            let mut probes = vec![0, 1, 2, u32::MAX, u32::MAX - 1];
-            for &b in &bounds {
-                probes.extend([b - 1, b, b + 1]);
-            }
-            for v in probes {
-                let want = bounds.iter().filter(|&&b| b <= v).count();
-                assert_eq!(f.rank(v), want, "{n} boundaries, value {v}");
-                #[cfg(target_arch = "x86_64")]
-                if Kernel::Avx2.supported() {
-                    // SAFETY: the CPU runs AVX2, checked above.
-                    #[allow(unsafe_code)]
-                    let r = unsafe { avx2::rank(&f, v) };
-                    assert_eq!(r, want, "avx2: {n} boundaries, value {v}");
+        for aligned in [false, true] {
+            for n in [0usize, 1, 2, 7, 8, 9, 63, 64, 65, 200] {
+                let unit = if aligned { 1 << 16 } else { 1000 };
+                let rules: Vec<Rule<1>> = (0..n as u32)
+                    .map(|i| {
+                        let lo = (i + 1) * unit + u32::from(!aligned);
+                        Rule { lo: [lo], hi: [lo + (i % 5 + 1) * unit / 2 - 1] }
+                    })
+                    .collect();
+                let ids: Vec<u32> = (0..n as u32).collect();
+                let f = FieldIndex::new(&rules, &ids, 0, 4);
+                let bounds = FieldIndex::bounds(&rules, &ids, 0);
+                assert_eq!(f.steps().0, bounds, "{n} boundaries, aligned {aligned}");
+                if aligned && n > 0 {
+                    assert!(!f.direct8.is_empty() || !f.direct.is_empty(), "{n}: a table");
+                }
+                let mut probes = vec![0, 1, 2, u32::MAX, u32::MAX - 1];
+                for &b in &bounds {
+                    probes.extend([b - 1, b, b + 1]);
+                }
+                for v in probes {
+                    let want = bounds.iter().filter(|&&b| b <= v).count();
+                    assert_eq!(f.rank(v), want, "{n} boundaries, value {v}");
+                    #[cfg(target_arch = "x86_64")]
+                    if Kernel::Avx2.supported() {
+                        // SAFETY: the CPU runs AVX2, checked above.
+                        #[allow(unsafe_code)]
+                        let r = unsafe { avx2::rank(&f, v) };
+                        assert_eq!(r, want, "avx2: {n} boundaries, value {v}");
+                    }
                 }
             }
         }

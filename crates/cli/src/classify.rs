@@ -327,8 +327,8 @@ fn run(args: &ClassifyArgs) -> Result<(), Fail> {
         let json = format!(
             "{{\"rules\":{},\"headers\":{},\"kernel\":\"{}\",\"lookup_ns\":{:.1},\"build_ms\":{:.2},\"bytes_per_rule\":{:.1},\"update_us\":{:.2}{proof}}}",
             rules.len(),
-            compiled.kernel().name(),
             headers.len(),
+            compiled.kernel().name(),
             times[times.len() / 2],
             build.as_secs_f64() * 1e3,
             stats.bytes as f64 / rules.len().max(1) as f64,

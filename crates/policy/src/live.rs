@@ -451,7 +451,7 @@ fn walk(c: &Compiled, p: usize, area: &Rule, leaf: &mut impl FnMut(&[u32], bool)
     let mut stack: Vec<u32> = Vec::new();
     match c.start(p) {
         Start::Root(r) => stack.push(r),
-        Start::Table { field, shift, slots } => {
+        Start::Table { field, shift, slots, .. } => {
             let (lo, hi) = (area.lo[field], area.hi[field]);
             let (first, last) = (slot_of(lo, shift), slot_of(hi, shift));
             stack.extend(slots.iter().take(last + 1).skip(first));
@@ -501,20 +501,20 @@ impl Lift<'_> {
         let mut memo = FxHashMap::default();
         match c.start(p) {
             Start::Root(r) => self.step(m, p, r, &mut memo),
-            Start::Table { field, shift, slots } => {
-                let width = if shift >= 32 { u32::MAX } else { (1u32 << shift) - 1 };
+            start @ Start::Table { field, shift, slots, .. } => {
                 let area = self.area;
                 let (first, last) =
                     (slot_of(area.lo[field], shift), slot_of(area.hi[field], shift));
-                // Slot by slot, joined as a balanced merge (one at a time would rebuild an
-                // ever wider node per slot).
+                // Slot by slot, the values each slot's mask lets through, joined as a
+                // balanced merge (one at a time would rebuild an ever wider node per slot).
                 let mut pieces = Vec::new();
                 for (s, &slot) in slots.iter().enumerate().take(last + 1).skip(first) {
-                    let lo = (s as u32) << shift;
                     let sub = self.step(m, p, slot, &mut memo);
-                    let piece = restrict(m, field, lo, lo | width, sub, FALSE);
-                    if piece != FALSE {
-                        pieces.push(piece);
+                    for (lo, hi) in start.slot_ranges(s) {
+                        let piece = restrict(m, field, lo, hi, sub, FALSE);
+                        if piece != FALSE {
+                            pieces.push(piece);
+                        }
                     }
                 }
                 join(m, &pieces)

@@ -93,17 +93,17 @@ fn lift_partition<const N: usize>(
     let mut memo = FxHashMap::default();
     match c.start(p) {
         Start::Root(r) => lift_step(m, c, rules, p, r, &mut memo),
-        Start::Table { field, shift, slots } => {
-            // Slot by slot, joined as a balanced merge: joining them one at a time would
-            // rebuild an ever wider node per slot.
-            let width = if shift >= 32 { u32::MAX } else { (1u32 << shift) - 1 };
+        start @ Start::Table { field, slots, .. } => {
+            // Slot by slot, the values each slot's mask lets through, joined as a balanced
+            // merge: joining them one at a time would rebuild an ever wider node per slot.
             let mut parts = Vec::new();
             for (s, &r) in slots.iter().enumerate() {
-                let lo = (s as u32) << shift;
                 let sub = lift_step(m, c, rules, p, r, &mut memo);
-                let piece = restrict(m, field, lo, lo | width, sub, FALSE);
-                if piece != FALSE {
-                    parts.push(piece);
+                for (lo, hi) in start.slot_ranges(s) {
+                    let piece = restrict(m, field, lo, hi, sub, FALSE);
+                    if piece != FALSE {
+                        parts.push(piece);
+                    }
                 }
             }
             join(m, &parts)
