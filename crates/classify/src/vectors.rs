@@ -192,8 +192,10 @@ impl FieldIndex {
         let (mut node, mut base, mut width) = (0usize, 0usize, 1usize);
         for l in 0..self.levels {
             let k = &self.keys[base + node];
-            let c = |j: usize| usize::from(k[j] <= v);
-            let n = (c(0) + c(1)) + (c(2) + c(3)) + ((c(4) + c(5)) + (c(6) + c(7)));
+            // The keys ascend, so those at or below v are a prefix: its length is the number
+            // of trailing ones.
+            let below = (0..8).fold(0u32, |m, j| m | u32::from(k[j] <= v) << j);
+            let n = (!below).trailing_zeros() as usize;
             base += width;
             width *= 8;
             // An upper node's first key is its first child's: the child is the last whose
@@ -292,7 +294,28 @@ impl<const N: usize> Vectors<N> {
             // runs it.
             #[allow(unsafe_code)]
             Kernel::Avx2 => unsafe { avx2::first(&self.fields, &h.0, members, self.words) },
-            _ => first_set(&self.matching(h)[..self.words], members),
+            _ if self.words == 4 => {
+                // One register's worth (at most 256 rules), kept in registers.
+                let mut acc = [!0u64; 4];
+                for (f, &v) in self.fields.iter().zip(&h.0) {
+                    let w = &f.bits[f.rank(v)];
+                    for k in 0..4 {
+                        acc[k] &= w[k];
+                    }
+                }
+                first_set(&acc, members)
+            }
+            _ => {
+                let rows: [&[[u64; 4]]; N] =
+                    std::array::from_fn(|d| self.fields[d].row(self.fields[d].rank(h.0[d])));
+                let mut pos = usize::MAX;
+                for k in (0..self.words).rev() {
+                    let w = rows.iter().fold(!0u64, |a, r| a & r[k / 4][k % 4]);
+                    let t = k * 64 + w.trailing_zeros() as usize;
+                    pos = if w != 0 { t } else { pos };
+                }
+                members.get(pos).copied().unwrap_or(u32::MAX)
+            }
         }
     }
 
