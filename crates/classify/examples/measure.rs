@@ -21,6 +21,21 @@ fn main() {
         let t = Instant::now();
         let c = Compiled::new(&rules);
         if let Some(passes) =
+            std::env::var("MEASURE_TRACE_ONLY").ok().and_then(|v| v.parse::<usize>().ok())
+        {
+            let mut out = vec![None; headers.len()];
+            let t = Instant::now();
+            for _ in 0..passes {
+                c.classify_batch(black_box(&headers), &mut out);
+                black_box(&out);
+            }
+            println!(
+                "{set}: trace only {:.1} ns",
+                t.elapsed().as_nanos() as f64 / (passes * headers.len()) as f64
+            );
+            continue;
+        }
+        if let Some(passes) =
             std::env::var("MEASURE_UNIFORM_ONLY").ok().and_then(|v| v.parse().ok())
         {
             let n: usize =
@@ -104,6 +119,8 @@ fn main() {
         }
         if std::env::var_os("MEASURE_WALK").is_some() {
             walk(&c, &big[..20_000]);
+            println!("  (trace:)");
+            walk(&c, &headers[..headers.len().min(50_000)]);
         }
         let random = uniform_headers(4096);
         let mut out = vec![None; random.len()];
@@ -136,12 +153,13 @@ fn walk_one(c: &Compiled, p: usize, hs: &[Header]) -> u32 {
     for h in hs {
         let mut r = match c.start(p) {
             Start::Root(r) => r,
-            Start::Table { field, shift, slots, masks } => {
+            Start::Table { field, shift, slots } => {
                 let v = h.0[field];
-                if masks[(v >> shift) as usize] >> ((v >> (shift - 6)) & 63) & 1 == 0 {
+                let slot = slots[(v >> shift) as usize];
+                if slot >> (32 + ((v >> (shift - 5)) & 31)) & 1 == 0 {
                     continue;
                 }
-                slots[(v >> shift) as usize]
+                slot as u32
             }
             Start::Vectors(_) => continue,
         };
@@ -165,37 +183,53 @@ fn walk_one(c: &Compiled, p: usize, hs: &[Header]) -> u32 {
     x
 }
 
-/// Per partition, what uniform headers do: node steps and leaf entries scanned, on average.
+/// Per partition, what headers do when the lookup's order and early stop are followed:
+/// visits, node steps and leaf entries scanned, on average.
 fn walk(c: &Compiled, hs: &[Header]) {
     use rampart_classify::{Start, Step};
-    for p in 0..c.partitions() {
-        let (mut steps, mut entries, mut empty, mut hits) = (0usize, 0usize, 0usize, 0usize);
-        for h in hs {
+    let parts = c.partitions();
+    let (mut visits, mut steps, mut entries) =
+        (vec![0usize; parts], vec![0usize; parts], vec![0usize; parts]);
+    for h in hs {
+        let mut best = u32::MAX;
+        for p in 0..parts {
+            if c.members(p)[0] >= best {
+                break;
+            }
+            visits[p] += 1;
             let mut r = match c.start(p) {
                 Start::Root(r) => r,
-                Start::Table { field, shift, slots, masks } => {
+                Start::Table { field, shift, slots } => {
                     let v = h.0[field];
-                    if masks[(v >> shift) as usize] >> ((v >> (shift - 6)) & 63) & 1 == 0 {
+                    let slot = slots[(v >> shift) as usize];
+                    if slot >> (32 + ((v >> (shift - 5)) & 31)) & 1 == 0 {
                         continue;
                     }
-                    slots[(v >> shift) as usize]
+                    slot as u32
                 }
-                Start::Vectors(_) => continue,
+                Start::Vectors(_) => {
+                    if let Some(i) =
+                        c.members(p).iter().find(|&&i| c.rule(i as usize).unwrap().matches(h))
+                    {
+                        best = best.min(*i);
+                    }
+                    continue;
+                }
             };
             loop {
                 match c.step(p, r) {
                     Step::Test { field, cuts, kids } => {
-                        steps += 1;
+                        steps[p] += 1;
                         r = kids[cuts.iter().filter(|&&x| h.0[field] >= x).count()];
                     }
                     Step::Leaf(list) => {
-                        if list.is_empty() {
-                            empty += 1;
-                        }
                         for &i in list {
-                            entries += 1;
+                            if i >= best {
+                                break;
+                            }
+                            entries[p] += 1;
                             if c.rule(i as usize).unwrap().matches(h) {
-                                hits += 1;
+                                best = i;
                                 break;
                             }
                         }
@@ -204,14 +238,15 @@ fn walk(c: &Compiled, hs: &[Header]) {
                 }
             }
         }
-        let n = hs.len() as f64;
+    }
+    let n = hs.len() as f64;
+    for p in 0..parts {
         println!(
-            "  partition {p}: {} rules, {:.2} steps, {:.2} entries, {:.2} empty leaves, {:.2} matched",
+            "  partition {p}: {} rules, {:.2} visits, {:.2} steps, {:.2} entries",
             c.members(p).len(),
-            steps as f64 / n,
-            entries as f64 / n,
-            empty as f64 / n,
-            hits as f64 / n
+            visits[p] as f64 / n,
+            steps[p] as f64 / n,
+            entries[p] as f64 / n,
         );
     }
 }

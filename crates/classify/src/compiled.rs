@@ -6,7 +6,7 @@
 //! copy rules that are wide in it (CutSplit's observation). A partition whose rules are all
 //! small in an address field starts with a table indexed by that field's top bits (about two
 //! slots per rule, up to 2^18 slots while a rule reaches about two of them at most), each
-//! slot with a 64-bit mask of the sixty-fourths of it some rule reaches, so a header that
+//! slot with a 32-bit mask of the thirty-seconds of it some rule reaches, so a header that
 //! matches nothing there costs one load and no branch it could mispredict. Below it, or from the root otherwise, each
 //! partition is a tree over elementary-interval boundaries: a node cuts one field at up to
 //! seven values placed so that its eight children share the rules' weight about equally
@@ -36,8 +36,8 @@ const BINTH: usize = 8;
 /// The most slots a partition's root table may have, as bits of the field (2^18 slots, 1 MiB:
 /// finer tables measured slower on uniform headers, their misses going to the L3 cache).
 const TABLE_BITS: u32 = 18;
-/// Bits of a table slot's occupancy mask index (64 sub-slots).
-const SUB_BITS: u32 = 6;
+/// Bits of a table slot's occupancy mask index (32 sub-slots).
+const SUB_BITS: u32 = 5;
 /// Deepest tree allowed.
 const MAX_DEPTH: usize = 32;
 /// An address range this small or smaller (a /16) is "small".
@@ -66,8 +66,6 @@ const INDIRECT: u32 = 15;
 const SPREAD: usize = 2;
 /// Headers walked together by [`Compiled::classify_batch`].
 const LANES: usize = 16;
-/// Structures larger than this (bytes) are walked by several headers at once.
-const INTERLEAVE_ABOVE: usize = 1 << 20;
 
 /// A node, one cache line: one header field (named by the reference to the node) is
 /// compared with all seven cuts at once (sorted; unused ones are `u32::MAX`), and the number
@@ -142,11 +140,11 @@ impl<const N: usize> Part<N> {
         } else {
             let v = h.0[self.table_dim];
             let slot = (v >> self.table_shift) as usize;
-            let sub = (v >> (self.table_shift - SUB_BITS)) & 63;
-            // A sixty-fourth of the slot no rule reaches goes to the empty leaf, without a
-            // branch.
-            let occupied = self.masks[slot] >> sub & 1 != 0;
-            if occupied { self.table[slot] } else { LEAF_BIT }
+            let sub = (v >> (self.table_shift - SUB_BITS)) & 31;
+            // One load for the reference and the mask; a thirty-second of the slot no rule
+            // reaches goes to the empty leaf, without a branch.
+            let t = self.table[slot];
+            if t >> (32 + sub) & 1 != 0 { t as u32 } else { LEAF_BIT }
         }
     }
 }
@@ -158,14 +156,12 @@ struct Part<const N: usize> {
     /// The root: a node, or a leaf when `LEAF_BIT` is set (when there is no table).
     root: u32,
     /// When the partition's rules are all small in one field: a root indexed directly by the
-    /// top bits of that field, each slot the reference of the subtree for that slice (an
-    /// empty leaf when no rule reaches it), so a header whose field falls where no rule is
-    /// costs one load.
-    table: Vec<u32>,
-    /// For each slot, which sixty-fourths of it some rule reaches (bit `k` for the values
-    /// whose next six bits below the slot's are `k`): the rest go to the empty leaf, so a
-    /// header in an occupied slot but away from every rule there costs no scan.
-    masks: Vec<u64>,
+    /// top bits of that field. Each slot holds the reference of the subtree for that slice
+    /// (low 32 bits; an empty leaf when no rule reaches it) and which thirty-seconds of the
+    /// slice some rule reaches (high 32 bits: bit `k` for the values whose next five bits
+    /// are `k`); the rest go to the empty leaf. So a header away from every rule costs one
+    /// load and no scan.
+    table: Vec<u64>,
     /// The field the table indexes, and the shift that leaves its top bits.
     table_dim: usize,
     table_shift: u32,
@@ -190,11 +186,10 @@ pub enum Start<'a> {
         field: usize,
         /// The shift that turns a value into a slot.
         shift: u32,
-        /// Each slot's reference.
-        slots: &'a [u32],
-        /// Each slot's occupancy: a value whose bit `(value >> (shift - 6)) & 63` is clear
-        /// goes to the empty leaf instead of the slot's reference ([`Start::slot_ranges`]).
-        masks: &'a [u64],
+        /// Each slot: its reference (low 32 bits) and its occupancy (high 32 bits): a value
+        /// whose bit `(value >> (shift - 5)) & 31` there is clear goes to the empty leaf
+        /// instead of the reference ([`Start::slot_ranges`]).
+        slots: &'a [u64],
     },
     /// No walk: the partition's rules are looked up as bit vectors, and the answer is the
     /// first member (see [`Compiled::members`]) whose position is in every field's set for
@@ -204,14 +199,14 @@ pub enum Start<'a> {
 
 impl Start<'_> {
     /// For a table: the values of its field that go to slot `slot`'s reference (its
-    /// occupied sixty-fourths, adjacent ones merged); the slot's other values go to the empty
+    /// occupied thirty-seconds, adjacent ones merged); the slot's other values go to the empty
     /// leaf. Empty for other starts. For tools that check the structure.
     pub fn slot_ranges(&self, slot: usize) -> Vec<(u32, u32)> {
-        let Start::Table { shift, masks, .. } = *self else { return Vec::new() };
-        let (mask, base) = (masks.get(slot).copied().unwrap_or(0), (slot as u32) << shift);
+        let Start::Table { shift, slots, .. } = *self else { return Vec::new() };
+        let (mask, base) = (slots.get(slot).map_or(0, |s| s >> 32), (slot as u32) << shift);
         let width = 1u32 << (shift - SUB_BITS);
         let mut out: Vec<(u32, u32)> = Vec::new();
-        for k in (0..64u32).filter(|&k| mask >> k & 1 != 0) {
+        for k in (0..32u32).filter(|&k| mask >> k & 1 != 0) {
             let lo = base + k * width;
             let hi = lo + (width - 1);
             match out.last_mut() {
@@ -298,8 +293,6 @@ pub struct Options {
 #[derive(Clone, Debug)]
 pub struct Compiled<const N: usize = FIELDS> {
     rules: Vec<Span<N>>,
-    /// Larger than the L2 cache: batches walk interleaved.
-    large: bool,
     parts: Vec<Part<N>>,
     depth: usize,
     /// The kernel of the bit-vector partitions.
@@ -359,7 +352,6 @@ impl<const N: usize> Compiled<N> {
                         min,
                         root: LEAF_BIT,
                         table: Vec::new(),
-                        masks: Vec::new(),
                         table_dim: 0,
                         table_shift: 0,
                         nodes: Vec::new(),
@@ -369,7 +361,7 @@ impl<const N: usize> Compiled<N> {
                         vectors: Some(Box::new(v)),
                     };
                 }
-                let (root, (table, masks, table_shift), table_dim) = match table_dim {
+                let (root, (table, table_shift), table_dim) = match table_dim {
                     Some(d) => (LEAF_BIT, b.table(g, bounds, d), d),
                     None => (b.build(g, bounds, 0, false), Default::default(), 0),
                 };
@@ -378,7 +370,6 @@ impl<const N: usize> Compiled<N> {
                     min,
                     root,
                     table,
-                    masks,
                     table_dim,
                     table_shift,
                     nodes: b.nodes,
@@ -391,9 +382,7 @@ impl<const N: usize> Compiled<N> {
             .collect();
         parts.sort_by_key(|p| p.min);
         let rules = rules.iter().map(Span::new).collect();
-        let mut c = Self { rules, large: false, parts, depth, kernel: Kernel::best() };
-        c.large = c.stats().bytes >= INTERLEAVE_ABOVE;
-        c
+        Self { rules, parts, depth, kernel: Kernel::best() }
     }
 
     /// The kernel that looks up the bit-vector partitions ([`Kernel::best`] unless set).
@@ -453,22 +442,21 @@ impl<const N: usize> Compiled<N> {
         (best != u32::MAX).then_some(best as usize)
     }
 
-    /// Classifies a batch: `out[i]` is what [`Compiled::classify`] gives for `headers[i]`.
-    /// When the structure is larger than the L2 cache, sixteen headers walk their trees in
-    /// turn, one node each per round, so the loads of different headers overlap instead of
-    /// each waiting for the last; smaller structures are walked one header at a time, which
-    /// measured faster there (no misses to overlap, less bookkeeping).
+    /// Classifies a batch: `out[i]` is what [`Compiled::classify`] gives for `headers[i]`,
+    /// one header after another. With the tables' masks and the bit vectors, a lookup has
+    /// few data-dependent branches, so the CPU already overlaps consecutive headers' loads:
+    /// walking sixteen in turn ([`Compiled::classify_interleaved`]) measured slower on every
+    /// ClassBench set, traces and uniform headers alike (`BENCHMARKS.md`).
     pub fn classify_batch(&self, headers: &[Header<N>], out: &mut [Option<usize>]) {
-        if !self.large {
-            for (h, o) in headers.iter().zip(out) {
-                *o = self.classify(h);
-            }
-            return;
+        for (h, o) in headers.iter().zip(out) {
+            *o = self.classify(h);
         }
-        self.classify_interleaved(headers, out);
     }
 
-    /// [`Compiled::classify_batch`]'s interleaved walk, whatever the structure's size.
+    /// Classifies a batch sixteen headers at a time, each taking one step of its walk per
+    /// round, so that the loads of different headers overlap even where the CPU would not
+    /// overlap them by itself. Gives what [`Compiled::classify_batch`] gives; measured slower
+    /// than it on this design, kept for CPUs and structures where it is not.
     pub fn classify_interleaved(&self, headers: &[Header<N>], out: &mut [Option<usize>]) {
         for (hs, os) in headers.chunks(LANES).zip(out.chunks_mut(LANES)) {
             self.lanes(hs, os);
@@ -589,12 +577,7 @@ impl<const N: usize> Compiled<N> {
         } else if part.table.is_empty() {
             Start::Root(part.root)
         } else {
-            Start::Table {
-                field: part.table_dim,
-                shift: part.table_shift,
-                slots: &part.table,
-                masks: &part.masks,
-            }
+            Start::Table { field: part.table_dim, shift: part.table_shift, slots: &part.table }
         }
     }
 
@@ -635,8 +618,7 @@ impl<const N: usize> Compiled<N> {
         let nodes: usize = self.parts.iter().map(|p| p.nodes.len()).sum();
         let leaves: usize = self.parts.iter().map(|p| p.leaves.len()).sum();
         let leaf_entries: usize = self.parts.iter().map(|p| p.entries.len()).sum();
-        let tables: usize =
-            self.parts.iter().map(|p| p.table.len() + 2 * p.masks.len() + p.members.len()).sum();
+        let tables: usize = self.parts.iter().map(|p| 2 * p.table.len() + p.members.len()).sum();
         let vectors: usize =
             self.parts.iter().filter_map(|p| p.vectors.as_ref()).map(|v| v.bytes()).sum();
         CompiledStats {
@@ -738,14 +720,9 @@ impl<const N: usize> Builder<'_, N> {
     /// A directly indexed root over field `dim` (every rule's range in it is under
     /// [`SMALL`], so it reaches at most two slots): about two slots per rule, more for large
     /// partitions (up to `2^TABLE_BITS`) while a rule reaches about two; each slot holds the
-    /// subtree for the rules reaching it, and a mask of the sixty-fourths of it they reach.
-    /// Returns the table, the masks and the shift that turns a field value into a slot.
-    fn table(
-        &mut self,
-        ids: Vec<u32>,
-        bounds: [(u32, u32); N],
-        dim: usize,
-    ) -> (Vec<u32>, Vec<u64>, u32) {
+    /// subtree for the rules reaching it, and a mask of the thirty-seconds of it they reach.
+    /// Returns the table and the shift that turns a field value into a slot.
+    fn table(&mut self, ids: Vec<u32>, bounds: [(u32, u32); N], dim: usize) -> (Vec<u64>, u32) {
         let mut bits = (usize::BITS - ids.len().leading_zeros() + 1).clamp(4, 16);
         // Large partitions get finer slots while the rules still reach few of them.
         let reach = |bits: u32| -> usize {
@@ -761,9 +738,7 @@ impl<const N: usize> Builder<'_, N> {
             bits += 1;
         }
         let shift = 32 - bits;
-        let empty = LEAF_BIT;
-        let mut table = vec![empty; 1 << bits];
-        let mut masks = vec![0u64; 1 << bits];
+        let mut table = vec![u64::from(LEAF_BIT); 1 << bits];
         let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(ids.len() * 2);
         for &i in &ids {
             let r = &self.rules[i as usize];
@@ -779,18 +754,19 @@ impl<const N: usize> Builder<'_, N> {
             let sub: Vec<u32> = pairs[k..end].iter().map(|&(_, i)| i).collect();
             let mut b = bounds;
             let (lo, hi) = (slot << shift, (slot << shift) | ((1u32 << shift) - 1));
+            let mut mask = 0u64;
             for &i in &sub {
                 let r = &self.rules[i as usize];
                 let sub_of = |v: u32| (v.clamp(lo, hi) - lo) >> (shift - SUB_BITS);
                 for k in sub_of(r.lo[dim])..=sub_of(r.hi[dim]) {
-                    masks[slot as usize] |= 1 << k;
+                    mask |= 1 << k;
                 }
             }
             b[dim] = (b[dim].0.max(lo), b[dim].1.min(hi));
-            table[slot as usize] = self.build(sub, b, 1, false);
+            table[slot as usize] = mask << 32 | u64::from(self.build(sub, b, 1, false));
             k = end;
         }
-        (table, masks, shift)
+        (table, shift)
     }
 
     /// The field and cuts to split at. For each field, up to seven cuts are placed so that

@@ -454,7 +454,7 @@ fn walk(c: &Compiled, p: usize, area: &Rule, leaf: &mut impl FnMut(&[u32], bool)
         Start::Table { field, shift, slots, .. } => {
             let (lo, hi) = (area.lo[field], area.hi[field]);
             let (first, last) = (slot_of(lo, shift), slot_of(hi, shift));
-            stack.extend(slots.iter().take(last + 1).skip(first));
+            stack.extend(slots.iter().take(last + 1).skip(first).map(|&s| s as u32));
         }
         // One region holding every member, in order: the lookup takes the first live member
         // its bitmaps hold.
@@ -509,7 +509,7 @@ impl Lift<'_> {
                 // balanced merge (one at a time would rebuild an ever wider node per slot).
                 let mut pieces = Vec::new();
                 for (s, &slot) in slots.iter().enumerate().take(last + 1).skip(first) {
-                    let sub = self.step(m, p, slot, &mut memo);
+                    let sub = self.step(m, p, slot as u32, &mut memo);
                     for (lo, hi) in start.slot_ranges(s) {
                         let piece = restrict(m, field, lo, hi, sub, FALSE);
                         if piece != FALSE {

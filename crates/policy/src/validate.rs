@@ -97,8 +97,8 @@ fn lift_partition<const N: usize>(
             // Slot by slot, the values each slot's mask lets through, joined as a balanced
             // merge: joining them one at a time would rebuild an ever wider node per slot.
             let mut parts = Vec::new();
-            for (s, &r) in slots.iter().enumerate() {
-                let sub = lift_step(m, c, rules, p, r, &mut memo);
+            for (s, &slot) in slots.iter().enumerate() {
+                let sub = lift_step(m, c, rules, p, slot as u32, &mut memo);
                 for (lo, hi) in start.slot_ranges(s) {
                     let piece = restrict(m, field, lo, hi, sub, FALSE);
                     if piece != FALSE {
