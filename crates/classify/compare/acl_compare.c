@@ -2,7 +2,7 @@
  * DPDK rte_acl on a ClassBench rule set, for comparison with rampart's classifier in the
  * same run (dev-only: needs Debian's libdpdk-dev; see README.md beside this file).
  *
- *   acl_compare RULES TRACE UNIFORM_OUT [sse|avx2|scalar|default]
+ *   acl_compare RULES TRACE UNIFORM_OUT [sse|avx2|avx512x16|avx512x32|scalar|default]
  *
  * Loads RULES (ClassBench filter format) into one rte_acl context (5 fields: protocol,
  * source and destination address, ports; priority falls with the line number, so the
@@ -258,14 +258,20 @@ static size_t check(const struct box *b, size_t nr, const struct hdr *h, size_t 
 
 int main(int argc, char **argv)
 {
+	const char *alg = argc > 4 ? argv[4] : "sse";
+	/* DPDK runs its AVX-512 methods only when told it may use 512-bit vectors. */
+	int wide = !strncmp(alg, "avx512", 6);
 	char *eal[] = {argv[0], "--no-huge", "--no-pci", "-m", "8192", "-l", "0",
-		       "--log-level=lib.eal:error", "--no-telemetry", NULL};
+		       "--log-level=lib.eal:error", "--no-telemetry",
+		       wide ? "--force-max-simd-bitwidth=512" : NULL, NULL};
 	if (argc < 4) {
-		fprintf(stderr, "usage: %s RULES TRACE UNIFORM_OUT [sse|avx2|scalar|default]\n",
+		fprintf(stderr,
+			"usage: %s RULES TRACE UNIFORM_OUT "
+			"[sse|avx2|avx512x16|avx512x32|scalar|default]\n",
 			argv[0]);
 		return 2;
 	}
-	if (rte_eal_init(9, eal) < 0) {
+	if (rte_eal_init(wide ? 10 : 9, eal) < 0) {
 		fprintf(stderr, "acl_compare: rte_eal_init failed\n");
 		return 1;
 	}
@@ -306,12 +312,15 @@ int main(int argc, char **argv)
 	if (rc != 0)
 		die(strerror(-rc), argv[1], 0);
 	double build_ms = (now_ns() - start) / 1e6;
-	const char *alg = argc > 4 ? argv[4] : "sse";
 	enum rte_acl_classify_alg a = RTE_ACL_CLASSIFY_DEFAULT;
 	if (!strcmp(alg, "sse"))
 		a = RTE_ACL_CLASSIFY_SSE;
 	else if (!strcmp(alg, "avx2"))
 		a = RTE_ACL_CLASSIFY_AVX2;
+	else if (!strcmp(alg, "avx512x16"))
+		a = RTE_ACL_CLASSIFY_AVX512X16;
+	else if (!strcmp(alg, "avx512x32"))
+		a = RTE_ACL_CLASSIFY_AVX512X32;
 	else if (!strcmp(alg, "scalar"))
 		a = RTE_ACL_CLASSIFY_SCALAR;
 	if (rte_acl_set_ctx_classify(ctx, a) != 0)

@@ -2,6 +2,7 @@
 # rampart's classifier beside DPDK's rte_acl, in the same run, on the ClassBench sets.
 # Dev-only (not part of the tests): needs Debian's libdpdk-dev and pkg-config.
 #   crates/classify/compare/compare.sh [SET...]      (default: all nine sets)
+#   ACL_ALG=sse|avx2|avx512x16|avx512x32|default      rte_acl's method (default: sse)
 # Data: $RAMPART_DATA/classbench or ../shared/data/classbench. rte_acl needs several GB and
 # up to a minute per 100K set to build.
 set -euo pipefail
@@ -40,4 +41,6 @@ for s in "${sets[@]}"; do
     "$(echo "$rt" | field bytes_per_rule)" "$(echo "$rt" | field update_us)"
 done
 echo
-echo "ratio = rampart / rte_acl (below 1: rampart faster). $(date -u +%F), load $(cut -d' ' -f1-3 /proc/loadavg)"
+simd=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(sse4_2|avx2|avx512f|avx512bw|avx512vl|avx512vbmi|gfni)$' | tr '\n' ' ')
+echo "ratio = rampart / rte_acl (below 1: rampart faster). rampart kernel $(echo "$rt" | field kernel | tr -d '"'), rte_acl method $alg."
+echo "$(date -u +%F), load $(cut -d' ' -f1-3 /proc/loadavg); CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | xargs), SIMD: $simd"
