@@ -11,10 +11,12 @@
 //! per header is fixed (a few small-node searches and five 256-bit loads) and has no
 //! data-dependent branch, so the CPU overlaps consecutive headers.
 //!
-//! The rank search is an implicit 8-way tree (eight keys per node, all compared at once):
-//! with AVX2 a level is one compare and one population count. The kernel is chosen at run
-//! time ([`Kernel::best`], overridable with `RAMPART_CLASSIFY_KERNEL=scalar|avx2`), and both
-//! are checked against the linear scan by the same tests.
+//! The rank search is a direct table where the boundaries allow a small one, else an
+//! implicit 8-way tree (eight keys per node, all compared at once): with AVX2 a level is one
+//! compare and one population count, with AVX-512 one compare into a mask register. The
+//! kernel is chosen at run time ([`Kernel::best`], overridable with
+//! `RAMPART_CLASSIFY_KERNEL=scalar|avx2|avx512`), and every kernel the CPU runs is checked
+//! against the linear scan by the same tests.
 //!
 //! Written here: bit vectors over a few hundred rules are a few lines, and no crate offers a
 //! SIMD rank over small sorted arrays.
@@ -42,17 +44,25 @@ pub enum Kernel {
     Scalar,
     /// 256-bit compares, population counts and ANDs (x86-64 with AVX2 and POPCNT).
     Avx2,
+    /// Unsigned compares into mask registers and 512-bit ANDs (x86-64 with AVX-512 F and VL
+    /// and POPCNT). Measured no faster than AVX2 on the project's AMD EPYC (`BENCHMARKS.md`),
+    /// so it runs only when `RAMPART_CLASSIFY_KERNEL=avx512` or [`Compiled::set_kernel`]
+    /// asks for it.
+    ///
+    /// [`Compiled::set_kernel`]: crate::Compiled::set_kernel
+    Avx512,
 }
 
 impl Kernel {
-    /// Every kernel, slowest first.
-    pub const ALL: [Kernel; 2] = [Kernel::Scalar, Kernel::Avx2];
+    /// Every kernel.
+    pub const ALL: [Kernel; 3] = [Kernel::Scalar, Kernel::Avx2, Kernel::Avx512];
 
     /// The kernel's name, as `RAMPART_CLASSIFY_KERNEL` and the benchmarks spell it.
     pub fn name(self) -> &'static str {
         match self {
             Self::Scalar => "scalar",
             Self::Avx2 => "avx2",
+            Self::Avx512 => "avx512",
         }
     }
 
@@ -65,13 +75,19 @@ impl Kernel {
                 std::arch::is_x86_feature_detected!("avx2")
                     && std::arch::is_x86_feature_detected!("popcnt")
             }
+            #[cfg(target_arch = "x86_64")]
+            Self::Avx512 => {
+                std::arch::is_x86_feature_detected!("avx512f")
+                    && std::arch::is_x86_feature_detected!("avx512vl")
+                    && std::arch::is_x86_feature_detected!("popcnt")
+            }
             #[cfg(not(target_arch = "x86_64"))]
-            Self::Avx2 => false,
+            Self::Avx2 | Self::Avx512 => false,
         }
     }
 
     /// The kernel new classifiers use: the one `RAMPART_CLASSIFY_KERNEL` names when this CPU
-    /// runs it, else the fastest this CPU runs. Decided once per process.
+    /// runs it, else AVX2 where the CPU has it, else scalar. Decided once per process.
     pub fn best() -> Kernel {
         static BEST: OnceLock<Kernel> = OnceLock::new();
         *BEST.get_or_init(|| {
@@ -79,7 +95,8 @@ impl Kernel {
             let forced = Kernel::ALL.into_iter().find(|k| named.as_deref() == Some(k.name()));
             match forced {
                 Some(k) if k.supported() => k,
-                _ => *Kernel::ALL.iter().rev().find(|k| k.supported()).unwrap_or(&Kernel::Scalar),
+                _ if Kernel::Avx2.supported() => Kernel::Avx2,
+                _ => Kernel::Scalar,
             }
         })
     }
@@ -294,6 +311,10 @@ impl<const N: usize> Vectors<N> {
             // runs it.
             #[allow(unsafe_code)]
             Kernel::Avx2 => unsafe { avx2::first(&self.fields, &h.0, members, self.words) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above, for AVX-512 F and VL.
+            #[allow(unsafe_code)]
+            Kernel::Avx512 => unsafe { avx512::first(&self.fields, &h.0, members, self.words) },
             _ if self.words == 4 => {
                 // One register's worth (at most 256 rules), kept in registers.
                 let mut acc = [!0u64; 4];
@@ -456,6 +477,76 @@ mod avx2 {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    use super::{FieldIndex, MAX_WORDS};
+
+    /// [`super::FieldIndex::rank`] with one unsigned compare into a mask register per level.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512vl,popcnt")]
+    pub(super) fn rank(f: &FieldIndex, v: u32) -> usize {
+        if let Some(r) = f.direct(v) {
+            return r;
+        }
+        let v = _mm256_set1_epi32(v as i32);
+        let (mut node, mut base, mut width) = (0usize, 0usize, 1usize);
+        for l in 0..f.levels {
+            let k: &[u32; 8] = &f.keys[base + node];
+            // SAFETY: `k` is 32 readable bytes; the load has no alignment requirement.
+            let k = unsafe { _mm256_loadu_si256(k.as_ptr().cast()) };
+            let n = _mm256_cmple_epu32_mask(k, v).count_ones() as usize;
+            base += width;
+            width *= 8;
+            node = 8 * node + if l + 1 == f.levels { n } else { n.saturating_sub(1) };
+        }
+        node.min(f.count as usize)
+    }
+
+    /// [`super::Vectors::first`]: the ranks, 512-bit ANDs of the fields' bitmaps (256-bit
+    /// for a bitmap of one register), and the first set bit.
+    #[target_feature(enable = "avx512f,avx512vl,popcnt")]
+    pub(super) fn first(fields: &[FieldIndex], h: &[u32], members: &[u32], words: usize) -> u32 {
+        if words == 4 {
+            let mut a = _mm256_set1_epi64x(-1);
+            for (f, &v) in fields.iter().zip(h) {
+                let w: &[u64; 4] = &f.bits[rank(f, v)];
+                // SAFETY: `w` is 32 readable bytes; the load has no alignment requirement.
+                a = _mm256_and_si256(a, unsafe { _mm256_loadu_si256(w.as_ptr().cast()) });
+            }
+            let nonzero = u32::from(_mm256_test_epi64_mask(a, a));
+            let mut out = [0u64; 4];
+            // SAFETY: `out` is 32 writable bytes; the store has no alignment requirement.
+            unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), a) };
+            let k = nonzero.trailing_zeros() as usize;
+            let pos = k * 64 + out[k % 4].trailing_zeros() as usize;
+            return members.get(pos).copied().unwrap_or(u32::MAX);
+        }
+        let mut acc = [_mm512_set1_epi64(-1); MAX_WORDS / 8];
+        for (f, &v) in fields.iter().zip(h) {
+            let row = f.row(rank(f, v));
+            for (c, a) in acc.iter_mut().enumerate().take(words.div_ceil(8)) {
+                // Two registers of the row, or the last one alone (the upper half masked).
+                let (ptr, mask) = match row.get(2 * c..2 * c + 2) {
+                    Some(pair) => (pair.as_ptr(), 0xff),
+                    None => (row[2 * c..].as_ptr(), 0x0f),
+                };
+                // SAFETY: the unmasked words lie in `row`; masked-out ones are not read.
+                let w = unsafe { _mm512_maskz_loadu_epi64(mask, ptr.cast()) };
+                *a = _mm512_and_si512(*a, w);
+            }
+        }
+        let mut out = [0u64; MAX_WORDS];
+        for (a, o) in acc.iter().zip(out.chunks_exact_mut(8)).take(words.div_ceil(8)) {
+            // SAFETY: `o` is 64 writable bytes; the store has no alignment requirement.
+            unsafe { _mm512_storeu_si512(o.as_mut_ptr().cast(), *a) };
+        }
+        super::first_set(&out[..words], members)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -496,6 +587,13 @@ mod tests {
                         let r = unsafe { avx2::rank(&f, v) };
                         assert_eq!(r, want, "avx2: {n} boundaries, value {v}");
                     }
+                    #[cfg(target_arch = "x86_64")]
+                    if Kernel::Avx512.supported() {
+                        // SAFETY: the CPU runs AVX-512 F and VL, checked above.
+                        #[allow(unsafe_code)]
+                        let r = unsafe { avx512::rank(&f, v) };
+                        assert_eq!(r, want, "avx512: {n} boundaries, value {v}");
+                    }
                 }
             }
         }
@@ -513,19 +611,23 @@ mod tests {
             let hi = [lo[0] + a % 9, lo[1] + (a >> 4) % 11, if wide { u32::MAX } else { 40 }];
             rules.push(Rule { lo, hi });
         }
-        let ids: Vec<u32> = (0..rules.len() as u32).collect();
-        let v = Vectors::new(&rules, &ids).expect("within the limits");
         let kernels: Vec<Kernel> = Kernel::ALL.into_iter().filter(|k| k.supported()).collect();
         println!("kernels run: {:?}", kernels.iter().map(|k| k.name()).collect::<Vec<_>>());
-        for x in 0..65u32 {
-            for y in 0..75u32 {
-                for z in [0, 1, 40, 41, u32::MAX - 4, u32::MAX - 3, u32::MAX] {
-                    let h = Header([x, y, z]);
-                    let want = first_match(&rules, &h).map_or(u32::MAX, |i| i as u32);
-                    for &k in &kernels {
-                        assert_eq!(v.first(&h, &ids, k), want, "{} {h:?}", k.name());
+        // One register of bitmap, three (an odd count: a half-used 512-bit one) and eight.
+        for n in [100, 600, VECTOR_RULES] {
+            let rules = &rules[..n];
+            let ids: Vec<u32> = (0..n as u32).collect();
+            let v = Vectors::new(rules, &ids).expect("within the limits");
+            for x in 0..65u32 {
+                for y in 0..75u32 {
+                    for z in [0, 1, 40, 41, u32::MAX - 4, u32::MAX - 3, u32::MAX] {
+                        let h = Header([x, y, z]);
+                        let want = first_match(rules, &h).map_or(u32::MAX, |i| i as u32);
+                        for &k in &kernels {
+                            assert_eq!(v.first(&h, &ids, k), want, "{n}: {} {h:?}", k.name());
+                        }
+                        assert_eq!(v.first_live(&h, &ids, u32::MAX, &|_| true), want);
                     }
-                    assert_eq!(v.first_live(&h, &ids, u32::MAX, &|_| true), want);
                 }
             }
         }
