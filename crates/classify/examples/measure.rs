@@ -1,6 +1,13 @@
 //! Build time, size and lookup time of the compiled classifier on ClassBench sets:
 //! `cargo run --release -p rampart-classify --example measure -- DIR SET...`
 //! (DIR holds the unpacked sets and traces).
+//!
+//! - `MEASURE_ONLY=trace|uniform`: time only batches of the trace or of 100,000 uniform
+//!   headers (`MEASURE_N` distinct ones, cycled; `MEASURE_PASSES` passes), then each tree
+//!   or table partition walked alone through the public `start`/`step` API.
+//! - `MEASURE_WALK=1`: per partition, the visits, node steps and leaf entries of the lookup's
+//!   order on uniform headers and on the trace.
+//! - `RAMPART_CLASSIFY_KERNEL=scalar|avx2|avx512`: the bit-vector kernel.
 
 use std::hint::black_box;
 use std::time::Instant;
@@ -20,28 +27,20 @@ fn main() {
             parse_trace(&set, &trace).expect("trace").iter().map(|t| t.header).collect();
         let t = Instant::now();
         let c = Compiled::new(&rules);
-        if let Some(passes) =
-            std::env::var("MEASURE_TRACE_ONLY").ok().and_then(|v| v.parse::<usize>().ok())
-        {
-            let mut out = vec![None; headers.len()];
-            let t = Instant::now();
-            for _ in 0..passes {
-                c.classify_batch(black_box(&headers), &mut out);
-                black_box(&out);
-            }
-            println!(
-                "{set}: trace only {:.1} ns",
-                t.elapsed().as_nanos() as f64 / (passes * headers.len()) as f64
-            );
-            continue;
-        }
-        if let Some(passes) =
-            std::env::var("MEASURE_UNIFORM_ONLY").ok().and_then(|v| v.parse().ok())
-        {
-            let n: usize =
-                std::env::var("MEASURE_N").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
-            let small = uniform_headers(n);
-            let big: Vec<Header> = small.iter().copied().cycle().take(100_000).collect();
+        if let Ok(only) = std::env::var("MEASURE_ONLY") {
+            let var = |name: &str, default: usize| {
+                std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+            };
+            let passes = var("MEASURE_PASSES", 30);
+            let big: Vec<Header> = if only == "trace" {
+                headers.clone()
+            } else {
+                uniform_headers(var("MEASURE_N", 100_000))
+                    .into_iter()
+                    .cycle()
+                    .take(100_000)
+                    .collect()
+            };
             let mut out = vec![None; big.len()];
             let t = Instant::now();
             for _ in 0..passes {
@@ -49,18 +48,7 @@ fn main() {
                 black_box(&out);
             }
             println!(
-                "{set}: uniform only {:.1} ns",
-                t.elapsed().as_nanos() as f64 / (passes * big.len()) as f64
-            );
-            let t = Instant::now();
-            for _ in 0..passes {
-                for (h, o) in big.iter().zip(out.iter_mut()) {
-                    *o = c.classify(black_box(h));
-                }
-                black_box(&out);
-            }
-            println!(
-                "{set}: one at a time {:.1} ns",
+                "{set}: {only} only {:.1} ns",
                 t.elapsed().as_nanos() as f64 / (passes * big.len()) as f64
             );
             for p in 0..c.partitions() {
@@ -147,22 +135,26 @@ fn main() {
     }
 }
 
+/// Where `h`'s walk of tree or table partition `p` starts; `None` for an empty slice of a
+/// table and for bit-vector partitions.
+fn start_of(c: &Compiled, p: usize, h: &Header) -> Option<u32> {
+    use rampart_classify::Start;
+    match c.start(p) {
+        Start::Root(r) => Some(r),
+        Start::Table { field, shift, slots } => {
+            let v = h.0[field];
+            let slot = slots[(v >> shift) as usize];
+            (slot >> (32 + ((v >> (shift - 5)) & 31)) & 1 != 0).then_some(slot as u32)
+        }
+        Start::Vectors(_) => None,
+    }
+}
+
 fn walk_one(c: &Compiled, p: usize, hs: &[Header]) -> u32 {
-    use rampart_classify::{Start, Step};
+    use rampart_classify::Step;
     let mut x = 0;
     for h in hs {
-        let mut r = match c.start(p) {
-            Start::Root(r) => r,
-            Start::Table { field, shift, slots } => {
-                let v = h.0[field];
-                let slot = slots[(v >> shift) as usize];
-                if slot >> (32 + ((v >> (shift - 5)) & 31)) & 1 == 0 {
-                    continue;
-                }
-                slot as u32
-            }
-            Start::Vectors(_) => continue,
-        };
+        let Some(mut r) = start_of(c, p, h) else { continue };
         loop {
             match c.step(p, r) {
                 Step::Test { field, cuts, kids } => {
@@ -197,25 +189,14 @@ fn walk(c: &Compiled, hs: &[Header]) {
                 break;
             }
             visits[p] += 1;
-            let mut r = match c.start(p) {
-                Start::Root(r) => r,
-                Start::Table { field, shift, slots } => {
-                    let v = h.0[field];
-                    let slot = slots[(v >> shift) as usize];
-                    if slot >> (32 + ((v >> (shift - 5)) & 31)) & 1 == 0 {
-                        continue;
-                    }
-                    slot as u32
+            if let Start::Vectors(_) = c.start(p) {
+                let rule = |i: &&u32| c.rule(**i as usize).unwrap().matches(h);
+                if let Some(&i) = c.members(p).iter().find(rule) {
+                    best = best.min(i);
                 }
-                Start::Vectors(_) => {
-                    if let Some(i) =
-                        c.members(p).iter().find(|&&i| c.rule(i as usize).unwrap().matches(h))
-                    {
-                        best = best.min(*i);
-                    }
-                    continue;
-                }
-            };
+                continue;
+            }
+            let Some(mut r) = start_of(c, p, h) else { continue };
             loop {
                 match c.step(p, r) {
                     Step::Test { field, cuts, kids } => {

@@ -203,16 +203,24 @@ impl FieldIndex {
     /// The elementary interval `v` falls in: the number of boundaries at or below it.
     #[inline(always)]
     fn rank(&self, v: u32) -> usize {
+        // The keys ascend, so those at or below v are a prefix: its length is the number of
+        // trailing ones.
+        self.descend(v, |k| {
+            let below = (0..8).fold(0u32, |m, j| m | u32::from(k[j] <= v) << j);
+            (!below).trailing_zeros() as usize
+        })
+    }
+
+    /// The rank of `v`: from the direct table, or down the search tree with `count` giving
+    /// how many keys of a node are at or below `v` (each kernel counts its own way).
+    #[inline(always)]
+    fn descend(&self, v: u32, count: impl Fn(&[u32; 8]) -> usize) -> usize {
         if let Some(r) = self.direct(v) {
             return r;
         }
         let (mut node, mut base, mut width) = (0usize, 0usize, 1usize);
         for l in 0..self.levels {
-            let k = &self.keys[base + node];
-            // The keys ascend, so those at or below v are a prefix: its length is the number
-            // of trailing ones.
-            let below = (0..8).fold(0u32, |m, j| m | u32::from(k[j] <= v) << j);
-            let n = (!below).trailing_zeros() as usize;
+            let n = count(&self.keys[base + node]);
             base += width;
             width *= 8;
             // An upper node's first key is its first child's: the child is the last whose
@@ -408,24 +416,14 @@ mod avx2 {
     #[inline]
     #[target_feature(enable = "avx2,popcnt")]
     pub(super) fn rank(f: &FieldIndex, v: u32) -> usize {
-        if let Some(r) = f.direct(v) {
-            return r;
-        }
         let bias = _mm256_set1_epi32(i32::MIN);
-        let v = _mm256_xor_si256(_mm256_set1_epi32(v as i32), bias);
-        let (mut node, mut base, mut width) = (0usize, 0usize, 1usize);
-        for l in 0..f.levels {
-            let k: &[u32; 8] = &f.keys[base + node];
+        let value = _mm256_xor_si256(_mm256_set1_epi32(v as i32), bias);
+        f.descend(v, |k| {
             // SAFETY: `k` is 32 readable bytes; the load has no alignment requirement.
             let k = unsafe { _mm256_loadu_si256(k.as_ptr().cast()) };
-            let above = _mm256_cmpgt_epi32(_mm256_xor_si256(k, bias), v);
-            let n = 8 - (_mm256_movemask_ps(_mm256_castsi256_ps(above)) as u32).count_ones();
-            let n = n as usize;
-            base += width;
-            width *= 8;
-            node = 8 * node + if l + 1 == f.levels { n } else { n.saturating_sub(1) };
-        }
-        node.min(f.count as usize)
+            let above = _mm256_cmpgt_epi32(_mm256_xor_si256(k, bias), value);
+            8 - (_mm256_movemask_ps(_mm256_castsi256_ps(above)) as u32).count_ones() as usize
+        })
     }
 
     /// A direct table's rank in line, the tree's with the vector compare.
@@ -488,21 +486,12 @@ mod avx512 {
     #[inline]
     #[target_feature(enable = "avx512f,avx512vl,popcnt")]
     pub(super) fn rank(f: &FieldIndex, v: u32) -> usize {
-        if let Some(r) = f.direct(v) {
-            return r;
-        }
-        let v = _mm256_set1_epi32(v as i32);
-        let (mut node, mut base, mut width) = (0usize, 0usize, 1usize);
-        for l in 0..f.levels {
-            let k: &[u32; 8] = &f.keys[base + node];
+        let value = _mm256_set1_epi32(v as i32);
+        f.descend(v, |k| {
             // SAFETY: `k` is 32 readable bytes; the load has no alignment requirement.
             let k = unsafe { _mm256_loadu_si256(k.as_ptr().cast()) };
-            let n = _mm256_cmple_epu32_mask(k, v).count_ones() as usize;
-            base += width;
-            width *= 8;
-            node = 8 * node + if l + 1 == f.levels { n } else { n.saturating_sub(1) };
-        }
-        node.min(f.count as usize)
+            _mm256_cmple_epu32_mask(k, value).count_ones() as usize
+        })
     }
 
     /// [`super::Vectors::first`]: the ranks, 512-bit ANDs of the fields' bitmaps (256-bit
