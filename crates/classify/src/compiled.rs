@@ -5,7 +5,7 @@
 //! ranges are small (a /16 or longer), so that a tree cutting one address field rarely has to
 //! copy rules that are wide in it (CutSplit's observation). A partition whose rules are all
 //! small in an address field starts with a table indexed by that field's top bits (about two
-//! slots per rule, up to 2^18 slots while a rule reaches about two of them at most), each
+//! slots per rule, up to 2^17 slots while a rule reaches about two of them at most), each
 //! slot with a 32-bit mask of the thirty-seconds of it some rule reaches, so a header that
 //! matches nothing there costs one load and no branch it could mispredict. Below it, or from the root otherwise, each
 //! partition is a tree over elementary-interval boundaries: a node cuts one field at up to
@@ -33,9 +33,10 @@ use crate::vectors::{Kernel, VECTOR_RULES};
 
 /// Rules per leaf below which a node is not split further.
 const BINTH: usize = 8;
-/// The most slots a partition's root table may have, as bits of the field (2^18 slots, 1 MiB:
-/// finer tables measured slower on uniform headers, their misses going to the L3 cache).
-const TABLE_BITS: u32 = 18;
+/// The most slots a partition's root table may have, as bits of the field (2^17 slots of 8
+/// bytes, 1 MiB: finer tables measured slower on uniform headers, their misses going to the
+/// L3 cache, and no faster on traces).
+const TABLE_BITS: u32 = 17;
 /// Bits of a table slot's occupancy mask index (32 sub-slots).
 const SUB_BITS: u32 = 5;
 /// Deepest tree allowed.
