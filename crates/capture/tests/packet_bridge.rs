@@ -11,12 +11,9 @@
 
 mod common;
 
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
-use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{Namespaces, SENT, bridge_loop, can_run, check_delivery, drive, enter};
+use common::{Namespaces, SENT, bridge_loop, can_run, check_delivery, drive, enter, spawn_bridge};
 use rampart_capture::{PacketPair, PairConfig, PairStats};
 
 const TEST: &str = "packet_pair_bridges_two_veths";
@@ -55,44 +52,24 @@ fn enter_with_sysfs(name: &str) {
     }
 }
 
-/// Bridges r0 and r1 in namespace `r` until `stop`, dropping UDP to port 9; once `inject` is
-/// set (and both MACs have been seen), sends one UDP datagram to S out of r1.
-fn bridge(
-    r: String,
-    cfg: PairConfig,
-    ready: std::sync::mpsc::Sender<Result<(), String>>,
-    stop: Arc<AtomicBool>,
-    inject: Arc<AtomicBool>,
-) -> Option<Bridged> {
-    enter_with_sysfs(&r);
-    let mut pair = match PacketPair::open("r0", "r1", &cfg) {
-        Ok(p) => p,
-        Err(e) => {
-            let _ = ready.send(Err(e.to_string()));
-            return None;
-        }
-    };
-    assert_eq!(pair.tx_ring(), cfg.tx_ring, "the transmit ring as asked");
-    let _ = ready.send(Ok(()));
-    let (judged_false, injected) = bridge_loop(&mut pair, &stop, &inject);
-    Some(Bridged { stats: pair.stats(), judged_false, injected })
-}
-
 fn run(ns: &Namespaces, cfg: PairConfig) {
     let mode = if cfg.tx_ring { "transmit ring" } else { "sendmmsg" };
-    let stop = Arc::new(AtomicBool::new(false));
-    let inject = Arc::new(AtomicBool::new(false));
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let router = {
-        let (r, stop, inject) = (ns.r.clone(), stop.clone(), inject.clone());
-        thread::spawn(move || bridge(r, cfg, ready_tx, stop, inject))
-    };
-    let opened = ready_rx.recv_timeout(Duration::from_secs(10)).expect("the bridge opens in time");
-    if let Err(e) = opened {
-        panic!("{mode}: opening the pair failed: {e}");
-    }
-    let (ping, got) = drive(ns, &inject, &stop);
-    let b = router.join().expect("bridge thread").expect("the pair opened");
+    let r = ns.r.clone();
+    let tx_ring = cfg.tx_ring;
+    let bridge = spawn_bridge(
+        mode,
+        move || {
+            enter_with_sysfs(&r);
+            PacketPair::open("r0", "r1", &cfg)
+        },
+        move |mut pair, stop, inject| {
+            assert_eq!(pair.tx_ring(), tx_ring, "the transmit ring as asked");
+            let (judged_false, injected) = bridge_loop(&mut pair, stop, inject);
+            Bridged { stats: pair.stats(), judged_false, injected }
+        },
+    );
+    let (ping, got) = drive(ns, &bridge.inject, &bridge.stop);
+    let b = bridge.thread.join().expect("bridge thread").expect("the pair opened");
     check_delivery(mode, &ping, &got, b.injected);
     let s = b.stats;
     for i in 0..2 {

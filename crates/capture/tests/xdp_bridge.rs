@@ -12,7 +12,6 @@
 #![allow(unsafe_code)]
 
 use std::process::Command;
-use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -21,7 +20,7 @@ use rampart_capture::xdp::{self, XdpConfig, XdpPair, XdpStats};
 
 mod common;
 
-use common::{Namespaces, SENT, bridge_loop, can_run, check_delivery, drive, enter};
+use common::{Namespaces, SENT, bridge_loop, can_run, check_delivery, drive, enter, spawn_bridge};
 
 const TEST: &str = "xdp_pair_bridges_two_veths";
 
@@ -34,25 +33,10 @@ struct Bridged {
     injected: bool,
 }
 
-/// Bridges r0 and r1 in namespace `r` until `stop`, dropping UDP to port 9; once `inject` is
-/// set (and both MACs have been seen), sends one UDP datagram to S out of r1.
-fn bridge(
-    r: String,
-    cfg: XdpConfig,
-    ready: std::sync::mpsc::Sender<Result<(), String>>,
-    stop: Arc<AtomicBool>,
-    inject: Arc<AtomicBool>,
-) -> Option<Bridged> {
-    enter(&r);
-    let mut pair = match XdpPair::open("r0", "r1", &cfg) {
-        Ok(p) => p,
-        Err(e) => {
-            let _ = ready.send(Err(e.to_string()));
-            return None;
-        }
-    };
-    let _ = ready.send(Ok(()));
-    let (judged_false, injected) = bridge_loop(&mut pair, &stop, &inject);
+/// Bridges with `pair` until `stop`, dropping UDP to port 9 and injecting once `inject` is
+/// set; then lets the last completions come back.
+fn serve(mut pair: XdpPair, stop: &AtomicBool, inject: &AtomicBool) -> Bridged {
+    let (judged_false, injected) = bridge_loop(&mut pair, stop, inject);
     // Let the last completions come back.
     let deadline = Instant::now() + Duration::from_secs(2);
     while Instant::now() < deadline {
@@ -63,29 +47,27 @@ fn bridge(
         }
         thread::sleep(Duration::from_millis(10));
     }
-    Some(Bridged {
+    Bridged {
         stats: pair.stats(),
         notes: pair.notes().to_vec(),
         zero_copy: pair.zero_copy(),
         judged_false,
         injected,
-    })
+    }
 }
 
 fn run(ns: &Namespaces, cfg: XdpConfig) {
     let mode = if cfg.skb_mode { "skb" } else { "native" };
     let cfg_skb = cfg.skb_mode;
-    let stop = Arc::new(AtomicBool::new(false));
-    let inject = Arc::new(AtomicBool::new(false));
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let router = {
-        let (r, stop, inject) = (ns.r.clone(), stop.clone(), inject.clone());
-        thread::spawn(move || bridge(r, cfg, ready_tx, stop, inject))
-    };
-    let opened = ready_rx.recv_timeout(Duration::from_secs(10)).expect("the bridge opens in time");
-    if let Err(e) = opened {
-        panic!("{mode}: opening the pair failed: {e}");
-    }
+    let r = ns.r.clone();
+    let bridge = spawn_bridge(
+        mode,
+        move || {
+            enter(&r);
+            XdpPair::open("r0", "r1", &cfg)
+        },
+        serve,
+    );
     if !cfg_skb {
         // A second pair on the same queues finds them busy, after trying for a while.
         let r = ns.r.clone();
@@ -101,8 +83,8 @@ fn run(ns: &Namespaces, cfg: XdpConfig) {
         assert!(e.contains("'r0'") && e.contains("already bound"), "{e}");
         assert!(t.elapsed() >= Duration::from_millis(1900), "gave up after {:?}", t.elapsed());
     }
-    let (ping, got) = drive(ns, &inject, &stop);
-    let b = router.join().expect("bridge thread").expect("the pair opened");
+    let (ping, got) = drive(ns, &bridge.inject, &bridge.stop);
+    let b = bridge.thread.join().expect("bridge thread").expect("the pair opened");
     check_delivery(mode, &ping, &got, b.injected);
     assert!(!b.zero_copy, "{mode}: veth has no AF_XDP zero copy");
     assert!(!b.notes.is_empty());

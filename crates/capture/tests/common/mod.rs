@@ -295,6 +295,46 @@ pub(crate) fn bridge_loop(
     (judged_false, injected)
 }
 
+/// The stop and inject flags a bridge thread and the traffic share, and the bridge thread.
+pub(crate) struct Bridge<T> {
+    pub(crate) stop: Arc<AtomicBool>,
+    pub(crate) inject: Arc<AtomicBool>,
+    pub(crate) thread: thread::JoinHandle<Option<T>>,
+}
+
+/// Starts a bridge on a thread of its own: `open` runs there (after the thread entered
+/// namespace R, which `open` does) and opens the pair, and `serve` then bridges with it until
+/// the stop flag is set, returning what the test checks. Returns once the pair is open, or
+/// panics naming `mode` with the error it failed to open with.
+pub(crate) fn spawn_bridge<P, E: std::fmt::Display, T: Send + 'static>(
+    mode: &str,
+    open: impl FnOnce() -> Result<P, E> + Send + 'static,
+    serve: impl FnOnce(P, &AtomicBool, &AtomicBool) -> T + Send + 'static,
+) -> Bridge<T> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let inject = Arc::new(AtomicBool::new(false));
+    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+    let thread = {
+        let (stop, inject) = (stop.clone(), inject.clone());
+        thread::spawn(move || {
+            let pair = match open() {
+                Ok(p) => p,
+                Err(e) => {
+                    let _ = ready_tx.send(Err(e.to_string()));
+                    return None;
+                }
+            };
+            let _ = ready_tx.send(Ok(()));
+            Some(serve(pair, &stop, &inject))
+        })
+    };
+    let opened = ready_rx.recv_timeout(Duration::from_secs(10)).expect("the bridge opens in time");
+    if let Err(e) = opened {
+        panic!("{mode}: opening the pair failed: {e}");
+    }
+    Bridge { stop, inject, thread }
+}
+
 /// Whether a bridge test can run here: root (to create namespaces: `root_for` says what else
 /// needs it) and `ip`, `ethtool` and `ping`; says why not, through the test kit (which fails
 /// instead under `RAMPART_REQUIRE_TOOLS=1`).
