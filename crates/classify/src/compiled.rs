@@ -7,14 +7,14 @@
 //! small in an address field starts with a table indexed by that field's top bits (about two
 //! slots per rule, up to 2^17 slots while a rule reaches about two of them at most), each
 //! slot with a 32-bit mask of the thirty-seconds of it some rule reaches, so a header that
-//! matches nothing there costs one load and no branch it could mispredict. Below it, or from the root otherwise, each
-//! partition is a tree over elementary-interval boundaries: a node cuts one field at up to
-//! seven values placed so that its eight children share the rules' weight about equally
-//! (HyperSplit's weighting, several cuts per node), and it fills one cache line, so a step is
-//! one load and seven independent comparisons instead of three dependent binary steps. A leaf
-//! lists at most a few rules, in priority order, tested without branches per field. Within a
-//! node, a rule covering the node's whole box hides every later rule, so those are dropped,
-//! which keeps wildcard-heavy firewall sets from multiplying.
+//! matches nothing there costs one load and no branch it could mispredict. Below it, or from
+//! the root otherwise, each partition is a tree over elementary-interval boundaries: a node
+//! cuts one field at up to seven values placed so that its eight children share the rules'
+//! weight about equally (HyperSplit's weighting, several cuts per node), and it fills one
+//! cache line, so a step is one load and seven independent comparisons instead of three
+//! dependent binary steps. A leaf lists at most a few rules, in priority order, tested without
+//! branches per field. Within a node, a rule covering the node's whole box hides every later
+//! rule, so those are dropped, which keeps wildcard-heavy firewall sets from multiplying.
 //!
 //! The partition wide in both addresses is where random traffic, scans and floods end up, and
 //! there a tree walk of varying depth and a leaf scan of varying length cost several
@@ -29,7 +29,7 @@
 //! and the binary tree this replaced is in `BENCHMARKS.md`.
 
 use crate::rule::{FIELDS, Header, Rule};
-use crate::vectors::{Kernel, VECTOR_RULES};
+use crate::vectors::Kernel;
 
 /// Rules per leaf below which a node is not split further.
 const BINTH: usize = 8;
@@ -343,27 +343,14 @@ impl<const N: usize> Compiled<N> {
                     })
                 };
                 let table_dim = [d0, d1].into_iter().find(|&d| small(d));
-                let vectors = if table_dim.is_none() && g.len() <= VECTOR_RULES {
-                    crate::vectors::Vectors::new(rules, &g)
-                } else {
-                    None
-                };
-                if let Some(v) = vectors {
-                    return Part {
-                        min,
-                        root: LEAF_BIT,
-                        table: Vec::new(),
-                        table_dim: 0,
-                        table_shift: 0,
-                        nodes: Vec::new(),
-                        leaves: Vec::new(),
-                        entries: Vec::new(),
-                        members,
-                        vectors: Some(Box::new(v)),
-                    };
-                }
+                let vectors = table_dim
+                    .is_none()
+                    .then(|| crate::vectors::Vectors::new(rules, &g))
+                    .flatten()
+                    .map(Box::new);
                 let (root, (table, table_shift), table_dim) = match table_dim {
                     Some(d) => (LEAF_BIT, b.table(g, bounds, d), d),
+                    None if vectors.is_some() => (LEAF_BIT, Default::default(), 0),
                     None => (b.build(g, bounds, 0, false), Default::default(), 0),
                 };
                 depth = depth.max(b.depth);
@@ -377,7 +364,7 @@ impl<const N: usize> Compiled<N> {
                     leaves: b.leaves,
                     entries: b.entries,
                     members,
-                    vectors: None,
+                    vectors,
                 }
             })
             .collect();
@@ -403,42 +390,40 @@ impl<const N: usize> Compiled<N> {
     /// The index of the first rule matching `h`, if any.
     #[inline]
     pub fn classify(&self, h: &Header<N>) -> Option<usize> {
-        let mut best = u32::MAX;
-        for p in &self.parts {
-            if p.min >= best {
-                break;
-            }
-            if let Some(v) = &p.vectors {
-                best = best.min(v.first(h, &p.members, self.kernel));
-                continue;
-            }
-            let mut n = p.start(h);
-            while n & LEAF_BIT == 0 {
-                n = Node::step(&p.nodes, n, h);
-            }
-            best = self.scan(p, n, h, best, &|_| true);
-        }
-        (best != u32::MAX).then_some(best as usize)
+        self.lookup(h, &|_| true, |v, members, _| v.first(h, members, self.kernel))
     }
 
     /// The index of the first rule matching `h` for which `live` holds (rules deleted since
     /// compiling are skipped this way).
     #[inline]
     pub fn classify_live(&self, h: &Header<N>, live: impl Fn(u32) -> bool) -> Option<usize> {
+        self.lookup(h, &live, |v, members, best| v.first_live(h, members, best, &live))
+    }
+
+    /// The partitions visited best-first for `h`: the trees and tables walked and their leaves
+    /// scanned for rules `live` keeps, the bit-vector partitions asked through `vectors`
+    /// (given the partition's members and the best rule so far).
+    #[inline(always)]
+    fn lookup(
+        &self,
+        h: &Header<N>,
+        live: &impl Fn(u32) -> bool,
+        vectors: impl Fn(&crate::vectors::Vectors<N>, &[u32], u32) -> u32,
+    ) -> Option<usize> {
         let mut best = u32::MAX;
         for p in &self.parts {
             if p.min >= best {
                 break;
             }
             if let Some(v) = &p.vectors {
-                best = best.min(v.first_live(h, &p.members, best, &live));
+                best = best.min(vectors(v, &p.members, best));
                 continue;
             }
             let mut n = p.start(h);
             while n & LEAF_BIT == 0 {
                 n = Node::step(&p.nodes, n, h);
             }
-            best = self.scan(p, n, h, best, &live);
+            best = self.scan(p, n, h, best, live);
         }
         (best != u32::MAX).then_some(best as usize)
     }

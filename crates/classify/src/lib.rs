@@ -22,16 +22,17 @@
 //!   a partition small in an address starts with a table on it, the others are 8-way
 //!   decision trees over elementary-interval boundaries (HyperSplit's weighting) with leaves
 //!   of a few rules scanned in priority order, and a partition of at most a few thousand
-//!   rules wide in both addresses is looked up as bit vectors ([`Kernel`]: scalar or AVX2,
-//!   chosen at run time); partitions are visited best-first and skipped once they cannot
-//!   beat the match in hand; batches walk large structures interleaved.
+//!   rules wide in both addresses is looked up as bit vectors ([`Kernel`]: scalar, AVX2 or
+//!   AVX-512, chosen at run time); partitions are visited best-first and skipped once they
+//!   cannot beat the match in hand.
 //!
 //! - [`Classifier`]: updates while lookups go on (a compiled base rebuilt in the background,
 //!   tombstones and a delta for the changes since, snapshots swapped with `arc-swap`).
 //!
 //! - [`bench`]: the lookup and update timings `rampart classify --bench` reports.
 //!
-//! Still to come: a faster delta (TupleMerge) and an AVX-512 kernel.
+//! Still to come: a faster delta (TupleMerge) and lookups that walk several headers at once
+//! in SIMD registers.
 
 pub mod bench;
 pub mod classbench;

@@ -1,4 +1,4 @@
-//! Small partitions looked up as bit vectors, with a scalar and an AVX2 kernel.
+//! Small partitions looked up as bit vectors, with scalar, AVX2 and AVX-512 kernels.
 //!
 //! A partition whose rules are wide in both addresses (the firewall's "any to any" rules on
 //! ports and protocols) is where random traffic, scans and floods end up: a tree over it
@@ -29,7 +29,7 @@ use crate::rule::{Header, Rule};
 const MAX_WORDS: usize = 32;
 /// A partition with no table and at most this many rules is looked up as bit vectors, when
 /// its bitmaps fit [`VECTOR_BYTES`].
-pub(crate) const VECTOR_RULES: usize = 64 * MAX_WORDS;
+const VECTOR_RULES: usize = 64 * MAX_WORDS;
 /// The most bytes a partition's bitmaps may take.
 const VECTOR_BYTES: usize = 256 << 10;
 /// A field's ranks are read from a direct table when it takes at most this many bytes, or
@@ -44,8 +44,8 @@ pub enum Kernel {
     Scalar,
     /// 256-bit compares, population counts and ANDs (x86-64 with AVX2 and POPCNT).
     Avx2,
-    /// Unsigned compares into mask registers and 512-bit ANDs (x86-64 with AVX-512 F and VL
-    /// and POPCNT). Measured no faster than AVX2 on the project's AMD EPYC (`BENCHMARKS.md`),
+    /// Unsigned compares into mask registers and 512-bit ANDs for bitmaps wider than one
+    /// 256-bit register, AVX2 otherwise (x86-64 with AVX2, AVX-512 F and VL and POPCNT). Measured no faster than AVX2 on the project's AMD EPYC (`BENCHMARKS.md`),
     /// so it runs only when `RAMPART_CLASSIFY_KERNEL=avx512` or [`Compiled::set_kernel`]
     /// asks for it.
     ///
@@ -77,7 +77,8 @@ impl Kernel {
             }
             #[cfg(target_arch = "x86_64")]
             Self::Avx512 => {
-                std::arch::is_x86_feature_detected!("avx512f")
+                std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("avx512f")
                     && std::arch::is_x86_feature_detected!("avx512vl")
                     && std::arch::is_x86_feature_detected!("popcnt")
             }
@@ -105,7 +106,7 @@ impl Kernel {
 /// One field of a [`Vectors`] partition: the rank of a value among the field's sorted
 /// boundaries (the rules' low ends, and high ends + 1) numbers the elementary interval it
 /// falls in, and that interval's bitmap holds the partition's rules whose range covers it.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub(crate) struct FieldIndex {
     /// The boundaries as the levels of an implicit 8-way search tree: level `l` has `8^l`
     /// nodes of 8 keys; the last level is the sorted boundaries padded with `u32::MAX`, and
@@ -122,8 +123,8 @@ pub(crate) struct FieldIndex {
     limit: u32,
     /// Real boundaries; a rank past it (a value of `u32::MAX` counts the padding) is clamped.
     count: u32,
-    /// One bitmap of `words` words per elementary interval (`count + 1` of them), bit `k`
-    /// for the partition's `k`-th rule.
+    /// One bitmap of `regs` registers of 4 words per elementary interval (`count + 1` of
+    /// them), bit `k` for the partition's `k`-th rule.
     bits: Vec<[u64; 4]>,
     /// Registers (4 words) per bitmap.
     regs: usize,
@@ -147,8 +148,15 @@ impl FieldIndex {
         b
     }
 
-    fn new<const N: usize>(rules: &[Rule<N>], ids: &[u32], d: usize, words: usize) -> Self {
-        let mut b = Self::bounds(rules, ids, d);
+    /// The index of field `d` of rules `ids`, whose boundaries are `b` ([`Self::bounds`]),
+    /// with bitmaps of `words` words.
+    fn new<const N: usize>(
+        rules: &[Rule<N>],
+        ids: &[u32],
+        d: usize,
+        mut b: Vec<u32>,
+        words: usize,
+    ) -> Self {
         let count = b.len();
         let mut levels = u32::from(count > 0);
         while 8usize.pow(levels) < count {
@@ -282,11 +290,17 @@ impl<const N: usize> Vectors<N> {
             return None;
         }
         let words = ids.len().div_ceil(256).max(1) * 4;
-        let intervals: usize = (0..N).map(|d| FieldIndex::bounds(rules, ids, d).len() + 1).sum();
+        let bounds: [Vec<u32>; N] = std::array::from_fn(|d| FieldIndex::bounds(rules, ids, d));
+        let intervals: usize = bounds.iter().map(|b| b.len() + 1).sum();
         if intervals * words * 8 > VECTOR_BYTES {
             return None;
         }
-        Some(Self { fields: std::array::from_fn(|d| FieldIndex::new(rules, ids, d, words)), words })
+        let mut bounds = bounds.into_iter();
+        let fields = std::array::from_fn(|d| {
+            let b = bounds.next().expect("one per field");
+            FieldIndex::new(rules, ids, d, b, words)
+        });
+        Some(Self { fields, words })
     }
 
     /// Bytes held.
@@ -392,6 +406,14 @@ impl<const N: usize> Vectors<N> {
     }
 }
 
+/// A field's rank: a direct table's read in line, the tree's through `tree` (a kernel's
+/// search, which the compiler does not inline into the kernel's loop; reading the table
+/// first measured 20 % faster on acl1_10k, whose fields all have one).
+#[inline(always)]
+fn ranked(f: &FieldIndex, v: u32, tree: impl Fn(&FieldIndex, u32) -> usize) -> usize {
+    f.direct(v).unwrap_or_else(|| tree(f, v))
+}
+
 /// The member at the lowest set bit of `acc`, or `u32::MAX`, without a data-dependent
 /// branch.
 #[inline(always)]
@@ -409,7 +431,7 @@ fn first_set(acc: &[u64], members: &[u32]) -> u32 {
 mod avx2 {
     use std::arch::x86_64::*;
 
-    use super::{FieldIndex, MAX_WORDS};
+    use super::{FieldIndex, MAX_WORDS, ranked};
 
     /// [`super::FieldIndex::rank`] with one 256-bit compare per level (keys and value biased
     /// by 2^31 so that the signed compare orders them as unsigned).
@@ -426,21 +448,11 @@ mod avx2 {
         })
     }
 
-    /// A direct table's rank in line, the tree's with the vector compare.
-    #[inline(always)]
-    fn ranked(f: &FieldIndex, v: u32) -> usize {
-        match f.direct(v) {
-            Some(r) => r,
-            // SAFETY: only called from `first`, which runs after the CPU was checked for
-            // AVX2.
-            None => unsafe { rank(f, v) },
-        }
-    }
-
     /// [`super::Vectors::first`]: the ranks, 256-bit ANDs of the fields' bitmaps, and the
     /// first set bit.
     #[target_feature(enable = "avx2,popcnt")]
     pub(super) fn first(fields: &[FieldIndex], h: &[u32], members: &[u32], words: usize) -> u32 {
+        let ranked = |f: &FieldIndex, v: u32| ranked(f, v, |f, v| rank(f, v));
         if words == 4 {
             // One register: the common case (at most 256 rules), kept in registers.
             let mut a = _mm256_set1_epi64x(-1);
@@ -480,7 +492,7 @@ mod avx2 {
 mod avx512 {
     use std::arch::x86_64::*;
 
-    use super::{FieldIndex, MAX_WORDS};
+    use super::{FieldIndex, MAX_WORDS, ranked};
 
     /// [`super::FieldIndex::rank`] with one unsigned compare into a mask register per level.
     #[inline]
@@ -494,28 +506,17 @@ mod avx512 {
         })
     }
 
-    /// [`super::Vectors::first`]: the ranks, 512-bit ANDs of the fields' bitmaps (256-bit
-    /// for a bitmap of one register), and the first set bit.
-    #[target_feature(enable = "avx512f,avx512vl,popcnt")]
+    /// [`super::Vectors::first`]: the ranks, 512-bit ANDs of the fields' bitmaps, and the
+    /// first set bit. A bitmap of one 256-bit register goes through the AVX2 kernel.
+    #[target_feature(enable = "avx2,avx512f,avx512vl,popcnt")]
     pub(super) fn first(fields: &[FieldIndex], h: &[u32], members: &[u32], words: usize) -> u32 {
         if words == 4 {
-            let mut a = _mm256_set1_epi64x(-1);
-            for (f, &v) in fields.iter().zip(h) {
-                let w: &[u64; 4] = &f.bits[rank(f, v)];
-                // SAFETY: `w` is 32 readable bytes; the load has no alignment requirement.
-                a = _mm256_and_si256(a, unsafe { _mm256_loadu_si256(w.as_ptr().cast()) });
-            }
-            let nonzero = u32::from(_mm256_test_epi64_mask(a, a));
-            let mut out = [0u64; 4];
-            // SAFETY: `out` is 32 writable bytes; the store has no alignment requirement.
-            unsafe { _mm256_storeu_si256(out.as_mut_ptr().cast(), a) };
-            let k = nonzero.trailing_zeros() as usize;
-            let pos = k * 64 + out[k % 4].trailing_zeros() as usize;
-            return members.get(pos).copied().unwrap_or(u32::MAX);
+            return super::avx2::first(fields, h, members, words);
         }
+        let ranked = |f: &FieldIndex, v: u32| ranked(f, v, |f, v| rank(f, v));
         let mut acc = [_mm512_set1_epi64(-1); MAX_WORDS / 8];
         for (f, &v) in fields.iter().zip(h) {
-            let row = f.row(rank(f, v));
+            let row = f.row(ranked(f, v));
             for (c, a) in acc.iter_mut().enumerate().take(words.div_ceil(8)) {
                 // Two registers of the row, or the last one alone (the upper half masked).
                 let (ptr, mask) = match row.get(2 * c..2 * c + 2) {
@@ -556,8 +557,8 @@ mod tests {
                     })
                     .collect();
                 let ids: Vec<u32> = (0..n as u32).collect();
-                let f = FieldIndex::new(&rules, &ids, 0, 4);
                 let bounds = FieldIndex::bounds(&rules, &ids, 0);
+                let f = FieldIndex::new(&rules, &ids, 0, bounds.clone(), 4);
                 assert_eq!(f.steps().0, bounds, "{n} boundaries, aligned {aligned}");
                 if aligned && n > 0 {
                     assert!(!f.direct8.is_empty() || !f.direct.is_empty(), "{n}: a table");
