@@ -1,6 +1,7 @@
 //! The `rampart` command.
 #![forbid(unsafe_code)]
 
+mod bench;
 mod classify;
 mod dpi;
 mod firewall;
@@ -74,6 +75,9 @@ enum Command {
     /// or flow records: RTT over time and per flow and host, top talkers, applications, TCP
     /// flags, end reasons, verdicts and rule hits.
     Report(report::Args),
+    /// Where the time of `rampart flows` and `rampart rtt` goes on a capture: CPU time per
+    /// packet of each step (walk, parse, key and hash, table, each stage, output).
+    Bench(bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -104,6 +108,7 @@ fn main() -> ExitCode {
         Command::Verify(cmd) => verify::run(cmd),
         Command::Dpi(cmd) => dpi::run(cmd),
         Command::Report(args) => report::run(args),
+        Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(code) => code,

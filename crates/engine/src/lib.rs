@@ -22,6 +22,7 @@
 
 mod balance;
 pub mod board;
+pub mod breakdown;
 pub mod driver;
 mod filter;
 pub mod inline;

@@ -21,6 +21,11 @@ pub enum Kind {
     /// and its acknowledgement) in place of every 16th flood packet, so a stateful firewall
     /// must keep them while the flood fills its table.
     SynWithSessions,
+    /// Short TCP conversations with the timestamps option, as RTT measurement sees them: a
+    /// handshake, a 64-byte request and its acknowledgement (four packets, two RTT samples
+    /// per flow). The flows run side by side, each step of every flow in a scrambled order
+    /// of flows, so that every packet finds its flow at a random place in the table.
+    Conversations,
 }
 
 /// The connections of [`Kind::SynWithSessions`]: from 10.255.0.1, ports 5000 up, to
@@ -83,6 +88,23 @@ fn frame_to(
     let c = checksum(sum, &f[34..]);
     f[at..at + 2].copy_from_slice(&c.to_be_bytes());
     f
+}
+
+/// A TCP header with the options NOP NOP TS (TSval, TSecr).
+fn tcp_ts(flags: u8, seq: u32, ack: u32, ts: (u32, u32)) -> [u8; 32] {
+    let mut t = [0u8; 32];
+    t[..20].copy_from_slice(&tcp_ack(flags, seq, ack));
+    t[12] = 0x80;
+    t[20..24].copy_from_slice(&[1, 1, 8, 10]);
+    t[24..28].copy_from_slice(&ts.0.to_be_bytes());
+    t[28..32].copy_from_slice(&ts.1.to_be_bytes());
+    t
+}
+
+/// A multiplier that visits `0..n` in a scrambled order (`i * m mod n` for `i` in `0..n`):
+/// odd and prime, so coprime to `n` unless `n` is a multiple of it.
+fn scramble(n: u32) -> u64 {
+    [1_000_003u64, 999_983, 104_729].into_iter().find(|m| u64::from(n) % m != 0).unwrap_or(1)
 }
 
 fn tcp(flags: u8, seq: u32) -> [u8; 20] {
@@ -185,6 +207,51 @@ pub fn write(out: &mut impl Write, kind: Kind, flows: u32, gap_us: u64) -> io::R
                 t += gap_us;
             }
         }
+        Kind::Conversations => {
+            let server = [192, 0, 2, 1];
+            let m = scramble(flows);
+            let request = &junk[..64];
+            for step in 0..4u32 {
+                for i in 0..flows {
+                    let j = (u64::from(i) * m % u64::from(flows)) as u32;
+                    let (client, port) = endpoint(j);
+                    let (c0, s0) = (j.wrapping_mul(7919), j.wrapping_mul(104_729));
+                    // Each host's clock ticks once between its two segments.
+                    let (tc, ts) = (j, j ^ 0x5555_5555);
+                    let f = match step {
+                        0 => frame_to(
+                            client,
+                            port,
+                            server,
+                            443,
+                            6,
+                            &tcp_ts(0x02, c0, 0, (tc, 0)),
+                            &[],
+                        ),
+                        1 => {
+                            let h = tcp_ts(0x12, s0, c0.wrapping_add(1), (ts, tc));
+                            frame_to(server, 443, client, port, 6, &h, &[])
+                        }
+                        2 => {
+                            let h =
+                                tcp_ts(0x18, c0.wrapping_add(1), s0.wrapping_add(1), (tc + 1, ts));
+                            frame_to(client, port, server, 443, 6, &h, request)
+                        }
+                        _ => {
+                            let h = tcp_ts(
+                                0x10,
+                                s0.wrapping_add(1),
+                                c0.wrapping_add(65),
+                                (ts + 1, tc + 1),
+                            );
+                            frame_to(server, 443, client, port, 6, &h, &[])
+                        }
+                    };
+                    record(out, t, &f)?;
+                    t += gap_us;
+                }
+            }
+        }
         Kind::Tls => {
             for k in 0..9 {
                 for i in 0..flows {
@@ -213,6 +280,32 @@ mod tests {
         let mut v = Vec::new();
         write(&mut v, Kind::Tls, 2, 10).unwrap();
         assert_eq!(v.len(), 24 + 2 * (16 + 54 + 8 * (16 + 54 + 1400)));
+    }
+
+    #[test]
+    fn conversations_visit_every_flow_once_per_step() {
+        for n in [1u32, 7, 1000, 4096, 1_000_003 * 3] {
+            let m = scramble(n);
+            assert!(m > 1 && u64::from(n) % m != 0, "{n}: {m}");
+        }
+        let n = 1000;
+        let mut v = Vec::new();
+        write(&mut v, Kind::Conversations, n, 1).unwrap();
+        let per_flow = 4 * (16 + 14 + 20 + 32) + 64;
+        assert_eq!(v.len(), 24 + n as usize * per_flow);
+        // Every step names each client once: the source (or destination) port of a frame.
+        let mut at = 24;
+        for step in 0..4 {
+            let mut seen = std::collections::HashSet::new();
+            for _ in 0..n {
+                let len = u32::from_le_bytes(v[at + 8..at + 12].try_into().unwrap()) as usize;
+                let f = &v[at + 16..at + 16 + len];
+                let client = if step % 2 == 0 { &f[26..30] } else { &f[30..34] };
+                assert!(seen.insert(client.to_vec()), "step {step} repeats a flow");
+                at += 16 + len;
+            }
+        }
+        assert_eq!(at, v.len());
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! `flood KIND FLOWS OUT.pcap [GAP_US]`: writes a capture of FLOWS new flows of KIND (`udp`,
-//! `syn`, `tls`, or `syn-sessions`: a SYN flood through which 16 connections keep talking),
+//! `syn`, `tls`, `syn-sessions`: a SYN flood through which 16 connections keep talking, or
+//! `tcp`: short conversations with TCP timestamps, side by side),
 //! one every GAP_US microseconds (default 1), for memory and flood
 //! measurements.
 
@@ -9,7 +10,7 @@ use rampart_testkit::flood::{Kind, write};
 
 fn main() -> std::io::Result<()> {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: flood udp|syn|tls|syn-sessions FLOWS OUT.pcap [GAP_US]";
+    let usage = "usage: flood udp|syn|tls|syn-sessions|tcp FLOWS OUT.pcap [GAP_US]";
     let (Some(kind), Some(flows), Some(out)) = (args.get(1), args.get(2), args.get(3)) else {
         eprintln!("{usage}");
         std::process::exit(2);
@@ -19,6 +20,7 @@ fn main() -> std::io::Result<()> {
         "syn" => Kind::Syn,
         "tls" => Kind::Tls,
         "syn-sessions" => Kind::SynWithSessions,
+        "tcp" => Kind::Conversations,
         _ => {
             eprintln!("{usage}");
             std::process::exit(2);
