@@ -23,7 +23,7 @@ mod table;
 pub use key::{Dir, FlowKey, KeyKind, Side};
 /// The address family of a [`FlowKey`] (re-exported from `rampart-wire`).
 pub use rampart_wire::IpFamily;
-pub use stage::{FlowCtx, SideStage};
+pub use stage::{FlowCtx, PerFlow, SideStage};
 pub use table::{
     EndReason, Flow, FlowId, FlowReport, FlowTable, Interval, Looked, PacketInfo, TableConfig,
     TableStats, Tracked, prefetch,

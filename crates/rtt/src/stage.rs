@@ -15,11 +15,25 @@
 //!
 //! State is indexed by the flow table's [`FlowId`]; the caller resets it when the table starts
 //! a new flow in a slot ([`RttStage::observe`] with `new`) and collects a flow's summary with
-//! [`RttStage::retire`] when the table ends it. TSval entries carry the flow's epoch, so an
-//! entry left by a flow that has ended never matches a later one in the same slot.
+//! [`RttStage::retire`] when the table ends it.
+//!
+//! # Where outstanding TSvals are kept
+//! Each direction of a flow keeps its latest timestamped TSval in its own state (a ring of
+//! one), beside the counters the packet touches anyway; only when a newer one is timestamped
+//! before the first was echoed does the older move to a table shared by all flows. An echo
+//! looks in its flow's ring first and in the shared table only when that direction has entries
+//! there (each direction counts its own). A request and its reply, the common case, so never
+//! touch the shared table, which stays small and in cache; at a million flows that is two
+//! cache misses fewer per packet (BENCHMARKS.md, "Where the time goes"). Matching is the same
+//! as with every TSval in the shared table, which the tests check against: an entry is found
+//! by its exact TSval wherever it lies, is removed when matched, and the periodic sweep drops
+//! entries past the maximum age from the rings as from the table. Entries in the shared table
+//! carry the flow's epoch, so an entry left by a flow that has ended never matches a later one
+//! in the same slot. [`RttConfig::max_tsvals`] bounds the shared table; when it is full, the
+//! entry that would move there is dropped (and counted).
 
 use hashbrown::HashTable;
-use rampart_flow::{Dir, Flow, FlowCtx, FlowId, FlowKey, Side, SideStage};
+use rampart_flow::{Dir, Flow, FlowCtx, FlowId, FlowKey, PerFlow, Side, SideStage};
 use rampart_wire::{PacketMeta, Span, Timestamp, proto, tcp::flags};
 
 use crate::seq::SeqDir;
@@ -64,7 +78,9 @@ pub struct RttConfig {
     pub mode: Mode,
     /// TSval entries older than this (capture time) no longer match.
     pub tsval_max_age: Span,
-    /// Most TSval entries held; beyond it new TSvals are not timestamped (and counted).
+    /// Most TSval entries held in the table shared by all flows (besides the one each flow's
+    /// direction keeps itself); beyond it an entry that would move there is dropped (and
+    /// counted).
     pub max_tsvals: usize,
 }
 
@@ -236,20 +252,36 @@ impl DirStats {
     }
 }
 
+/// Per-direction flag: a TSval was timestamped in this direction.
 const TS_SEEN: u8 = 1;
+/// Per-direction flag: the direction's ring holds an outstanding TSval.
+const RING: u8 = 2;
 
-/// Per-flow state, indexed by flow id (168 bytes, 96 of them SEQ/ACK timing; statistics live
-/// apart, only for flows with samples).
+/// An outstanding TSval: when it was timestamped and the byte counts a sample reports.
+#[derive(Clone, Copy, Debug, Default)]
+struct Pending {
+    tsval: u32,
+    t: Timestamp,
+    fbytes: u64,
+    dbytes: u64,
+}
+
+/// Per-flow state, indexed by flow id (240 bytes: 96 of SEQ/ACK timing and 64 of outstanding
+/// TSvals; statistics live apart, only for flows with samples).
 #[derive(Clone, Copy, Debug, Default)]
 struct FlowRtt {
     epoch: u32,
     stats: u32,
     ts_last: [u32; 2],
+    /// Entries of each direction in the shared table, this epoch.
+    spilled: [u32; 2],
     flags: [u8; 2],
-    seq: [SeqDir; 2],
     bytes: [u64; 2],
     lst_bytes: [u64; 2],
     bytes_dep: [u64; 2],
+    /// Each direction's latest outstanding TSval (valid when its flags hold [`RING`]).
+    ring: [Pending; 2],
+    seq: [SeqDir; 2],
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -264,7 +296,10 @@ struct TsEntry {
 /// RTT matching for every flow of a flow table.
 pub struct RttStage {
     cfg: RttConfig,
-    flows: Vec<FlowRtt>,
+    flows: PerFlow<FlowRtt>,
+    /// Keep outstanding TSvals in the flows' rings (off: every one in the shared table, the
+    /// reference the tests compare with).
+    rings: bool,
     stats: Vec<[DirStats; 2]>,
     free_stats: Vec<u32>,
     ts: HashTable<TsEntry>,
@@ -277,7 +312,8 @@ impl RttStage {
     pub fn new(cfg: RttConfig) -> Self {
         Self {
             cfg,
-            flows: Vec::new(),
+            flows: PerFlow::new(),
+            rings: true,
             stats: Vec::new(),
             free_stats: Vec::new(),
             ts: HashTable::with_capacity(1 << 12),
@@ -291,9 +327,10 @@ impl RttStage {
         self.counters
     }
 
-    /// TSval entries held.
+    /// TSval entries held: in the shared table and in the flows' rings.
     pub fn ts_entries(&self) -> usize {
-        self.ts.len()
+        let ringed = self.flows.iter().map(|f| f.flags.iter().filter(|&&x| x & RING != 0).count());
+        self.ts.len() + ringed.sum::<usize>()
     }
 
     /// One TCP packet of flow `id` (`new`: the table just started this flow in that slot),
@@ -312,10 +349,7 @@ impl RttStage {
         p: &RttInput,
     ) -> Option<Sample> {
         self.counters.tcp_packets += 1;
-        let i = id.0 as usize;
-        if i >= self.flows.len() {
-            self.flows.resize(i + 1, FlowRtt::default());
-        }
+        let i = id.0;
         if new {
             self.reset(i);
         }
@@ -323,7 +357,7 @@ impl RttStage {
             self.sweep(now);
         }
         let d = dir as usize;
-        let f = &mut self.flows[i];
+        let f = self.flows.get_or_grow(i);
         f.bytes[d] += u64::from(p.wire_len);
         let mode = self.cfg.mode;
         let (start, method) = match p.ts {
@@ -336,26 +370,25 @@ impl RttStage {
                 {
                     f.ts_last[d] = tsval;
                     f.flags[d] |= TS_SEEN;
-                    let entry = TsEntry {
-                        key: ts_key(id.0, d, tsval),
-                        epoch,
-                        t: now,
-                        fbytes: f.bytes[d],
-                        dbytes: f.bytes_dep[d],
+                    let new = Pending { tsval, t: now, fbytes: f.bytes[d], dbytes: f.bytes_dep[d] };
+                    // The newest stays in the ring; an older one still waiting moves out.
+                    let out = if !self.rings {
+                        Some(new)
+                    } else if f.flags[d] & RING == 0 {
+                        f.ring[d] = new;
+                        f.flags[d] |= RING;
+                        None
+                    } else {
+                        Some(std::mem::replace(&mut f.ring[d], new))
                     };
-                    self.stamp(entry, now);
+                    if let Some(o) = out {
+                        self.spill(i, d, epoch, o, now);
+                    }
                 }
                 if p.flags & flags::ACK == 0 || tsecr == 0 {
                     return None;
                 }
-                let k = ts_key(id.0, d ^ 1, tsecr);
-                let Ok(o) = self.ts.find_entry(ts_hash(k), |e| e.key == k) else {
-                    return None;
-                };
-                let (e, _) = o.remove();
-                if e.epoch != epoch {
-                    return None;
-                }
+                let e = self.take(i, d ^ 1, epoch, tsecr)?;
                 if now < e.t {
                     self.counters.backwards += 1;
                     return None;
@@ -391,7 +424,7 @@ impl RttStage {
             Method::Ts => self.counters.ts_samples += 1,
             Method::Seq => self.counters.seq_samples += 1,
         }
-        let f = &mut self.flows[i];
+        let f = self.flows.get_or_grow(i);
         let pbytes = f.bytes[d] - f.lst_bytes[d];
         f.lst_bytes[d] = f.bytes[d];
         f.bytes_dep[d ^ 1] = fbytes;
@@ -415,7 +448,7 @@ impl RttStage {
 
     /// The summary of the live flow `id` so far, its statistics kept (for an interim record).
     pub fn summary(&self, id: FlowId) -> RttSummary {
-        match self.flows.get(id.0 as usize).map(|f| f.stats) {
+        match self.flows.get(id.0).map(|f| f.stats) {
             Some(s) if s != 0 => {
                 let st = &self.stats[s as usize - 1];
                 RttSummary { dirs: [st[0].summary(), st[1].summary()] }
@@ -427,7 +460,7 @@ impl RttStage {
     /// The summary of flow `id`, which has ended; its statistics are released.
     pub fn retire(&mut self, id: FlowId) -> RttSummary {
         let out = self.summary(id);
-        if let Some(f) = self.flows.get_mut(id.0 as usize) {
+        if let Some(f) = self.flows.get_mut(id.0) {
             let s = std::mem::take(&mut f.stats);
             if s != 0 {
                 self.stats[s as usize - 1] = Default::default();
@@ -439,14 +472,14 @@ impl RttStage {
 
     /// Bytes held: per-flow state, statistics and the TSval table.
     pub fn memory_bytes(&self) -> usize {
-        self.flows.len() * std::mem::size_of::<FlowRtt>()
+        self.flows.memory_bytes()
             + self.stats.capacity() * std::mem::size_of::<[DirStats; 2]>()
             + self.free_stats.capacity() * 4
             + self.ts.capacity() * (std::mem::size_of::<TsEntry>() + 1)
     }
 
-    fn reset(&mut self, i: usize) {
-        let f = &mut self.flows[i];
+    fn reset(&mut self, i: u32) {
+        let f = self.flows.get_or_grow(i);
         let epoch = f.epoch.wrapping_add(1);
         if f.stats != 0 {
             let s = f.stats as usize - 1;
@@ -456,8 +489,8 @@ impl RttStage {
         *f = FlowRtt { epoch, ..FlowRtt::default() };
     }
 
-    fn stats_of(&mut self, i: usize) -> usize {
-        let f = &mut self.flows[i];
+    fn stats_of(&mut self, i: u32) -> usize {
+        let f = self.flows.get_or_grow(i);
         if f.stats == 0 {
             let s = match self.free_stats.pop() {
                 Some(s) => s as usize,
@@ -466,13 +499,14 @@ impl RttStage {
                     self.stats.len() - 1
                 }
             };
-            f.stats = s as u32 + 1;
+            self.flows.get_or_grow(i).stats = s as u32 + 1;
         }
-        f.stats as usize - 1
+        self.flows.get_or_grow(i).stats as usize - 1
     }
 
-    /// Records a TSval (replacing a stale entry with the same key).
-    fn stamp(&mut self, entry: TsEntry, now: Timestamp) {
+    /// Moves an outstanding TSval of flow `i`'s direction `d` into the shared table (replacing
+    /// a stale entry with the same key).
+    fn spill(&mut self, i: u32, d: usize, epoch: u32, p: Pending, now: Timestamp) {
         if self.ts.len() >= self.cfg.max_tsvals {
             self.sweep(now);
             if self.ts.len() >= self.cfg.max_tsvals {
@@ -480,24 +514,76 @@ impl RttStage {
                 return;
             }
         }
+        let entry = TsEntry {
+            key: ts_key(i, d, p.tsval),
+            epoch,
+            t: p.t,
+            fbytes: p.fbytes,
+            dbytes: p.dbytes,
+        };
         let h = ts_hash(entry.key);
-        match self.ts.entry(h, |e| e.key == entry.key, |e| ts_hash(e.key)) {
-            hashbrown::hash_table::Entry::Occupied(mut o) => *o.get_mut() = entry,
+        let counted = match self.ts.entry(h, |e| e.key == entry.key, |e| ts_hash(e.key)) {
+            hashbrown::hash_table::Entry::Occupied(mut o) => {
+                std::mem::replace(o.get_mut(), entry).epoch == epoch
+            }
             hashbrown::hash_table::Entry::Vacant(v) => {
                 v.insert(entry);
+                false
             }
+        };
+        if !counted {
+            self.flows.get_or_grow(i).spilled[d] += 1;
         }
     }
 
-    /// Drops entries past the maximum age or left by ended flows; runs once per maximum age of
-    /// capture time (and when the table is full).
+    /// Takes the outstanding TSval `tsval` of flow `i`'s direction `d` (this epoch), from its
+    /// ring or the shared table.
+    #[inline]
+    fn take(&mut self, i: u32, d: usize, epoch: u32, tsval: u32) -> Option<Pending> {
+        let f = self.flows.get_or_grow(i);
+        if f.flags[d] & RING != 0 && f.ring[d].tsval == tsval {
+            f.flags[d] &= !RING;
+            return Some(f.ring[d]);
+        }
+        if f.spilled[d] == 0 && self.rings {
+            return None;
+        }
+        let k = ts_key(i, d, tsval);
+        let (e, _) = self.ts.find_entry(ts_hash(k), |e| e.key == k).ok()?.remove();
+        if e.epoch != epoch {
+            return None;
+        }
+        let f = self.flows.get_or_grow(i);
+        f.spilled[d] -= 1;
+        Some(Pending { tsval, t: e.t, fbytes: e.fbytes, dbytes: e.dbytes })
+    }
+
+    /// Drops entries past the maximum age, from the shared table and the rings, and those
+    /// the shared table holds for ended flows; runs once per maximum age of capture time (and
+    /// when the shared table is full).
     fn sweep(&mut self, now: Timestamp) {
         let max_age = self.cfg.tsval_max_age;
-        let flows = &self.flows;
+        let flows = &mut self.flows;
         self.ts.retain(|e| {
-            let current = flows.get((e.key >> 33) as usize).is_some_and(|f| f.epoch == e.epoch);
-            current && now.since(e.t) <= max_age
+            let d = (e.key >> 32) as usize & 1;
+            match flows.get_mut((e.key >> 33) as u32) {
+                Some(f) if f.epoch == e.epoch => {
+                    let keep = now.since(e.t) <= max_age;
+                    if !keep {
+                        f.spilled[d] -= 1;
+                    }
+                    keep
+                }
+                _ => false,
+            }
         });
+        for f in flows.iter_mut() {
+            for d in 0..2 {
+                if f.flags[d] & RING != 0 && now.since(f.ring[d].t) > max_age {
+                    f.flags[d] &= !RING;
+                }
+            }
+        }
         self.next_sweep = now.saturating_add(max_age.max(Span::from_nanos(1)));
     }
 }
@@ -526,7 +612,7 @@ impl SideStage for RttStage {
     }
 
     fn reserve(&mut self, flows: usize) {
-        self.flows.reserve_exact(flows.saturating_sub(self.flows.len()));
+        self.flows.reserve(flows);
     }
 }
 

@@ -87,7 +87,7 @@
 
 use std::ops::AddAssign;
 
-use rampart_flow::{Dir, Flow, FlowCtx, FlowId, SideStage};
+use rampart_flow::{Dir, Flow, FlowCtx, FlowId, PerFlow, SideStage};
 use rampart_wire::tcp::flags::{ACK, FIN, RST, SYN};
 use rampart_wire::{Span, Timestamp, proto};
 
@@ -588,7 +588,7 @@ fn other_state(flow: &Flow) -> ConnState {
 /// Connection state, history and TCP health counters for every flow of a flow table.
 #[derive(Clone, Debug, Default)]
 pub struct TcpStateStage {
-    flows: Vec<FlowTcp>,
+    flows: PerFlow<FlowTcp>,
     stats: TcpStats,
 }
 
@@ -603,20 +603,17 @@ impl TcpStateStage {
     /// context.
     #[inline]
     pub fn observe_segment(&mut self, id: FlowId, new: bool, dir: Dir, now: Timestamp, s: &TcpSeg) {
-        let i = id.0 as usize;
-        if i >= self.flows.len() {
-            self.flows.resize(i + 1, FlowTcp::default());
-        }
+        let f = self.flows.get_or_grow(id.0);
         if new {
-            self.flows[i] = FlowTcp::default();
+            *f = FlowTcp::default();
         }
         self.stats.segments += 1;
-        self.flows[i].segment(dir as usize, now, s, &mut self.stats);
+        f.segment(dir as usize, now, s, &mut self.stats);
     }
 
     /// The summary of a flow that ended (`flow` its record), its slot cleared for the next.
     pub fn retire_flow(&mut self, id: FlowId, flow: &Flow) -> ConnSummary {
-        let summary = match self.flows.get_mut(id.0 as usize) {
+        let summary = match self.flows.get_mut(id.0) {
             Some(f) => std::mem::take(f).summary(flow),
             None => FlowTcp::default().summary(flow),
         };
@@ -626,7 +623,7 @@ impl TcpStateStage {
     /// The summary of the live flow `id` so far (`flow` its record with the flow's totals),
     /// its state kept (for an interim record).
     pub fn current(&self, id: FlowId, flow: &Flow) -> ConnSummary {
-        let summary = match self.flows.get(id.0 as usize) {
+        let summary = match self.flows.get(id.0) {
             Some(f) => f.summary(flow),
             None => FlowTcp::default().summary(flow),
         };
@@ -670,11 +667,11 @@ impl SideStage for TcpStateStage {
     }
 
     fn memory_bytes(&self) -> usize {
-        self.flows.len() * std::mem::size_of::<FlowTcp>()
+        self.flows.memory_bytes()
     }
 
     fn reserve(&mut self, flows: usize) {
-        self.flows.reserve_exact(flows.saturating_sub(self.flows.len()));
+        self.flows.reserve(flows);
     }
 }
 

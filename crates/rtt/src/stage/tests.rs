@@ -211,5 +211,90 @@ fn expired_tsvals_do_not_match() {
 
 #[test]
 fn state_per_flow_id() {
-    assert_eq!(std::mem::size_of::<super::FlowRtt>(), 168);
+    assert_eq!(std::mem::size_of::<super::FlowRtt>(), 240);
+}
+
+#[test]
+fn a_reply_is_matched_in_the_ring_and_older_tsvals_in_the_shared_table() {
+    let mut st = RttStage::new(RttConfig::default());
+    let k = key();
+    let data = |tsval| pkt(ACK, Some((tsval, 1)), 0, 0, 10);
+    let echo = |tsecr| pkt(ACK, Some((90, tsecr)), 0, 0, 0);
+    assert!(observe(&mut st, FlowId(0), true, &k, A, 0, &data(10)).is_none());
+    assert_eq!((st.ts.len(), st.ts_entries()), (0, 1), "in the flow's ring");
+    let s = observe(&mut st, FlowId(0), false, &k, B, 2_000_000, &echo(10)).unwrap();
+    assert_eq!(s.rtt, Span::from_millis(2));
+    assert_eq!(st.ts_entries(), 0);
+    // Three TSvals outstanding: the two older ones move to the shared table.
+    for (i, tsval) in [11, 12, 13].into_iter().enumerate() {
+        let _ = observe(&mut st, FlowId(0), false, &k, A, 3_000_000 + i as u64, &data(tsval));
+    }
+    assert_eq!((st.ts.len(), st.ts_entries()), (2, 3));
+    assert_eq!(st.flows.get(0).unwrap().spilled, [2, 0]);
+    for tsecr in [12, 11, 13] {
+        assert!(observe(&mut st, FlowId(0), false, &k, B, 9_000_000, &echo(tsecr)).is_some());
+    }
+    assert_eq!((st.ts_entries(), st.flows.get(0).unwrap().spilled), (0, [0, 0]));
+}
+
+/// One packet of the property test: flow, whether it starts the flow, sender, milliseconds
+/// since the previous packet (negative: capture time going back), timestamps option, flags,
+/// payload.
+type Step = (u32, bool, bool, i64, Option<(u32, u32)>, u16, u32);
+
+fn step() -> impl Strategy<Value = Step> {
+    (
+        0u32..3,
+        prop::bool::weighted(0.05),
+        any::<bool>(),
+        prop_oneof![8 => 0i64..40, 1 => -30i64..0, 1 => 900i64..2500],
+        prop::option::weighted(0.9, (0u32..12, 0u32..12)),
+        prop_oneof![6 => Just(ACK), 2 => Just(SYN), 1 => Just(SYN | ACK), 1 => Just(RST | ACK)],
+        prop_oneof![Just(0u32), Just(10u32)],
+    )
+}
+
+use proptest::prelude::*;
+use rampart_wire::tcp::flags::RST;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(400))]
+
+    /// Rings change where TSvals wait, never what matches: the samples, counters and
+    /// summaries equal those of the stage with every TSval in the shared table.
+    #[test]
+    fn rings_match_as_the_shared_table_alone(
+        steps in prop::collection::vec(step(), 1..300),
+        seq in any::<bool>(),
+    ) {
+        let cfg = RttConfig {
+            mode: if seq { Mode::Hybrid } else { Mode::Ts },
+            tsval_max_age: Span::from_secs(1),
+            ..RttConfig::default()
+        };
+        let mut ring = RttStage::new(cfg);
+        let mut table = RttStage::new(cfg);
+        table.rings = false;
+        let k = key();
+        let mut now = 5_000_000_000i64;
+        let mut started = [false; 3];
+        for (n, &(flow, new, a, dt, ts, flags, payload)) in steps.iter().enumerate() {
+            now += dt * 1_000_000;
+            let new = new || !started[flow as usize];
+            started[flow as usize] = true;
+            let side = if a { A } else { B };
+            let mut p = pkt(flags, ts, n as u32 * 10, n as u32 * 10, payload);
+            p.seq = (n as u32 / 2) * 10;
+            p.ack = p.seq + 10;
+            let id = FlowId(flow);
+            let x = observe(&mut ring, id, new, &k, side, now as u64, &p);
+            let y = observe(&mut table, id, new, &k, side, now as u64, &p);
+            prop_assert_eq!(x, y, "packet {}", n);
+            prop_assert_eq!(ring.counters(), table.counters());
+            prop_assert_eq!(ring.summary(id), table.summary(id));
+        }
+        for f in 0..3 {
+            prop_assert_eq!(ring.retire(FlowId(f)), table.retire(FlowId(f)));
+        }
+    }
 }
