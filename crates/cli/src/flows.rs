@@ -581,12 +581,13 @@ fn print_summary(name: &str, s: &Summary, live: bool) {
         let _ = writeln!(
             err,
             "  memory: peak {:.1} MiB resident ({:.1} MiB of it the mapped input now); table \
-             {:.1}, RTT {:.1}, identification {:.1} MiB at the end",
+             {:.1}, RTT {:.1}, identification {:.1}, TCP state {:.1} MiB at the end",
             mib(m.peak),
             mib(m.file),
             mib(s.table_bytes),
             mib(s.rtt_bytes),
-            mib(s.dpi_bytes)
+            mib(s.dpi_bytes),
+            mib(s.tcp_bytes)
         );
     }
     let problems: Vec<String> = s.problems().map(|(n, c)| format!("{n} {c}")).collect();

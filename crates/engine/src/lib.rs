@@ -174,6 +174,8 @@ pub struct Summary {
     pub dpi_bytes: usize,
     /// Memory held by RTT matching at the end.
     pub rtt_bytes: usize,
+    /// Memory held by the TCP state stage at the end.
+    pub tcp_bytes: usize,
     /// Packets that reached each entry of the policy's rule set (as netfilter counts).
     pub rule_hits: Vec<u64>,
     /// Memory held by the flow table at the end (its high-water mark: it does not shrink).
@@ -241,6 +243,7 @@ impl Summary {
         self.table_bytes += w.table_bytes;
         self.rtt += w.rtt;
         self.rtt_bytes += w.rtt_bytes;
+        self.tcp_bytes += w.tcp_bytes;
         self.dpi += w.dpi;
         self.dpi_bytes += w.dpi_bytes;
     }

@@ -662,6 +662,9 @@ impl Pipeline {
             s.dpi += SideStage::stats(dpi);
             s.dpi_bytes += SideStage::memory_bytes(dpi);
         }
+        if let Some(tcp) = &self.tcp {
+            s.tcp_bytes += SideStage::memory_bytes(tcp);
+        }
         if let Some(p) = &self.policy {
             if s.rule_hits.len() < p.hits.len() {
                 s.rule_hits.resize(p.hits.len(), 0);

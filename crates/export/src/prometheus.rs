@@ -665,7 +665,13 @@ pub fn render(p: &Page<'_>) -> String {
         Kind::Gauge,
         "Memory held by a part of the pipeline (its high-water mark).",
     );
-    for (part, b) in [("flow_table", s.table_bytes), ("rtt", s.rtt_bytes), ("dpi", s.dpi_bytes)] {
+    let parts = [
+        ("flow_table", s.table_bytes),
+        ("rtt", s.rtt_bytes),
+        ("dpi", s.dpi_bytes),
+        ("tcp_state", s.tcp_bytes),
+    ];
+    for (part, b) in parts {
         e.int("rampart_memory_bytes", &[("part", part)], b as u64);
     }
     if let Some(l) = p.live {

@@ -70,7 +70,7 @@ const PER_FLOW_CHUNK: usize = 4096;
 /// must first fault in and zero, while packets wait).
 #[derive(Clone, Debug, Default)]
 pub struct PerFlow<T> {
-    chunks: Vec<Box<[T]>>,
+    chunks: Vec<Box<[T; PER_FLOW_CHUNK]>>,
 }
 
 impl<T: Default + Clone> PerFlow<T> {
@@ -107,7 +107,8 @@ impl<T: Default + Clone> PerFlow<T> {
     #[cold]
     fn grow(&mut self, c: usize) {
         while self.chunks.len() <= c {
-            self.chunks.push(vec![T::default(); PER_FLOW_CHUNK].into_boxed_slice());
+            let chunk = vec![T::default(); PER_FLOW_CHUNK].into_boxed_slice();
+            self.chunks.push(chunk.try_into().unwrap_or_else(|_| unreachable!("a whole chunk")));
         }
     }
 
@@ -119,7 +120,7 @@ impl<T: Default + Clone> PerFlow<T> {
     /// Bytes held by the made chunks.
     pub fn memory_bytes(&self) -> usize {
         self.capacity() * std::mem::size_of::<T>()
-            + self.chunks.capacity() * std::mem::size_of::<Box<[T]>>()
+            + self.chunks.capacity() * std::mem::size_of::<Box<[T; PER_FLOW_CHUNK]>>()
     }
 
     /// Makes room for the chunk list of ids below `flows` (the chunks themselves are made as

@@ -266,12 +266,15 @@ struct Pending {
     dbytes: u64,
 }
 
-/// Per-flow state, indexed by flow id (240 bytes: 96 of SEQ/ACK timing and 64 of outstanding
-/// TSvals; statistics live apart, only for flows with samples).
+/// Per-flow state, indexed by flow id (144 bytes, 64 of them outstanding TSvals). SEQ/ACK
+/// timing (96 bytes) lives apart, only for flows that send data without the timestamps
+/// option, and so do statistics, only for flows with samples.
 #[derive(Clone, Copy, Debug, Default)]
 struct FlowRtt {
     epoch: u32,
     stats: u32,
+    /// The flow's SEQ/ACK timing in the stage's pool, plus one (0: none yet).
+    seq: u32,
     ts_last: [u32; 2],
     /// Entries of each direction in the shared table, this epoch.
     spilled: [u32; 2],
@@ -281,7 +284,6 @@ struct FlowRtt {
     bytes_dep: [u64; 2],
     /// Each direction's latest outstanding TSval (valid when its flags hold [`RING`]).
     ring: [Pending; 2],
-    seq: [SeqDir; 2],
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -297,11 +299,15 @@ struct TsEntry {
 pub struct RttStage {
     cfg: RttConfig,
     flows: PerFlow<FlowRtt>,
-    /// Keep outstanding TSvals in the flows' rings (off: every one in the shared table, the
-    /// reference the tests compare with).
-    rings: bool,
+    /// The reference the tests compare with: every outstanding TSval in the shared table, and
+    /// SEQ/ACK timing made for every flow at its first packet without timestamps.
+    reference: bool,
     stats: Vec<[DirStats; 2]>,
     free_stats: Vec<u32>,
+    /// SEQ/ACK timing of the flows that have some, and the pool's free places.
+    seq: PerFlow<[SeqDir; 2]>,
+    free_seq: Vec<u32>,
+    seq_made: u32,
     ts: HashTable<TsEntry>,
     next_sweep: Timestamp,
     counters: RttStats,
@@ -313,9 +319,12 @@ impl RttStage {
         Self {
             cfg,
             flows: PerFlow::new(),
-            rings: true,
+            reference: false,
             stats: Vec::new(),
             free_stats: Vec::new(),
+            seq: PerFlow::new(),
+            free_seq: Vec::new(),
+            seq_made: 0,
             ts: HashTable::with_capacity(1 << 12),
             next_sweep: Timestamp::EPOCH,
             counters: RttStats::default(),
@@ -372,7 +381,7 @@ impl RttStage {
                     f.flags[d] |= TS_SEEN;
                     let new = Pending { tsval, t: now, fbytes: f.bytes[d], dbytes: f.bytes_dep[d] };
                     // The newest stays in the ring; an older one still waiting moves out.
-                    let out = if !self.rings {
+                    let out = if self.reference {
                         Some(new)
                     } else if f.flags[d] & RING == 0 {
                         f.ring[d] = new;
@@ -401,21 +410,33 @@ impl RttStage {
             }
             None if mode == Mode::Ts => return None,
             _ => {
+                let counts = (f.bytes[d ^ 1], f.bytes_dep[d ^ 1]);
+                let mut at = f.seq;
+                if at == 0 {
+                    // Nothing timed yet: only a segment that uses sequence space starts timing
+                    // (a reset or a bare ACK would find nothing to act on).
+                    if (p.seg_len == 0 || p.flags & flags::RST != 0) && !self.reference {
+                        return None;
+                    }
+                    at = self.seq_place() + 1;
+                    self.flows.get_or_grow(i).seq = at;
+                }
+                let sd = self.seq.get_or_grow(at - 1);
                 if p.flags & flags::RST != 0 {
-                    f.seq[0].abort();
-                    f.seq[1].abort();
+                    sd[0].abort();
+                    sd[1].abort();
                     return None;
                 }
-                f.seq[d].on_send(p.seq, p.seg_len, now);
+                sd[d].on_send(p.seq, p.seg_len, now);
                 if p.flags & flags::ACK == 0 {
                     return None;
                 }
-                let t = f.seq[d ^ 1].on_ack(p.ack)?;
+                let t = sd[d ^ 1].on_ack(p.ack)?;
                 if now < t {
                     self.counters.backwards += 1;
                     return None;
                 }
-                ((t, f.bytes[d ^ 1], f.bytes_dep[d ^ 1]), Method::Seq)
+                ((t, counts.0, counts.1), Method::Seq)
             }
         };
         let (t, fbytes, dbytes) = start;
@@ -457,17 +478,37 @@ impl RttStage {
         }
     }
 
-    /// The summary of flow `id`, which has ended; its statistics are released.
+    /// The summary of flow `id`, which has ended; its statistics and SEQ/ACK timing are
+    /// released.
     pub fn retire(&mut self, id: FlowId) -> RttSummary {
         let out = self.summary(id);
         if let Some(f) = self.flows.get_mut(id.0) {
             let s = std::mem::take(&mut f.stats);
-            if s != 0 {
-                self.stats[s as usize - 1] = Default::default();
-                self.free_stats.push(s - 1);
-            }
+            let q = std::mem::take(&mut f.seq);
+            self.release(s, q);
         }
         out
+    }
+
+    /// Gives back a flow's statistics and SEQ/ACK places (plus one; 0: none).
+    fn release(&mut self, stats: u32, seq: u32) {
+        if stats != 0 {
+            self.stats[stats as usize - 1] = Default::default();
+            self.free_stats.push(stats - 1);
+        }
+        if seq != 0 {
+            self.free_seq.push(seq - 1);
+        }
+    }
+
+    /// A free place for a flow's SEQ/ACK timing, cleared.
+    fn seq_place(&mut self) -> u32 {
+        let at = self.free_seq.pop().unwrap_or_else(|| {
+            self.seq_made += 1;
+            self.seq_made - 1
+        });
+        *self.seq.get_or_grow(at) = Default::default();
+        at
     }
 
     /// Bytes held: per-flow state, statistics and the TSval table.
@@ -475,18 +516,16 @@ impl RttStage {
         self.flows.memory_bytes()
             + self.stats.capacity() * std::mem::size_of::<[DirStats; 2]>()
             + self.free_stats.capacity() * 4
+            + self.seq.memory_bytes()
+            + self.free_seq.capacity() * 4
             + self.ts.capacity() * (std::mem::size_of::<TsEntry>() + 1)
     }
 
     fn reset(&mut self, i: u32) {
         let f = self.flows.get_or_grow(i);
-        let epoch = f.epoch.wrapping_add(1);
-        if f.stats != 0 {
-            let s = f.stats as usize - 1;
-            self.stats[s] = Default::default();
-            self.free_stats.push(s as u32);
-        }
-        *f = FlowRtt { epoch, ..FlowRtt::default() };
+        let old =
+            std::mem::replace(f, FlowRtt { epoch: f.epoch.wrapping_add(1), ..FlowRtt::default() });
+        self.release(old.stats, old.seq);
     }
 
     fn stats_of(&mut self, i: u32) -> usize {
@@ -545,7 +584,7 @@ impl RttStage {
             f.flags[d] &= !RING;
             return Some(f.ring[d]);
         }
-        if f.spilled[d] == 0 && self.rings {
+        if f.spilled[d] == 0 && !self.reference {
             return None;
         }
         let k = ts_key(i, d, tsval);
