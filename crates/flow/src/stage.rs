@@ -64,13 +64,15 @@ pub trait SideStage {
 /// Flow ids per chunk of a [`PerFlow`] store.
 const PER_FLOW_CHUNK: usize = 4096;
 
-/// A side stage's state indexed by [`FlowId`](crate::FlowId), grown a chunk of 4,096 ids at a
-/// time. A chunk is never moved once made, so a store that grows to a million flows never
-/// copies what it holds (a vector growing by doubling copies it all, into memory the kernel
-/// must first fault in and zero, while packets wait).
+/// A side stage's state indexed by [`FlowId`](crate::FlowId), in chunks of 4,096 ids. Each
+/// chunk reserves room for all its ids when made and is filled only as far as the highest id
+/// seen, so a state never moves once made: a store that grows to a million flows never copies
+/// what it holds (a vector growing by doubling copies it all, into memory the kernel must
+/// first fault in and zero, while packets wait), and a run of a few flows touches only their
+/// states.
 #[derive(Clone, Debug, Default)]
 pub struct PerFlow<T> {
-    chunks: Vec<Box<[T; PER_FLOW_CHUNK]>>,
+    chunks: Vec<Vec<T>>,
 }
 
 impl<T: Default + Clone> PerFlow<T> {
@@ -79,48 +81,59 @@ impl<T: Default + Clone> PerFlow<T> {
         Self { chunks: Vec::new() }
     }
 
-    /// The state of flow `id`, if its chunk was made.
+    /// The state of flow `id`, if it was made.
     #[inline]
     pub fn get(&self, id: u32) -> Option<&T> {
         let i = id as usize;
-        self.chunks.get(i / PER_FLOW_CHUNK).map(|c| &c[i % PER_FLOW_CHUNK])
+        self.chunks.get(i / PER_FLOW_CHUNK)?.get(i % PER_FLOW_CHUNK)
     }
 
-    /// The state of flow `id`, if its chunk was made.
+    /// The state of flow `id`, if it was made.
     #[inline]
     pub fn get_mut(&mut self, id: u32) -> Option<&mut T> {
         let i = id as usize;
-        self.chunks.get_mut(i / PER_FLOW_CHUNK).map(|c| &mut c[i % PER_FLOW_CHUNK])
+        self.chunks.get_mut(i / PER_FLOW_CHUNK)?.get_mut(i % PER_FLOW_CHUNK)
     }
 
-    /// The state of flow `id`, making the chunks up to its own (their states `T::default()`).
+    /// The state of flow `id`, making those up to it (`T::default()`) first.
     #[inline]
     pub fn get_or_grow(&mut self, id: u32) -> &mut T {
-        let i = id as usize;
-        let c = i / PER_FLOW_CHUNK;
-        if c >= self.chunks.len() {
-            self.grow(c);
+        let (c, j) = (id as usize / PER_FLOW_CHUNK, id as usize % PER_FLOW_CHUNK);
+        if self.chunks.get(c).is_none_or(|chunk| j >= chunk.len()) {
+            self.grow(c, j);
         }
-        &mut self.chunks[c][i % PER_FLOW_CHUNK]
+        &mut self.chunks[c][j]
     }
 
     #[cold]
-    fn grow(&mut self, c: usize) {
+    fn grow(&mut self, c: usize, j: usize) {
         while self.chunks.len() <= c {
-            let chunk = vec![T::default(); PER_FLOW_CHUNK].into_boxed_slice();
-            self.chunks.push(chunk.try_into().unwrap_or_else(|_| unreachable!("a whole chunk")));
+            if let Some(last) = self.chunks.last_mut() {
+                last.resize(PER_FLOW_CHUNK, T::default());
+            }
+            self.chunks.push(Vec::with_capacity(PER_FLOW_CHUNK));
+        }
+        let chunk = &mut self.chunks[c];
+        if chunk.len() <= j {
+            // Within the room reserved when the chunk was made: nothing moves.
+            chunk.resize(j + 1, T::default());
         }
     }
 
-    /// Ids the made chunks cover.
-    pub fn capacity(&self) -> usize {
-        self.chunks.len() * PER_FLOW_CHUNK
+    /// Ids whose state was made.
+    pub fn len(&self) -> usize {
+        self.chunks.last().map_or(0, |last| (self.chunks.len() - 1) * PER_FLOW_CHUNK + last.len())
     }
 
-    /// Bytes held by the made chunks.
+    /// Whether no state was made.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes of the states made (a chunk's room beyond them is address space, untouched).
     pub fn memory_bytes(&self) -> usize {
-        self.capacity() * std::mem::size_of::<T>()
-            + self.chunks.capacity() * std::mem::size_of::<Box<[T; PER_FLOW_CHUNK]>>()
+        self.len() * std::mem::size_of::<T>()
+            + self.chunks.capacity() * std::mem::size_of::<Vec<T>>()
     }
 
     /// Makes room for the chunk list of ids below `flows` (the chunks themselves are made as
@@ -131,12 +144,12 @@ impl<T: Default + Clone> PerFlow<T> {
 
     /// Every made state, in id order.
     pub fn iter(&self) -> impl Iterator<Item = &T> {
-        self.chunks.iter().flat_map(|c| c.iter())
+        self.chunks.iter().flatten()
     }
 
     /// Every made state, in id order.
     pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut T> {
-        self.chunks.iter_mut().flat_map(|c| c.iter_mut())
+        self.chunks.iter_mut().flatten()
     }
 }
 
@@ -147,20 +160,22 @@ mod tests {
     #[test]
     fn per_flow_state_grows_by_chunks_without_moving() {
         let mut s: PerFlow<u64> = PerFlow::new();
-        assert_eq!(s.get(0), None);
+        assert_eq!((s.get(0), s.len(), s.is_empty()), (None, 0, true));
         *s.get_or_grow(5) = 7;
-        assert_eq!(s.capacity(), PER_FLOW_CHUNK);
+        assert_eq!(s.len(), 6, "only the ids up to the highest are made");
         let first: *const u64 = s.get(5).unwrap();
-        *s.get_or_grow(3 * PER_FLOW_CHUNK as u32 + 1) = 9;
-        assert_eq!(s.capacity(), 4 * PER_FLOW_CHUNK);
-        // The first chunk stayed where it was, with its value.
+        *s.get_or_grow(100) = 8;
+        let last = 3 * PER_FLOW_CHUNK as u32 + 1;
+        *s.get_or_grow(last) = 9;
+        assert_eq!(s.len(), last as usize + 1);
+        // Nothing moved, nothing was lost.
         assert_eq!(s.get(5).unwrap() as *const u64, first);
-        assert_eq!(s.get(5), Some(&7));
-        assert_eq!(s.get(3 * PER_FLOW_CHUNK as u32 + 1), Some(&9));
+        assert_eq!((s.get(5), s.get(100), s.get(last)), (Some(&7), Some(&8), Some(&9)));
         assert_eq!(s.get(PER_FLOW_CHUNK as u32), Some(&0));
-        assert_eq!(s.get(4 * PER_FLOW_CHUNK as u32), None);
+        assert_eq!(s.get(last + 1), None);
         assert_eq!(s.get_mut(4 * PER_FLOW_CHUNK as u32), None);
-        assert_eq!(s.iter_mut().filter(|v| **v != 0).count(), 2);
-        assert!(s.memory_bytes() >= 4 * PER_FLOW_CHUNK * 8);
+        assert_eq!(s.iter_mut().filter(|v| **v != 0).count(), 3);
+        assert_eq!(s.iter().count(), s.len());
+        assert!(s.memory_bytes() >= s.len() * 8);
     }
 }
