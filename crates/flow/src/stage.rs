@@ -99,14 +99,14 @@ impl<T: Default + Clone> PerFlow<T> {
     #[inline]
     pub fn get_or_grow(&mut self, id: u32) -> &mut T {
         let (c, j) = (id as usize / PER_FLOW_CHUNK, id as usize % PER_FLOW_CHUNK);
-        if self.chunks.get(c).is_none_or(|chunk| j >= chunk.len()) {
-            self.grow(c, j);
+        if self.chunks.get(c).is_some_and(|chunk| j < chunk.len()) {
+            return &mut self.chunks[c][j];
         }
-        &mut self.chunks[c][j]
+        self.grow(c, j)
     }
 
     #[cold]
-    fn grow(&mut self, c: usize, j: usize) {
+    fn grow(&mut self, c: usize, j: usize) -> &mut T {
         while self.chunks.len() <= c {
             if let Some(last) = self.chunks.last_mut() {
                 last.resize(PER_FLOW_CHUNK, T::default());
@@ -118,6 +118,7 @@ impl<T: Default + Clone> PerFlow<T> {
             // Within the room reserved when the chunk was made: nothing moves.
             chunk.resize(j + 1, T::default());
         }
+        &mut chunk[j]
     }
 
     /// Ids whose state was made.
