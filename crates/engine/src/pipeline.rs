@@ -637,9 +637,7 @@ impl Pipeline {
 
     /// Ends these live flows (end of input, in the order given) into `events`.
     pub fn finish_flows(&mut self, ids: &[FlowId], events: &mut Events) {
-        for &id in ids {
-            self.table.end(id, EndReason::End);
-        }
+        self.table.end_many(ids, EndReason::End);
         self.retire_ended(u32::MAX, true, events);
     }
 

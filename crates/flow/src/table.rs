@@ -1062,8 +1062,34 @@ impl FlowTable {
 
     /// Ends every live flow with [`EndReason::End`], in order of first packet (then key).
     pub fn finish(&mut self) {
-        for id in self.live_in_order() {
-            self.end(id, EndReason::End);
+        let order = self.live_in_order();
+        self.end_many(&order, EndReason::End);
+    }
+
+    /// Ends these flows now for `reason`, in the order given ([`FlowTable::end`] for each),
+    /// loading each one's record, then its index slot and timer-list neighbours, a few flows
+    /// ahead: ending a million flows at the end of input waits for memory about once per flow
+    /// instead of three times.
+    pub fn end_many(&mut self, ids: &[FlowId], reason: EndReason) {
+        const AHEAD: usize = 8;
+        for (k, &id) in ids.iter().enumerate() {
+            if let Some(&far) = ids.get(k + 2 * AHEAD)
+                && (far.0 as usize) < self.allocated
+            {
+                prefetch(self.record(far.0) as *const Flow);
+            }
+            if let Some(&near) = ids.get(k + AHEAD)
+                && let Some(f) = self.get(near)
+            {
+                let h = self.hash(&f.key) as u32;
+                prefetch(&self.index[h as usize & self.mask] as *const u64);
+                for n in [f.prev, f.next] {
+                    if n != 0 && n & HEAD == 0 {
+                        prefetch(self.record(n - 1) as *const Flow);
+                    }
+                }
+            }
+            self.end(id, reason);
         }
     }
 

@@ -515,6 +515,24 @@ fn many_flows_grow_the_index_and_stay_findable() {
     assert_eq!(t.len(), 50_000);
     let per_flow = t.memory_bytes() / t.len();
     assert!(per_flow <= 160, "{per_flow} bytes per flow");
+    // Ending every third flow together (and one twice, and one never started) leaves the
+    // others findable and the ended ones free to start again.
+    let gone: Vec<FlowId> = ids.iter().step_by(3).map(|(_, id)| *id).collect();
+    let mut asked = gone.clone();
+    asked.push(gone[0]);
+    asked.push(FlowId(u32::MAX));
+    t.end_many(&asked, EndReason::End);
+    let ended: Vec<FlowId> = t.take_ended().map(|r| r.id).collect();
+    assert_eq!(ended, gone, "each live flow once, in the order given");
+    assert_eq!(t.len(), 50_000 - gone.len());
+    for (n, (p, id)) in ids.iter().enumerate() {
+        let r = t.track(p);
+        assert_eq!(r.new, n % 3 == 0, "flow {n}");
+        if n % 3 != 0 {
+            assert_eq!(r.id, *id);
+        }
+    }
+    assert_eq!(t.len(), 50_000);
 }
 
 #[test]
