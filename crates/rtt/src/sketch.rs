@@ -32,9 +32,13 @@ pub fn bucket_range(b: u16) -> (u64, u64) {
     (((1 << SUB_BITS) | sub) << octave, 1 << octave)
 }
 
-/// Counts per logarithmic bucket.
+/// Counts per logarithmic bucket. While every value falls in one bucket (a flow's first
+/// sample, or a steady path), the bucket is kept in place and nothing is allocated; the list
+/// is made when a second bucket is needed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Sketch {
+    /// The one bucket in use while `buckets` is empty and `count` is not zero.
+    one: (u16, u32),
     buckets: Vec<(u16, u32)>,
     count: u64,
 }
@@ -44,9 +48,29 @@ impl Sketch {
     pub fn insert(&mut self, v: u64) {
         let b = bucket(v);
         self.count += 1;
+        if self.buckets.is_empty() {
+            if self.count == 1 {
+                self.one = (b, 1);
+                return;
+            }
+            if self.one.0 == b {
+                self.one.1 = self.one.1.saturating_add(1);
+                return;
+            }
+            self.buckets.push(self.one);
+        }
         match self.buckets.binary_search_by_key(&b, |e| e.0) {
             Ok(i) => self.buckets[i].1 = self.buckets[i].1.saturating_add(1),
             Err(i) => self.buckets.insert(i, (b, 1)),
+        }
+    }
+
+    /// The buckets in use, in order, with their counts.
+    fn entries(&self) -> &[(u16, u32)] {
+        match (self.buckets.is_empty(), self.count) {
+            (_, 0) => &[],
+            (true, _) => std::slice::from_ref(&self.one),
+            (false, _) => &self.buckets,
         }
     }
 
@@ -63,7 +87,7 @@ impl Sketch {
         }
         let rank = ((q.clamp(0.0, 1.0) * self.count as f64).ceil() as u64).max(1);
         let mut seen = 0u64;
-        for &(b, n) in &self.buckets {
+        for &(b, n) in self.entries() {
             seen += u64::from(n);
             if seen >= rank {
                 let (lo, width) = bucket_range(b);
@@ -75,7 +99,7 @@ impl Sketch {
 
     /// Buckets in use.
     pub fn buckets(&self) -> usize {
-        self.buckets.len()
+        self.entries().len()
     }
 }
 
@@ -83,6 +107,21 @@ impl Sketch {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn one_bucket_needs_no_list() {
+        let mut s = Sketch::default();
+        assert_eq!((s.buckets(), s.quantile(0.5)), (0, None));
+        for _ in 0..3 {
+            s.insert(1_000_000);
+        }
+        assert!(s.buckets.capacity() == 0 && s.buckets() == 1 && s.count() == 3);
+        let (lo, w) = bucket_range(bucket(1_000_000));
+        assert_eq!(s.quantile(0.5), Some(lo + w / 2));
+        s.insert(5_000_000);
+        assert_eq!((s.buckets(), s.count()), (2, 4));
+        assert_eq!(s.quantile(0.0), Some(lo + w / 2));
+    }
 
     #[test]
     fn buckets_cover_every_value_once() {
@@ -109,6 +148,16 @@ mod tests {
             let err = (got as f64 - exact as f64).abs() / exact as f64;
             prop_assert!(err <= 1.0 / 32.0 + 1e-9, "exact {exact} got {got}");
             prop_assert_eq!(s.count(), v.len() as u64);
+            // The counts per bucket are those of the values, whether kept in place or listed.
+            let mut by: Vec<(u16, u32)> = Vec::new();
+            for &x in &v {
+                match by.last_mut() {
+                    Some(last) if last.0 == bucket(x) => last.1 += 1,
+                    _ => by.push((bucket(x), 1)),
+                }
+            }
+            prop_assert_eq!(s.entries(), &by[..]);
+            prop_assert_eq!(s.buckets(), by.len());
         }
     }
 }

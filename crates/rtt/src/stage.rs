@@ -224,9 +224,9 @@ impl std::ops::AddAssign for RttStats {
     }
 }
 
+/// One direction's samples: extremes and the sketch, which counts them (56 bytes).
 #[derive(Clone, Debug, Default)]
 struct DirStats {
-    count: u64,
     min: Span,
     max: Span,
     sketch: Sketch,
@@ -234,21 +234,21 @@ struct DirStats {
 
 impl DirStats {
     fn add(&mut self, rtt: Span) {
-        if self.count == 0 || rtt < self.min {
+        if self.sketch.count() == 0 || rtt < self.min {
             self.min = rtt;
         }
         self.max = self.max.max(rtt);
-        self.count += 1;
         self.sketch.insert(rtt.as_nanos());
     }
 
     fn summary(&self) -> DirSummary {
-        if self.count == 0 {
+        let count = self.sketch.count();
+        if count == 0 {
             return DirSummary::default();
         }
         let median =
             self.sketch.quantile(0.5).map_or(self.min, Span::from_nanos).clamp(self.min, self.max);
-        DirSummary { count: self.count, min: self.min, median, max: self.max }
+        DirSummary { count, min: self.min, median, max: self.max }
     }
 }
 
@@ -302,8 +302,10 @@ pub struct RttStage {
     /// The reference the tests compare with: every outstanding TSval in the shared table, and
     /// SEQ/ACK timing made for every flow at its first packet without timestamps.
     reference: bool,
-    stats: Vec<[DirStats; 2]>,
+    /// Statistics of the flows that have samples, and the pool's free places.
+    stats: PerFlow<[DirStats; 2]>,
     free_stats: Vec<u32>,
+    stats_made: u32,
     /// SEQ/ACK timing of the flows that have some, and the pool's free places.
     seq: PerFlow<[SeqDir; 2]>,
     free_seq: Vec<u32>,
@@ -320,8 +322,9 @@ impl RttStage {
             cfg,
             flows: PerFlow::new(),
             reference: false,
-            stats: Vec::new(),
+            stats: PerFlow::new(),
             free_stats: Vec::new(),
+            stats_made: 0,
             seq: PerFlow::new(),
             free_seq: Vec::new(),
             seq_made: 0,
@@ -450,7 +453,7 @@ impl RttStage {
         f.lst_bytes[d] = f.bytes[d];
         f.bytes_dep[d ^ 1] = fbytes;
         let s = self.stats_of(i);
-        let st = &mut self.stats[s][d];
+        let st = &mut self.stats.get_or_grow(s)[d];
         st.add(rtt);
         Some(Sample {
             ts: now,
@@ -471,7 +474,7 @@ impl RttStage {
     pub fn summary(&self, id: FlowId) -> RttSummary {
         match self.flows.get(id.0).map(|f| f.stats) {
             Some(s) if s != 0 => {
-                let st = &self.stats[s as usize - 1];
+                let st = self.stats.get(s - 1).expect("a flow's statistics were made");
                 RttSummary { dirs: [st[0].summary(), st[1].summary()] }
             }
             _ => RttSummary::default(),
@@ -493,7 +496,7 @@ impl RttStage {
     /// Gives back a flow's statistics and SEQ/ACK places (plus one; 0: none).
     fn release(&mut self, stats: u32, seq: u32) {
         if stats != 0 {
-            self.stats[stats as usize - 1] = Default::default();
+            *self.stats.get_or_grow(stats - 1) = Default::default();
             self.free_stats.push(stats - 1);
         }
         if seq != 0 {
@@ -514,7 +517,7 @@ impl RttStage {
     /// Bytes held: per-flow state, statistics and the TSval table.
     pub fn memory_bytes(&self) -> usize {
         self.flows.memory_bytes()
-            + self.stats.capacity() * std::mem::size_of::<[DirStats; 2]>()
+            + self.stats.memory_bytes()
             + self.free_stats.capacity() * 4
             + self.seq.memory_bytes()
             + self.free_seq.capacity() * 4
@@ -528,19 +531,17 @@ impl RttStage {
         self.release(old.stats, old.seq);
     }
 
-    fn stats_of(&mut self, i: u32) -> usize {
+    /// Flow `i`'s statistics' place in the pool, made (cleared) on its first sample.
+    fn stats_of(&mut self, i: u32) -> u32 {
         let f = self.flows.get_or_grow(i);
         if f.stats == 0 {
-            let s = match self.free_stats.pop() {
-                Some(s) => s as usize,
-                None => {
-                    self.stats.push(Default::default());
-                    self.stats.len() - 1
-                }
-            };
-            self.flows.get_or_grow(i).stats = s as u32 + 1;
+            let s = self.free_stats.pop().unwrap_or_else(|| {
+                self.stats_made += 1;
+                self.stats_made - 1
+            });
+            self.flows.get_or_grow(i).stats = s + 1;
         }
-        self.flows.get_or_grow(i).stats as usize - 1
+        self.flows.get_or_grow(i).stats - 1
     }
 
     /// Moves an outstanding TSval of flow `i`'s direction `d` into the shared table (replacing
