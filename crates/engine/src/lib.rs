@@ -191,13 +191,13 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Parses a frame, counting it, its bytes and its parse problem if any.
+    /// Parses a frame into `meta`, counting it, its bytes and its parse problem if any.
     #[inline]
-    pub(crate) fn parse(&mut self, frame: &Frame<'_>) -> PacketMeta {
+    pub(crate) fn parse(&mut self, frame: &Frame<'_>, meta: &mut PacketMeta) {
         self.count(frame);
-        let meta = PacketMeta::parse(frame.link, frame.data);
-        self.problem(&meta);
-        meta
+        // In place: see `Parser::prepare_if`.
+        meta.parse_into(frame.link, frame.data);
+        self.problem(meta);
     }
 
     /// Counts a flow record handed to the sink: an ended flow, or an interim record.

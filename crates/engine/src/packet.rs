@@ -190,6 +190,23 @@ impl Parser {
         self.prepare_if(frame, index, pos, s, |_| true, true)
     }
 
+    /// [`Parser::prepare`] onto the end of `out` (nothing when the frame has no flow). The
+    /// packet is written where it stays: returned through memory and then moved, it would be
+    /// copied with wide loads right after the narrow stores that built it, which stall on store
+    /// forwarding (measured: most of the batch loop's own time).
+    #[inline]
+    pub fn prepare_onto(
+        &mut self,
+        frame: &Frame<'_>,
+        index: u32,
+        pos: u32,
+        s: &mut Summary,
+        out: &mut Vec<Packet>,
+    ) {
+        s.count(frame);
+        self.prepare_with(frame, index, pos, s, |_| true, true, |p| out.push(p));
+    }
+
     /// Parses frame `index` of its batch, counted elsewhere, and keeps it only if `keep`
     /// accepts its flow key. Capture time follows every frame, kept or not. Parse problems are
     /// counted for kept frames, and for frames without a flow when `unkeyed` (so that one
@@ -204,12 +221,34 @@ impl Parser {
         keep: impl FnOnce(&FlowKey) -> bool,
         unkeyed: bool,
     ) -> Option<Packet> {
+        let mut out = None;
+        self.prepare_with(frame, index, pos, s, keep, unkeyed, |p| out = Some(p));
+        out
+    }
+
+    /// [`Parser::prepare_if`], handing the packet to `put`.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn prepare_with(
+        &mut self,
+        frame: &Frame<'_>,
+        index: u32,
+        pos: u32,
+        s: &mut Summary,
+        keep: impl FnOnce(&FlowKey) -> bool,
+        unkeyed: bool,
+        put: impl FnOnce(Packet),
+    ) {
         self.now = frame.ts;
-        let mut meta = PacketMeta::parse(frame.link, frame.data);
+        // Parsed where it stays, for the same reason as the packet (see `prepare_onto`).
+        let mut meta = PacketMeta::default();
+        meta.parse_into(frame.link, frame.data);
         if self.tunnels {
             meta.decapsulate(frame.data);
         }
-        self.packet(frame, &meta, index, pos, s, keep, unkeyed)
+        if let Some(info) = self.keyed(frame, &meta, s, keep, unkeyed) {
+            put(self.complete(info, frame, &meta, index, pos));
+        }
     }
 
     /// The [`Packet`] of a frame already parsed into `meta` (see [`Parser::prepare_if`]).

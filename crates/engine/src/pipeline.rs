@@ -360,9 +360,7 @@ impl Pipeline {
         let mut packets = std::mem::take(&mut self.packets);
         packets.clear();
         for (i, frame) in frames.iter().enumerate() {
-            if let Some(p) = self.parser.prepare(frame, i as u32, i as u32, s) {
-                packets.push(p);
-            }
+            self.parser.prepare_onto(frame, i as u32, i as u32, s, &mut packets);
         }
         let now = self.parser.now();
         verdicts.clear();

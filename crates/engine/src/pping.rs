@@ -10,6 +10,7 @@ use rampart_rtt::compat::{CompatCounters, CompatSample};
 use rampart_rtt::{CompatConfig, PpingCompat, compat_view};
 
 use crate::{Outcome, RunError, Summary};
+use rampart_wire::PacketMeta;
 
 /// What `--compat pping` reports besides samples, in pping's order.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -65,7 +66,8 @@ pub fn run_pping(
             }
         };
         for frame in batch.iter() {
-            let meta = s.parse(&frame);
+            let mut meta = PacketMeta::default();
+            s.parse(&frame, &mut meta);
             let view = compat_view(frame.link, frame.data, &meta);
             if view == rampart_rtt::CompatView::Filtered {
                 s.filtered += 1;
