@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use clap::ValueEnum;
 use rampart_capture::Capture;
 use rampart_engine::breakdown::{self, Step, Timing};
-use rampart_engine::{Event, FlowsConfig, Sink};
+use rampart_engine::{Event, FlowFn, FlowRecord, FlowsConfig, Sink};
 use rampart_export::rtt::{RttFormat, RttWriter};
 use rampart_export::{FlowFormat, FlowWriter, Schema};
 
@@ -41,18 +41,6 @@ pub(crate) struct Args {
     /// One JSON object on standard output instead of a table.
     #[arg(long)]
     json: bool,
-}
-
-/// The flows chain's output: JSON records, as `flows -o /dev/null` writes them.
-struct FlowOut(FlowWriter<BufWriter<io::Sink>>);
-
-impl Sink for FlowOut {
-    fn event(&mut self, e: Event<'_>) -> io::Result<()> {
-        match e {
-            Event::Flow(r) => self.0.write(r),
-            Event::Sample(_) => Ok(()),
-        }
-    }
 }
 
 /// The rtt chain's output: every sample in pping's machine format, as `rtt -m` writes them.
@@ -95,13 +83,11 @@ pub(crate) fn run(args: Args) -> Result<ExitCode, Fail> {
         let t = breakdown::measure(&mut open, steps, args.passes as usize, &mut |step| {
             let sink: Box<dyn Sink> = match *command {
                 "flows" => {
+                    // JSON records, as `flows -o /dev/null` writes them.
                     let format = FlowFormat::Json;
                     let w = BufWriter::with_capacity(1 << 16, io::sink());
-                    Box::new(FlowOut(FlowWriter::with_schema(
-                        w,
-                        format,
-                        Schema::default_for(format),
-                    )))
+                    let mut w = FlowWriter::with_schema(w, format, Schema::default_for(format));
+                    Box::new(FlowFn(move |r: &FlowRecord| w.write(r)))
                 }
                 _ => {
                     let w = BufWriter::with_capacity(1 << 20, io::sink());
