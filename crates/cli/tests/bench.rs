@@ -22,16 +22,8 @@ fn both_chains_step_by_step() {
     let names = |chain: &str| -> Vec<String> {
         v[chain].as_array().unwrap().iter().map(|s| s["step"].as_str().unwrap().into()).collect()
     };
-    let flows = [
-        "walk",
-        "parse",
-        "key and hash",
-        "table",
-        "tcp state",
-        "rtt",
-        "identification",
-        "output",
-    ];
+    let flows =
+        ["walk", "parse", "key and hash", "table", "tcp state", "rtt", "identification", "output"];
     assert_eq!(names("flows"), flows);
     assert_eq!(names("rtt"), ["walk", "parse", "key and hash", "table", "rtt", "output"]);
     for chain in ["flows", "rtt"] {
