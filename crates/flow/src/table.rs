@@ -1,5 +1,3 @@
-use std::hash::{BuildHasher, Hasher};
-
 use rampart_wire::{Span, Timestamp};
 
 use crate::key::{Dir, FlowKey, Side};
@@ -365,7 +363,8 @@ pub struct FlowTable {
     free: Vec<u32>,
     live: usize,
     cfg: TableConfig,
-    hasher: foldhash::fast::FixedState,
+    /// The hash's keys, from the configured seed.
+    keys: [u64; 7],
     hand: usize,
     /// The flow the next eviction takes, chosen by the previous one (with its last packet's
     /// time then, to see that it has stayed quiet), so that the lines its removal touches
@@ -401,6 +400,25 @@ pub struct FlowTable {
     intervals: Vec<Interval>,
 }
 
+/// Both halves of the 128-bit product, folded.
+#[inline(always)]
+fn fold(a: u64, b: u64) -> u64 {
+    let p = u128::from(a) * u128::from(b);
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+/// Keys from a seed (splitmix64's sequence: distinct, well mixed, never zero in practice).
+fn hash_keys(seed: u64) -> [u64; 7] {
+    let mut x = seed;
+    std::array::from_fn(|_| {
+        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = x;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    })
+}
+
 #[inline]
 fn entry(hash: u32, rec: u32) -> u64 {
     (u64::from(hash) << 32) | u64::from(rec + 1)
@@ -421,7 +439,7 @@ impl FlowTable {
             free: Vec::new(),
             live: 0,
             cfg: TableConfig { max_flows, ..cfg },
-            hasher: foldhash::fast::FixedState::with_seed(cfg.seed),
+            keys: hash_keys(cfg.seed),
             hand: 0,
             next_victim: None,
             wheel: vec![0; 2 * WHEEL],
@@ -491,13 +509,22 @@ impl FlowTable {
     }
 
     /// The table hash of a key; compute it once per packet and pass it in [`PacketInfo`].
+    ///
+    /// Folded multiplies (both halves of a 64 x 64 -> 128-bit product, as foldhash and wyhash
+    /// mix) of the key's words with the seed's keys, in two rounds: each address and the
+    /// ports word are folded side by side, then together, so every word goes through two
+    /// multiplies (one alone leaves a word that varies in few bits poorly mixed). Keys that
+    /// differ in one port alone fill the index's slots as random values do, where foldhash
+    /// over the five words filled 59 % of them against 63 % (the test
+    /// `keys_that_differ_in_one_field_spread_over_the_index`), at the same speed.
     #[inline]
     pub fn hash(&self, key: &FlowKey) -> u64 {
-        let mut h = self.hasher.build_hasher();
-        for w in key.words() {
-            h.write_u64(w);
-        }
-        h.finish()
+        let [w0, w1, w2, w3, w4] = key.words();
+        let k = &self.keys;
+        let a = fold(w0 ^ k[0], w1 ^ k[1]);
+        let b = fold(w2 ^ k[2], w3 ^ k[3]);
+        let c = fold(w4 ^ k[4], k[5]);
+        fold(a ^ c, b ^ k[6])
     }
 
     /// Hints the CPU to load the index line a lookup for `hash` will probe first.

@@ -891,3 +891,50 @@ fn a_reserved_table_behaves_as_a_growing_one() {
     assert_eq!(reserved.index.len(), slots);
     assert_eq!(grown.stats(), reserved.stats());
 }
+
+#[test]
+fn keys_that_differ_in_one_field_spread_over_the_index() {
+    // 65,536 keys differing only in one port, one address word or both ports; their hashes'
+    // low 16 bits (the slot of a 65,536-slot index) should fill about 1 - 1/e of the slots,
+    // as random values do (63.2 %), and the high 32 bits should not repeat.
+    let t = FlowTable::new(cfg(10, 1));
+    let spread = |make: &dyn Fn(u32) -> FlowKey| {
+        let (mut low, mut high) =
+            (std::collections::HashSet::new(), std::collections::HashSet::new());
+        for i in 0..65_536u32 {
+            let h = t.hash(&make(i));
+            low.insert(h as u16);
+            high.insert(h >> 32);
+        }
+        (low.len(), high.len())
+    };
+    let port =
+        |i: u32| FlowKey::new([1; 16], i as u16, [2; 16], 80, 6, IpFamily::V4, KeyKind::Ports).0;
+    let addr = |i: u32| {
+        let mut a = [0u8; 16];
+        a[..4].copy_from_slice(&(0x0a00_0000 | i).to_be_bytes());
+        FlowKey::new(a, 1234, [2; 16], 443, 17, IpFamily::V4, KeyKind::Ports).0
+    };
+    let both = |i: u32| {
+        FlowKey::new(
+            [1; 16],
+            (i >> 8) as u16,
+            [2; 16],
+            (i & 255) as u16,
+            6,
+            IpFamily::V6,
+            KeyKind::Ports,
+        )
+        .0
+    };
+    for (name, f) in
+        [("port", &port as &dyn Fn(u32) -> FlowKey), ("address", &addr), ("ports", &both)]
+    {
+        let (low, high) = spread(f);
+        assert!((40_000..=43_000).contains(&low), "{name}: {low} of 65536 slots");
+        assert!(high >= 65_530, "{name}: {high} distinct high words");
+    }
+    // Another seed, another hash.
+    let other = FlowTable::new(TableConfig { seed: 7, ..cfg(10, 1) });
+    assert_ne!(t.hash(&port(1)), other.hash(&port(1)));
+}
