@@ -101,11 +101,9 @@ pub(crate) fn run(args: Args) -> Result<ExitCode, Fail> {
         results.push((*command, t));
     }
     let mut out = io::stdout().lock();
-    let r = if args.json {
-        json(&mut out, &name, args.passes, &results)
-    } else {
-        table(&mut out, &name, args.passes, &results)
-    };
+    let packets = results.first().and_then(|(_, t)| t.first()).map_or(0, |s| s.packets);
+    let report = Report { name: &name, packets, passes: args.passes, results: &results };
+    let r = if args.json { json(&mut out, &report) } else { table(&mut out, &report) };
     match r.and_then(|()| out.flush()) {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) if crate::closed_pipe(&e) => Ok(ExitCode::SUCCESS),
@@ -128,13 +126,16 @@ fn rows(t: &[Timing]) -> Vec<(&'static str, f64, f64, f64, f64)> {
         .collect()
 }
 
-fn table(
-    out: &mut impl Write,
-    name: &str,
+/// What a run measured: the file, its packets, the passes, each chain's steps.
+struct Report<'a> {
+    name: &'a str,
+    packets: u64,
     passes: u32,
-    results: &[(&str, Vec<Timing>)],
-) -> io::Result<()> {
-    let packets = results.first().and_then(|(_, t)| t.first()).map_or(0, |s| s.packets);
+    results: &'a [(&'a str, Vec<Timing>)],
+}
+
+fn table(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
+    let &Report { name, packets, passes, results } = r;
     writeln!(
         out,
         "{name}: {packets} packets; CPU time per packet, median of {passes} passes \
@@ -161,13 +162,8 @@ fn table(
     Ok(())
 }
 
-fn json(
-    out: &mut impl Write,
-    name: &str,
-    passes: u32,
-    results: &[(&str, Vec<Timing>)],
-) -> io::Result<()> {
-    let packets = results.first().and_then(|(_, t)| t.first()).map_or(0, |s| s.packets);
+fn json(out: &mut impl Write, r: &Report<'_>) -> io::Result<()> {
+    let &Report { name, packets, passes, results } = r;
     write!(out, "{{\"file\":{},\"packets\":{packets},\"passes\":{passes}", quote(name))?;
     for (command, t) in results {
         write!(out, ",\"{command}\":[")?;
