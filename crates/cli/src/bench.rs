@@ -97,7 +97,7 @@ pub(crate) fn run(args: Args) -> Result<ExitCode, Fail> {
             debug_assert!(step.output);
             sink
         })
-        .map_err(|e| Fail(format!("{name}: {e}"), 1))?;
+        .map_err(|e| Fail(e.to_string(), 1))?;
         results.push((*command, t));
     }
     let mut out = io::stdout().lock();

@@ -55,3 +55,16 @@ fn a_file_that_is_no_capture_is_named() {
     let out = rampart(&["bench", "-r", &readme, "--passes", "0"]);
     assert_eq!(out.status.code(), Some(2), "passes below 1 are refused");
 }
+
+#[test]
+fn a_capture_cut_short_is_named_once_with_the_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("cut.pcap");
+    let bytes = std::fs::read(repo("samples/mixed.pcap")).unwrap();
+    std::fs::write(&cut, &bytes[..bytes.len() - 10]).unwrap();
+    let out = rampart(&["bench", "-r", cut.to_str().unwrap(), "--passes", "1"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("cut.pcap").count(), 1, "{err}");
+    assert!(err.contains("byte offset"), "{err}");
+}
