@@ -549,6 +549,10 @@ impl RttStage {
     fn spill(&mut self, i: u32, d: usize, epoch: u32, p: Pending, now: Timestamp) {
         if self.ts.len() >= self.cfg.max_tsvals {
             self.sweep(now);
+            if now.since(p.t) > self.cfg.tsval_max_age {
+                // Out of its ring during the sweep, which would have dropped it there.
+                return;
+            }
             if self.ts.len() >= self.cfg.max_tsvals {
                 self.counters.table_full += 1;
                 return;

@@ -299,3 +299,31 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn a_full_shared_table_sweeps_an_aged_tsval_on_its_way_out_of_the_ring() {
+    // One slot of shared table, TSvals age out after 1 s (ms below).
+    let cfg =
+        RttConfig { tsval_max_age: Span::from_secs(1), max_tsvals: 1, ..RttConfig::default() };
+    let mut st = RttStage::new(cfg);
+    let k = key();
+    let ms = |t: u64| t * 1_000_000;
+    let data = |tsval| pkt(ACK, Some((tsval, 1)), 0, 0, 10);
+    // 500 ms: flow 2's TSval 20 waits in its ring (and the first periodic sweep runs).
+    let _ = observe(&mut st, FlowId(2), true, &k, A, ms(500), &data(20));
+    // Flow 1 fills the shared table: 10 moves there when 11 is timestamped.
+    let _ = observe(&mut st, FlowId(1), true, &k, A, ms(550), &data(10));
+    let _ = observe(&mut st, FlowId(1), false, &k, A, ms(560), &data(11));
+    assert_eq!((st.ts.len(), st.ts_entries()), (1, 3));
+    // 1,500 ms: the next periodic sweep; nothing is older than 1 s yet.
+    let _ = observe(&mut st, FlowId(3), true, &k, B, ms(1500), &pkt(ACK, None, 0, 0, 0));
+    assert_eq!(st.ts_entries(), 3);
+    // 1,600 ms: flow 2's TSval 21 pushes 20 (now 1.1 s old) out of its ring into the full
+    // table. The sweep that makes room drops flow 1's aged entries, and 20 is dropped as that
+    // sweep would have dropped it in the table, not filed.
+    let _ = observe(&mut st, FlowId(2), false, &k, A, ms(1600), &data(21));
+    assert_eq!(st.ts.len(), 0, "nothing aged was filed");
+    assert_eq!(st.ts_entries(), 1, "flow 2's newest TSval waits in its ring");
+    let echo = pkt(ACK, Some((90, 21)), 0, 0, 0);
+    assert!(observe(&mut st, FlowId(2), false, &k, B, ms(1610), &echo).is_some());
+}
