@@ -3,9 +3,10 @@
 //! A chain of steps, each doing what the one before it did and one thing more: walking the
 //! capture's records, parsing every frame, building and hashing flow keys, the flow table, then
 //! each side stage the command runs, then its output. Every step but the first three is a
-//! whole [`run`] of the capture with the stages up to it turned on, so the chain's last step is
-//! the command itself (less its process start and summary), and the difference between two
-//! neighbours is what the added step costs in place, cache effects included.
+//! whole [`run`](crate::run) of the capture with the stages up to it turned on, so the
+//! chain's last step is the command itself (less its process start and summary), and the
+//! difference between two neighbours is what the added step costs in place, cache effects
+//! included.
 //!
 //! Each pass times every step once, in chain order, and the passes repeat; a step's figure is
 //! the median over passes of its CPU time per packet, so a machine shared with other work

@@ -195,7 +195,7 @@ impl Summary {
     #[inline]
     pub(crate) fn parse(&mut self, frame: &Frame<'_>, meta: &mut PacketMeta) {
         self.count(frame);
-        // In place: see `Parser::prepare_if`.
+        // In place: see `Parser::prepare_onto`.
         meta.parse_into(frame.link, frame.data);
         self.problem(meta);
     }

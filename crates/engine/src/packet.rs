@@ -251,25 +251,8 @@ impl Parser {
         }
     }
 
-    /// The [`Packet`] of a frame already parsed into `meta` (see [`Parser::prepare_if`]).
-    #[inline]
-    #[allow(clippy::too_many_arguments)]
-    pub fn packet(
-        &mut self,
-        frame: &Frame<'_>,
-        meta: &PacketMeta,
-        index: u32,
-        pos: u32,
-        s: &mut Summary,
-        keep: impl FnOnce(&FlowKey) -> bool,
-        unkeyed: bool,
-    ) -> Option<Packet> {
-        let info = self.keyed(frame, meta, s, keep, unkeyed)?;
-        Some(self.complete(info, frame, meta, index, pos))
-    }
-
-    /// The first half of [`Parser::packet`]: the frame's flow key and what the flow table
-    /// needs, counted into `s` (`None`: no flow, or not kept).
+    /// The first half of [`Parser::prepare_if`] after parsing: the frame's flow key and what
+    /// the flow table needs, counted into `s` (`None`: no flow, or not kept).
     #[inline]
     pub fn keyed(
         &mut self,
@@ -308,7 +291,7 @@ impl Parser {
         })
     }
 
-    /// The second half of [`Parser::packet`]: what the side stages read of the packet (RTT's
+    /// The second half of [`Parser::prepare_if`]: what the side stages read of the packet (RTT's
     /// input, where the payload lies) added to `info`.
     #[inline]
     pub fn complete(

@@ -8,9 +8,9 @@ use std::time::Instant;
 use rampart_capture::{Capture, Filter};
 use rampart_rtt::compat::{CompatCounters, CompatSample};
 use rampart_rtt::{CompatConfig, PpingCompat, compat_view};
+use rampart_wire::PacketMeta;
 
 use crate::{Outcome, RunError, Summary};
-use rampart_wire::PacketMeta;
 
 /// What `--compat pping` reports besides samples, in pping's order.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -295,6 +295,47 @@ struct TsEntry {
     dbytes: u64,
 }
 
+/// Places for state only some flows need (statistics, SEQ/ACK timing), in chunks that never
+/// move: a place is taken cleared and given back, cleared, when its flow ends.
+#[derive(Default)]
+struct Pool<T> {
+    items: PerFlow<T>,
+    free: Vec<u32>,
+    made: u32,
+}
+
+impl<T: Default + Clone> Pool<T> {
+    /// A free place (its state is `T::default()`).
+    fn take(&mut self) -> u32 {
+        let at = self.free.pop().unwrap_or_else(|| {
+            self.made += 1;
+            self.made - 1
+        });
+        self.items.get_or_grow(at);
+        at
+    }
+
+    /// Clears place `at` (what it holds on the heap is freed now) for the next flow.
+    fn give(&mut self, at: u32) {
+        if let Some(v) = self.items.get_mut(at) {
+            *v = T::default();
+        }
+        self.free.push(at);
+    }
+
+    fn get(&self, at: u32) -> Option<&T> {
+        self.items.get(at)
+    }
+
+    fn get_mut(&mut self, at: u32) -> &mut T {
+        self.items.get_or_grow(at)
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.items.memory_bytes() + self.free.capacity() * 4
+    }
+}
+
 /// RTT matching for every flow of a flow table.
 pub struct RttStage {
     cfg: RttConfig,
@@ -302,14 +343,10 @@ pub struct RttStage {
     /// The reference the tests compare with: every outstanding TSval in the shared table, and
     /// SEQ/ACK timing made for every flow at its first packet without timestamps.
     reference: bool,
-    /// Statistics of the flows that have samples, and the pool's free places.
-    stats: PerFlow<[DirStats; 2]>,
-    free_stats: Vec<u32>,
-    stats_made: u32,
-    /// SEQ/ACK timing of the flows that have some, and the pool's free places.
-    seq: PerFlow<[SeqDir; 2]>,
-    free_seq: Vec<u32>,
-    seq_made: u32,
+    /// Statistics of the flows that have samples.
+    stats: Pool<[DirStats; 2]>,
+    /// SEQ/ACK timing of the flows that have some.
+    seq: Pool<[SeqDir; 2]>,
     ts: HashTable<TsEntry>,
     next_sweep: Timestamp,
     counters: RttStats,
@@ -322,12 +359,8 @@ impl RttStage {
             cfg,
             flows: PerFlow::new(),
             reference: false,
-            stats: PerFlow::new(),
-            free_stats: Vec::new(),
-            stats_made: 0,
-            seq: PerFlow::new(),
-            free_seq: Vec::new(),
-            seq_made: 0,
+            stats: Pool::default(),
+            seq: Pool::default(),
             ts: HashTable::with_capacity(1 << 12),
             next_sweep: Timestamp::EPOCH,
             counters: RttStats::default(),
@@ -421,10 +454,10 @@ impl RttStage {
                     if (p.seg_len == 0 || p.flags & flags::RST != 0) && !self.reference {
                         return None;
                     }
-                    at = self.seq_place() + 1;
+                    at = self.seq.take() + 1;
                     self.flows.get_or_grow(i).seq = at;
                 }
-                let sd = self.seq.get_or_grow(at - 1);
+                let sd = self.seq.get_mut(at - 1);
                 if p.flags & flags::RST != 0 {
                     sd[0].abort();
                     sd[1].abort();
@@ -453,7 +486,7 @@ impl RttStage {
         f.lst_bytes[d] = f.bytes[d];
         f.bytes_dep[d ^ 1] = fbytes;
         let s = self.stats_of(i);
-        let st = &mut self.stats.get_or_grow(s)[d];
+        let st = &mut self.stats.get_mut(s)[d];
         st.add(rtt);
         Some(Sample {
             ts: now,
@@ -472,12 +505,10 @@ impl RttStage {
 
     /// The summary of the live flow `id` so far, its statistics kept (for an interim record).
     pub fn summary(&self, id: FlowId) -> RttSummary {
-        match self.flows.get(id.0).map(|f| f.stats) {
-            Some(s) if s != 0 => {
-                let st = self.stats.get(s - 1).expect("a flow's statistics were made");
-                RttSummary { dirs: [st[0].summary(), st[1].summary()] }
-            }
-            _ => RttSummary::default(),
+        let s = self.flows.get(id.0).map_or(0, |f| f.stats);
+        match s.checked_sub(1).and_then(|s| self.stats.get(s)) {
+            Some(st) => RttSummary { dirs: [st[0].summary(), st[1].summary()] },
+            None => RttSummary::default(),
         }
     }
 
@@ -495,32 +526,19 @@ impl RttStage {
 
     /// Gives back a flow's statistics and SEQ/ACK places (plus one; 0: none).
     fn release(&mut self, stats: u32, seq: u32) {
-        if stats != 0 {
-            *self.stats.get_or_grow(stats - 1) = Default::default();
-            self.free_stats.push(stats - 1);
+        if let Some(s) = stats.checked_sub(1) {
+            self.stats.give(s);
         }
-        if seq != 0 {
-            self.free_seq.push(seq - 1);
+        if let Some(q) = seq.checked_sub(1) {
+            self.seq.give(q);
         }
-    }
-
-    /// A free place for a flow's SEQ/ACK timing, cleared.
-    fn seq_place(&mut self) -> u32 {
-        let at = self.free_seq.pop().unwrap_or_else(|| {
-            self.seq_made += 1;
-            self.seq_made - 1
-        });
-        *self.seq.get_or_grow(at) = Default::default();
-        at
     }
 
     /// Bytes held: per-flow state, statistics and the TSval table.
     pub fn memory_bytes(&self) -> usize {
         self.flows.memory_bytes()
             + self.stats.memory_bytes()
-            + self.free_stats.capacity() * 4
             + self.seq.memory_bytes()
-            + self.free_seq.capacity() * 4
             + self.ts.capacity() * (std::mem::size_of::<TsEntry>() + 1)
     }
 
@@ -531,17 +549,13 @@ impl RttStage {
         self.release(old.stats, old.seq);
     }
 
-    /// Flow `i`'s statistics' place in the pool, made (cleared) on its first sample.
+    /// Flow `i`'s statistics' place in the pool, taken on its first sample.
     fn stats_of(&mut self, i: u32) -> u32 {
         let f = self.flows.get_or_grow(i);
         if f.stats == 0 {
-            let s = self.free_stats.pop().unwrap_or_else(|| {
-                self.stats_made += 1;
-                self.stats_made - 1
-            });
-            self.flows.get_or_grow(i).stats = s + 1;
+            f.stats = self.stats.take() + 1;
         }
-        self.flows.get_or_grow(i).stats - 1
+        f.stats - 1
     }
 
     /// Moves an outstanding TSval of flow `i`'s direction `d` into the shared table (replacing
