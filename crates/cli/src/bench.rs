@@ -11,6 +11,7 @@ use rampart_engine::breakdown::{self, Step, Timing};
 use rampart_engine::{Event, FlowFn, FlowRecord, FlowsConfig, Sink};
 use rampart_export::rtt::{RttFormat, RttWriter};
 use rampart_export::{FlowFormat, FlowWriter, Schema};
+use rampart_rtt::RttConfig;
 
 use crate::Fail;
 
@@ -62,6 +63,8 @@ fn rtt_config() -> FlowsConfig {
         dpi: None,
         tcp_only: true,
         tcp_stats: false,
+        // The machine format prints pping's byte columns.
+        rtt: Some(RttConfig::default()),
         ..FlowsConfig::default()
     }
 }

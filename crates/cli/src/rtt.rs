@@ -453,6 +453,8 @@ pub(crate) fn run(args: Args) -> Result<ExitCode, Fail> {
                         ModeArg::Hybrid => Mode::Hybrid,
                     },
                     tsval_max_age: Span::from_nanos((args.tsval_max_age * 1e9) as u64),
+                    // Only the machine format prints pping's byte columns.
+                    byte_counts: format == RttFormat::Machine,
                     ..RttConfig::default()
                 }),
                 // The RTT histograms are made of the samples, also with --summary.

@@ -109,7 +109,8 @@ impl Default for FlowsConfig {
             count: None,
             seconds: None,
             batch: 256,
-            rtt: Some(RttConfig::default()),
+            // Flow records carry RTT statistics, not pping's per-sample byte columns.
+            rtt: Some(RttConfig { byte_counts: false, ..RttConfig::default() }),
             samples: false,
             local: Vec::new(),
             workers: 1,

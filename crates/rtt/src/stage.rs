@@ -82,11 +82,20 @@ pub struct RttConfig {
     /// direction keeps itself); beyond it an entry that would move there is dropped (and
     /// counted).
     pub max_tsvals: usize,
+    /// Count each direction's bytes for pping's fBytes, dBytes and pBytes columns
+    /// ([`Sample::fbytes`] and the rest). Off, those fields are 0 and the stage keeps 80 bytes
+    /// less per flow: only the machine format prints them.
+    pub byte_counts: bool,
 }
 
 impl Default for RttConfig {
     fn default() -> Self {
-        Self { mode: Mode::Hybrid, tsval_max_age: Span::from_secs(10), max_tsvals: 1 << 22 }
+        Self {
+            mode: Mode::Hybrid,
+            tsval_max_age: Span::from_secs(10),
+            max_tsvals: 1 << 22,
+            byte_counts: true,
+        }
     }
 }
 
@@ -158,11 +167,14 @@ pub struct Sample {
     /// the initiator sent it (the sample measures the capture point to the initiator and
     /// back), [`Dir::Reply`] when the responder did (towards the responder).
     pub dir: Dir,
-    /// Bytes the other side had sent when the timed segment passed (pping's fBytes).
+    /// Bytes the other side had sent when the timed segment passed (pping's fBytes; 0
+    /// without [`RttConfig::byte_counts`]).
     pub fbytes: u64,
-    /// The other side's byte count at its previous sample (pping's dBytes).
+    /// The other side's byte count at its previous sample (pping's dBytes; 0 without
+    /// [`RttConfig::byte_counts`]).
     pub dbytes: u64,
-    /// Bytes `side` sent since its previous sample (pping's pBytes).
+    /// Bytes `side` sent since its previous sample (pping's pBytes; 0 without
+    /// [`RttConfig::byte_counts`]).
     pub pbytes: u64,
 }
 
@@ -266,24 +278,48 @@ struct Pending {
     dbytes: u64,
 }
 
-/// Per-flow state, indexed by flow id (144 bytes, 64 of them outstanding TSvals). SEQ/ACK
+/// A direction's count of entries in the shared table that no longer counts: from here on
+/// an echo always looks there (until the flow ends).
+const MANY: u8 = u8::MAX;
+
+/// Per-flow state, indexed by flow id (48 bytes, 24 of them outstanding TSvals). SEQ/ACK
 /// timing (96 bytes) lives apart, only for flows that send data without the timestamps
-/// option, and so do statistics, only for flows with samples.
+/// option; so do statistics, only for flows with samples, and byte counts
+/// ([`FlowBytes`]), only when the output prints them.
 #[derive(Clone, Copy, Debug, Default)]
 struct FlowRtt {
+    /// Told apart from the flows before it in the same slot (entries in the shared table
+    /// carry it).
     epoch: u32,
+    /// The flow's statistics in the stage's pool, plus one (0: none yet).
     stats: u32,
     /// The flow's SEQ/ACK timing in the stage's pool, plus one (0: none yet).
     seq: u32,
-    ts_last: [u32; 2],
-    /// Entries of each direction in the shared table, this epoch.
-    spilled: [u32; 2],
     flags: [u8; 2],
-    bytes: [u64; 2],
-    lst_bytes: [u64; 2],
-    bytes_dep: [u64; 2],
-    /// Each direction's latest outstanding TSval (valid when its flags hold [`RING`]).
-    ring: [Pending; 2],
+    /// Entries of each direction in the shared table, this epoch, up to [`MANY`], which
+    /// sticks.
+    spilled: [u8; 2],
+    /// Each direction's last timestamped TSval (valid when its flags hold [`TS_SEEN`]).
+    ts_last: [u32; 2],
+    /// Each direction's latest outstanding TSval and when it was timestamped (valid when its
+    /// flags hold [`RING`]).
+    ring_tsval: [u32; 2],
+    ring_t: [Timestamp; 2],
+}
+
+/// Per-flow byte counts for pping's columns, indexed by flow id (80 bytes), kept only with
+/// [`RttConfig::byte_counts`].
+#[derive(Clone, Copy, Debug, Default)]
+struct FlowBytes {
+    /// Wire bytes sent each way.
+    sent: [u64; 2],
+    /// `sent` at the direction's previous sample.
+    at_sample: [u64; 2],
+    /// The other side's `sent` when the segment timed by the direction's previous sample
+    /// passed.
+    dep: [u64; 2],
+    /// Each ring entry's (fbytes, dbytes).
+    ring: [(u64, u64); 2],
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -340,6 +376,8 @@ impl<T: Default + Clone> Pool<T> {
 pub struct RttStage {
     cfg: RttConfig,
     flows: PerFlow<FlowRtt>,
+    /// Byte counts, with [`RttConfig::byte_counts`].
+    bytes: PerFlow<FlowBytes>,
     /// The reference the tests compare with: every outstanding TSval in the shared table, and
     /// SEQ/ACK timing made for every flow at its first packet without timestamps.
     reference: bool,
@@ -358,6 +396,7 @@ impl RttStage {
         Self {
             cfg,
             flows: PerFlow::new(),
+            bytes: PerFlow::new(),
             reference: false,
             stats: Pool::default(),
             seq: Pool::default(),
@@ -402,8 +441,11 @@ impl RttStage {
             self.sweep(now);
         }
         let d = dir as usize;
+        let counting = self.cfg.byte_counts;
+        if counting {
+            self.bytes.get_or_grow(i).sent[d] += u64::from(p.wire_len);
+        }
         let f = self.flows.get_or_grow(i);
-        f.bytes[d] += u64::from(p.wire_len);
         let mode = self.cfg.mode;
         let (start, method) = match p.ts {
             Some((tsval, tsecr)) if mode != Mode::Seq => {
@@ -415,16 +457,33 @@ impl RttStage {
                 {
                     f.ts_last[d] = tsval;
                     f.flags[d] |= TS_SEEN;
-                    let new = Pending { tsval, t: now, fbytes: f.bytes[d], dbytes: f.bytes_dep[d] };
+                    let counts = if counting {
+                        self.bytes.get(i).map_or((0, 0), |b| (b.sent[d], b.dep[d]))
+                    } else {
+                        (0, 0)
+                    };
+                    let new = Pending { tsval, t: now, fbytes: counts.0, dbytes: counts.1 };
                     // The newest stays in the ring; an older one still waiting moves out.
                     let out = if self.reference {
                         Some(new)
-                    } else if f.flags[d] & RING == 0 {
-                        f.ring[d] = new;
-                        f.flags[d] |= RING;
-                        None
                     } else {
-                        Some(std::mem::replace(&mut f.ring[d], new))
+                        let mut old = (f.flags[d] & RING != 0).then(|| Pending {
+                            tsval: f.ring_tsval[d],
+                            t: f.ring_t[d],
+                            fbytes: 0,
+                            dbytes: 0,
+                        });
+                        f.ring_tsval[d] = tsval;
+                        f.ring_t[d] = now;
+                        f.flags[d] |= RING;
+                        if counting {
+                            let b = self.bytes.get_or_grow(i);
+                            let was = std::mem::replace(&mut b.ring[d], counts);
+                            if let Some(o) = old.as_mut() {
+                                (o.fbytes, o.dbytes) = was;
+                            }
+                        }
+                        old
                     };
                     if let Some(o) = out {
                         self.spill(i, d, epoch, o, now);
@@ -446,7 +505,6 @@ impl RttStage {
             }
             None if mode == Mode::Ts => return None,
             _ => {
-                let counts = (f.bytes[d ^ 1], f.bytes_dep[d ^ 1]);
                 let mut at = f.seq;
                 if at == 0 {
                     // Nothing timed yet: only a segment that uses sequence space starts timing
@@ -472,6 +530,10 @@ impl RttStage {
                     self.counters.backwards += 1;
                     return None;
                 }
+                let counts = match self.bytes.get(i) {
+                    Some(b) if counting => (b.sent[d ^ 1], b.dep[d ^ 1]),
+                    _ => (0, 0),
+                };
                 ((t, counts.0, counts.1), Method::Seq)
             }
         };
@@ -481,10 +543,15 @@ impl RttStage {
             Method::Ts => self.counters.ts_samples += 1,
             Method::Seq => self.counters.seq_samples += 1,
         }
-        let f = self.flows.get_or_grow(i);
-        let pbytes = f.bytes[d] - f.lst_bytes[d];
-        f.lst_bytes[d] = f.bytes[d];
-        f.bytes_dep[d ^ 1] = fbytes;
+        let pbytes = if counting {
+            let b = self.bytes.get_or_grow(i);
+            let pbytes = b.sent[d] - b.at_sample[d];
+            b.at_sample[d] = b.sent[d];
+            b.dep[d ^ 1] = fbytes;
+            pbytes
+        } else {
+            0
+        };
         let s = self.stats_of(i);
         let st = &mut self.stats.get_mut(s)[d];
         st.add(rtt);
@@ -537,6 +604,7 @@ impl RttStage {
     /// Bytes held: per-flow state, statistics and the TSval table.
     pub fn memory_bytes(&self) -> usize {
         self.flows.memory_bytes()
+            + self.bytes.memory_bytes()
             + self.stats.memory_bytes()
             + self.seq.memory_bytes()
             + self.ts.capacity() * (std::mem::size_of::<TsEntry>() + 1)
@@ -547,6 +615,9 @@ impl RttStage {
         let old =
             std::mem::replace(f, FlowRtt { epoch: f.epoch.wrapping_add(1), ..FlowRtt::default() });
         self.release(old.stats, old.seq);
+        if self.cfg.byte_counts {
+            *self.bytes.get_or_grow(i) = FlowBytes::default();
+        }
     }
 
     /// Flow `i`'s statistics' place in the pool, taken on its first sample.
@@ -589,8 +660,9 @@ impl RttStage {
                 false
             }
         };
-        if !counted {
-            self.flows.get_or_grow(i).spilled[d] += 1;
+        let n = &mut self.flows.get_or_grow(i).spilled[d];
+        if !counted && *n != MANY {
+            *n += 1;
         }
     }
 
@@ -599,9 +671,14 @@ impl RttStage {
     #[inline]
     fn take(&mut self, i: u32, d: usize, epoch: u32, tsval: u32) -> Option<Pending> {
         let f = self.flows.get_or_grow(i);
-        if f.flags[d] & RING != 0 && f.ring[d].tsval == tsval {
+        if f.flags[d] & RING != 0 && f.ring_tsval[d] == tsval {
             f.flags[d] &= !RING;
-            return Some(f.ring[d]);
+            let t = f.ring_t[d];
+            let (fbytes, dbytes) = match self.bytes.get(i) {
+                Some(b) if self.cfg.byte_counts => b.ring[d],
+                _ => (0, 0),
+            };
+            return Some(Pending { tsval, t, fbytes, dbytes });
         }
         if f.spilled[d] == 0 && !self.reference {
             return None;
@@ -611,8 +688,10 @@ impl RttStage {
         if e.epoch != epoch {
             return None;
         }
-        let f = self.flows.get_or_grow(i);
-        f.spilled[d] -= 1;
+        let n = &mut self.flows.get_or_grow(i).spilled[d];
+        if *n != MANY {
+            *n -= 1;
+        }
         Some(Pending { tsval, t: e.t, fbytes: e.fbytes, dbytes: e.dbytes })
     }
 
@@ -627,7 +706,7 @@ impl RttStage {
             match flows.get_mut((e.key >> 33) as u32) {
                 Some(f) if f.epoch == e.epoch => {
                     let keep = now.since(e.t) <= max_age;
-                    if !keep {
+                    if !keep && f.spilled[d] != MANY {
                         f.spilled[d] -= 1;
                     }
                     keep
@@ -637,7 +716,7 @@ impl RttStage {
         });
         for f in flows.iter_mut() {
             for d in 0..2 {
-                if f.flags[d] & RING != 0 && now.since(f.ring[d].t) > max_age {
+                if f.flags[d] & RING != 0 && now.since(f.ring_t[d]) > max_age {
                     f.flags[d] &= !RING;
                 }
             }
@@ -671,6 +750,9 @@ impl SideStage for RttStage {
 
     fn reserve(&mut self, flows: usize) {
         self.flows.reserve(flows);
+        if self.cfg.byte_counts {
+            self.bytes.reserve(flows);
+        }
     }
 }
 

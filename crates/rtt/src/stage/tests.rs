@@ -211,7 +211,54 @@ fn expired_tsvals_do_not_match() {
 
 #[test]
 fn state_per_flow_id() {
-    assert_eq!(std::mem::size_of::<super::FlowRtt>(), 144);
+    assert_eq!(std::mem::size_of::<super::FlowRtt>(), 48);
+    assert_eq!(std::mem::size_of::<super::FlowBytes>(), 80);
+}
+
+#[test]
+fn byte_counts_are_kept_only_when_asked_for() {
+    let k = key();
+    let data = |tsval| pkt(ACK, Some((tsval, 1)), 0, 0, 100);
+    let echo = |tsecr| pkt(ACK, Some((90, tsecr)), 0, 0, 0);
+    let mut on = RttStage::new(RttConfig::default());
+    let mut off = RttStage::new(RttConfig { byte_counts: false, ..RttConfig::default() });
+    for st in [&mut on, &mut off] {
+        for (n, tsval) in [10, 11].into_iter().enumerate() {
+            let _ = observe(st, FlowId(0), n == 0, &k, A, n as u64, &data(tsval));
+        }
+    }
+    let a = observe(&mut on, FlowId(0), false, &k, B, 5_000_000, &echo(10)).unwrap();
+    let b = observe(&mut off, FlowId(0), false, &k, B, 5_000_000, &echo(10)).unwrap();
+    // TSval 10 left the ring for the shared table carrying the bytes A had sent by then.
+    assert_eq!((a.fbytes, a.dbytes, a.pbytes), (166, 0, 66));
+    assert_eq!((b.fbytes, b.dbytes, b.pbytes), (0, 0, 0));
+    assert_eq!(Sample { fbytes: 0, pbytes: 0, ..a }, b);
+    let a = observe(&mut on, FlowId(0), false, &k, B, 6_000_000, &echo(11)).unwrap();
+    // dBytes is what the previous sample had left when TSval 11 was timestamped: none yet.
+    assert_eq!((a.fbytes, a.dbytes, a.pbytes), (332, 0, 66), "from the ring");
+    assert!(on.memory_bytes() > off.memory_bytes());
+}
+
+#[test]
+fn a_direction_with_many_entries_in_the_shared_table_always_looks_there() {
+    let mut st = RttStage::new(RttConfig::default());
+    let k = key();
+    let data = |tsval| pkt(ACK, Some((tsval, 1)), 0, 0, 10);
+    let echo = |tsecr| pkt(ACK, Some((90_000, tsecr)), 0, 0, 0);
+    // 300 TSvals outstanding: 299 in the shared table, more than the count holds.
+    for tsval in 1..=300u32 {
+        let _ = observe(&mut st, FlowId(0), tsval == 1, &k, A, u64::from(tsval), &data(tsval));
+    }
+    assert_eq!(st.flows.get(0).unwrap().spilled, [MANY, 0]);
+    // Every one is still found, after the count stopped counting.
+    for tsecr in (1..=300u32).rev() {
+        let s = observe(&mut st, FlowId(0), false, &k, B, 1_000_000, &echo(tsecr));
+        assert!(s.is_some(), "TSval {tsecr}");
+    }
+    assert_eq!(st.ts_entries(), 0);
+    // A new flow in the slot counts again.
+    let _ = observe(&mut st, FlowId(0), true, &k, A, 2_000_000, &data(1));
+    assert_eq!(st.flows.get(0).unwrap().spilled, [0, 0]);
 }
 
 #[test]
@@ -262,19 +309,22 @@ proptest! {
 
     /// Rings change where TSvals wait, and SEQ/ACK timing made only once a segment uses
     /// sequence space changes nothing either: the samples, counters and summaries equal those
-    /// of the stage with every TSval in the shared table and timing for every flow.
+    /// of the stage with every TSval in the shared table and timing for every flow. Without
+    /// byte counts, only the byte fields differ (they are 0).
     #[test]
     fn rings_and_lazy_timing_match_the_reference(
         steps in prop::collection::vec(step(), 1..300),
         seq in any::<bool>(),
+        byte_counts in any::<bool>(),
     ) {
         let cfg = RttConfig {
             mode: if seq { Mode::Hybrid } else { Mode::Ts },
             tsval_max_age: Span::from_secs(1),
+            byte_counts,
             ..RttConfig::default()
         };
         let mut ring = RttStage::new(cfg);
-        let mut table = RttStage::new(cfg);
+        let mut table = RttStage::new(RttConfig { byte_counts: true, ..cfg });
         table.reference = true;
         let k = key();
         let mut now = 5_000_000_000i64;
@@ -289,7 +339,10 @@ proptest! {
             p.ack = p.seq + 10;
             let id = FlowId(flow);
             let x = observe(&mut ring, id, new, &k, side, now as u64, &p);
-            let y = observe(&mut table, id, new, &k, side, now as u64, &p);
+            let mut y = observe(&mut table, id, new, &k, side, now as u64, &p);
+            if let (Some(y), false) = (y.as_mut(), byte_counts) {
+                (y.fbytes, y.dbytes, y.pbytes) = (0, 0, 0);
+            }
             prop_assert_eq!(x, y, "packet {}", n);
             prop_assert_eq!(ring.counters(), table.counters());
             prop_assert_eq!(ring.summary(id), table.summary(id));
