@@ -382,20 +382,25 @@ impl Pipeline {
         mut verdicts: Option<&mut Vec<Verdict>>,
         events: &mut Events,
     ) {
-        for p in packets.iter_mut() {
+        // The first 2D packets' index lines are asked for as their keys are hashed, so they
+        // arrive while the rest of the batch is hashed; then the first D packets' records.
+        for (j, p) in packets.iter_mut().enumerate() {
             p.info.hash = self.table.hash(&p.info.key);
-        }
-        let n = packets.len();
-        for i in 0..n + 2 * LOOKAHEAD {
-            if let Some(p) = packets.get(i) {
+            if j < 2 * LOOKAHEAD {
                 self.table.prefetch_index(p.info.hash);
             }
-            if let Some(p) = i.checked_sub(LOOKAHEAD).and_then(|j| packets.get(j)) {
+        }
+        for p in packets.iter().take(LOOKAHEAD) {
+            self.table.prefetch_record(p.info.hash);
+        }
+        for i in 0..packets.len() {
+            if let Some(p) = packets.get(i + 2 * LOOKAHEAD) {
+                self.table.prefetch_index(p.info.hash);
+            }
+            if let Some(p) = packets.get(i + LOOKAHEAD) {
                 self.table.prefetch_record(p.info.hash);
             }
-            let Some(p) = i.checked_sub(2 * LOOKAHEAD).and_then(|j| packets.get(j)) else {
-                continue;
-            };
+            let p = &packets[i];
             if let Some(policy) = &mut self.policy {
                 let v = policy.decide(&p.info);
                 if let Some(slot) = verdicts.as_deref_mut().and_then(|v| v.get_mut(p.pos as usize))
@@ -434,10 +439,23 @@ impl Pipeline {
             meta.parse_into(frame.link, frame.data);
             *info = self.parser.keyed(frame, meta, s, |_| true, true);
         }
-        for info in parsed.iter_mut().filter_map(|(_, info)| info.as_mut()) {
+        // As in `account`, the first 2D packets' index lines are asked for as they are hashed,
+        // and the first D packets' records (and connections) once the batch is.
+        for (j, info) in parsed.iter_mut().filter_map(|(_, info)| info.as_mut()).enumerate() {
             info.hash = self.table.hash(&info.key);
+            if j < 2 * LOOKAHEAD {
+                self.table.prefetch_index(info.hash);
+            }
         }
         let parsed_batch = &parsed[..frames.len()];
+        for (_, info) in parsed_batch.iter().take(LOOKAHEAD) {
+            if let Some(ahead) = info {
+                self.table.prefetch_record(ahead.hash);
+                if let (Some(id), Some(st)) = (self.table.candidate(ahead.hash), &self.stateful) {
+                    st.prefetch(id);
+                }
+            }
+        }
         for (i, frame) in frames.iter().enumerate() {
             let (meta, info) = &parsed_batch[i];
             // As in `account`: packet i+2D's index line, then packet i+D's record and the
