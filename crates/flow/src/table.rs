@@ -538,10 +538,12 @@ impl FlowTable {
     #[inline]
     pub fn prefetch_record(&self, hash: u64) {
         if let Some(FlowId(rec)) = self.candidate(hash) {
-            // A record is 104 bytes, so it usually straddles two cache lines: ask for both.
-            let p: *const Flow = self.record(rec);
-            prefetch(p.cast::<u8>());
-            prefetch(p.cast::<u8>().wrapping_add(std::mem::size_of::<Flow>() - 1));
+            // A record is 104 bytes: it touches two cache lines, or three when it starts past
+            // byte 24 of a line (half of them, with the key in the middle one). Ask for all.
+            let p = (self.record(rec) as *const Flow).cast::<u8>();
+            prefetch(p);
+            prefetch(p.wrapping_add(64));
+            prefetch(p.wrapping_add(std::mem::size_of::<Flow>() - 1));
             if let Some(iv) = self.intervals.get(rec as usize) {
                 // With an active timeout the packet also reads its interval's start.
                 prefetch(iv as *const Interval);
