@@ -3,9 +3,11 @@
 //! [`Capture`] reads classic pcap (microsecond and nanosecond magic, either byte order) and
 //! pcapng (section header, interface description with `if_tsresol` and `if_tsoffset`, enhanced,
 //! simple and obsolete packet blocks; other blocks skipped; any number of interfaces and
-//! sections). A regular file is read through a buffer, or, for callers that hand frames to
-//! other threads, memory-mapped under a read lease ([`Capture::open_with`] says why); standard
-//! input and pipes are streamed through a buffer that grows only as real bytes arrive.
+//! sections). A regular file is read through a buffer; for callers that hand frames to other
+//! threads, through buffers handed out rather than reused ([`FileAccess::Handed`],
+//! [`Batch::shared`]) or memory-mapped under a read lease ([`Capture::open_with`] says why);
+//! standard input and pipes are streamed through a buffer that grows only as real bytes
+//! arrive.
 //! Live capture is [`live`] (AF_PACKET TPACKET_V3); an inline bridge over AF_XDP is [`xdp`].
 //!
 //! Every frame comes with its timestamp, captured length, original length, link type and the

@@ -17,6 +17,9 @@ use crate::live::{Live, LiveConfig, LiveError, LiveMonitor, RingFrame};
 /// Bytes the streaming buffer starts with; it doubles only when one record does not fit. A
 /// regular file read through the buffer is read in pieces this large.
 const STREAM_BUF: usize = 1 << 20;
+/// Buffers kept for reuse with [`FileAccess::Handed`] (those handed out and not yet let go
+/// of by their readers, beyond these, are dropped when they are).
+const MAX_SPARES: usize = 16;
 /// A mapped file is paged in this many bytes ahead of the cursor, in one system call per
 /// window rather than one page fault per 4 KiB page.
 const POPULATE_WINDOW: usize = 16 << 20;
@@ -58,6 +61,8 @@ struct Desc {
 pub struct Batch<'a> {
     buf: &'a [u8],
     descs: &'a [Desc],
+    /// The input the frames lie in (`None`: a live ring).
+    input: Option<&'a Input>,
 }
 
 impl<'a> Batch<'a> {
@@ -77,6 +82,19 @@ impl<'a> Batch<'a> {
     #[inline]
     pub fn get(&self, i: usize) -> Option<Frame<'a>> {
         self.descs.get(i).map(|d| d.frame(self.buf))
+    }
+
+    /// The bytes the batch's frames lie in, shareable with other threads: the mapping or
+    /// the memory, or with [`FileAccess::Handed`] the buffer the batch was read into, which
+    /// the capture never writes again while anyone holds it. `None` for a buffer the capture
+    /// reuses (a stream, [`FileAccess::Buffered`]) and for a live ring.
+    pub fn shared(&self) -> Option<SharedBytes> {
+        match self.input? {
+            Input::Mapped(m, _) => Some(SharedBytes(Shared::Mapped(Arc::clone(m)))),
+            Input::Memory(v) => Some(SharedBytes(Shared::Memory(Arc::clone(v)))),
+            Input::Stream(s) if s.handed => Some(SharedBytes(Shared::Buffer(Arc::clone(&s.buf)))),
+            Input::Stream(_) => None,
+        }
     }
 
     /// The frames in order.
@@ -140,6 +158,8 @@ pub struct SharedBytes(Shared);
 enum Shared {
     Mapped(Arc<Mmap>),
     Memory(Arc<[u8]>),
+    /// A buffer handed out ([`FileAccess::Handed`]).
+    Buffer(Arc<Vec<u8>>),
 }
 
 /// How [`Capture::open_with`] reads a regular file.
@@ -153,6 +173,13 @@ pub enum FileAccess {
     /// Mapped when the kernel grants a read lease (else through a buffer), so that frames lie
     /// in one [`SharedBytes`] that other threads can read ([`Capture::shared`]).
     Mapped,
+    /// Through buffers that are handed out rather than reused: each batch's frames lie in
+    /// one buffer that other threads can read ([`Batch::shared`]), and the capture reads on
+    /// into another (a free one of those handed out before, or a new one) while any thread
+    /// still holds it. The kernel's copy into the buffer costs less than mapping the pages in
+    /// and out and reading every record from memory for the first time (BENCHMARKS.md,
+    /// `--workers`).
+    Handed,
 }
 
 impl std::ops::Deref for SharedBytes {
@@ -162,6 +189,7 @@ impl std::ops::Deref for SharedBytes {
         match &self.0 {
             Shared::Mapped(m) => m,
             Shared::Memory(v) => v,
+            Shared::Buffer(b) => b,
         }
     }
 }
@@ -184,7 +212,11 @@ impl SharedBytes {
 
 struct Stream {
     reader: Box<dyn Read + Send>,
-    buf: Vec<u8>,
+    /// Shared only with [`FileAccess::Handed`] (else always unique, written in place).
+    buf: Arc<Vec<u8>>,
+    /// Buffers handed out (with [`FileAccess::Handed`]), reused once nobody else holds them.
+    spares: Vec<Arc<Vec<u8>>>,
+    handed: bool,
     end: usize,
     eof: bool,
     /// A regular file read through the buffer: the file and its size when it was opened (the
@@ -198,8 +230,12 @@ impl Stream {
     /// One read into the free space (retrying on EINTR), unless the input has ended. A pipe
     /// hands out what has arrived, so a live producer's packets are processed as they come.
     fn read_some(&mut self) -> io::Result<()> {
-        while !self.eof && self.end < self.buf.len() {
-            match self.reader.read(&mut self.buf[self.end..]) {
+        // Unique here: a buffer handed out is replaced before reading (`Capture::read_more`).
+        let Some(buf) = Arc::get_mut(&mut self.buf) else {
+            return Err(io::Error::other("reading into a buffer still handed out"));
+        };
+        while !self.eof && self.end < buf.len() {
+            match self.reader.read(&mut buf[self.end..]) {
                 Ok(0) => self.eof = true,
                 Ok(n) => {
                     self.end += n;
@@ -270,13 +306,16 @@ impl Capture {
             let id = FileId::of_fd(std::os::fd::AsFd::as_fd(&io::stdin()));
             let mut c = Self::from_reader(&name, Box::new(io::stdin()))?;
             c.id = id;
+            c.hand_out(access == FileAccess::Handed);
             return Ok(c);
         }
         let err = |e: io::Error| CaptureError::new(&name, None, ErrorKind::Io(e));
         let file = File::open(path).map_err(err)?;
         let meta = file.metadata().map_err(err)?;
         if !meta.is_file() {
-            return Self::from_reader(&name, Box::new(file));
+            let mut c = Self::from_reader(&name, Box::new(file))?;
+            c.hand_out(access == FileAccess::Handed);
+            return Ok(c);
         }
         let id = Some(FileId { dev: meta.dev(), ino: meta.ino() });
         if meta.len() == 0 {
@@ -292,6 +331,7 @@ impl Capture {
             s.file = Some((file, size));
             Self::start_stream(&name, s)?
         };
+        c.hand_out(access == FileAccess::Handed);
         c.id = id;
         Ok(c)
     }
@@ -300,6 +340,22 @@ impl Capture {
     /// output over it.
     pub fn file_id(&self) -> Option<FileId> {
         self.id
+    }
+
+    /// Read a stream through buffers handed out ([`FileAccess::Handed`]).
+    fn hand_out(&mut self, on: bool) {
+        if let Input::Stream(s) = &mut self.input {
+            s.handed = on;
+        }
+    }
+
+    /// Whether each batch's frames lie in bytes other threads can read ([`Batch::shared`]):
+    /// a mapping, memory, or buffers handed out.
+    pub fn shares_batches(&self) -> bool {
+        match &self.input {
+            Input::Mapped(..) | Input::Memory(_) => self.live.is_none(),
+            Input::Stream(s) => s.handed,
+        }
     }
 
     /// Whether a regular file is being read through a mapping (else a buffer).
@@ -455,7 +511,7 @@ impl Capture {
             },
             offset: 0,
         }));
-        Ok(Batch { buf: live.block_bytes(), descs: &self.descs })
+        Ok(Batch { buf: live.block_bytes(), descs: &self.descs, input: None })
     }
 
     /// Hands out up to `max` frames. An empty batch means the input ended cleanly. After an
@@ -493,7 +549,7 @@ impl Capture {
             Input::Memory(v) => v,
             Input::Stream(s) => &s.buf[..s.end],
         };
-        Ok(Batch { buf, descs: &self.descs })
+        Ok(Batch { buf, descs: &self.descs, input: Some(&self.input) })
     }
 
     /// The whole input, shareable with other threads, for a capture read from a mapped file or
@@ -605,15 +661,36 @@ impl Capture {
         };
         let base = self.abs - self.pos as u64;
         let keep = self.descs.first().map_or(self.pos, |d| (d.offset - base) as usize);
-        s.buf.copy_within(keep..s.end, 0);
+        let full = s.end - keep == s.buf.len();
+        match Arc::get_mut(&mut s.buf) {
+            Some(buf) => buf.copy_within(keep..s.end, 0),
+            None => {
+                // Handed out and still held: the bytes still to be used go on in a free
+                // buffer of those handed out before, or a new one.
+                let len = s.buf.len();
+                let free = s.spares.iter().position(|b| Arc::strong_count(b) == 1);
+                let mut next = match free {
+                    Some(i) => s.spares.swap_remove(i),
+                    None => Arc::new(vec![0; len]),
+                };
+                if let Some(buf) = Arc::get_mut(&mut next) {
+                    buf.resize(len.max(buf.len()), 0);
+                    buf[..s.end - keep].copy_from_slice(&s.buf[keep..s.end]);
+                }
+                let old = std::mem::replace(&mut s.buf, next);
+                if s.spares.len() < MAX_SPARES {
+                    s.spares.push(old);
+                }
+            }
+        }
         s.end -= keep;
         self.pos -= keep;
         for d in &mut self.descs {
             d.raw.data_start -= keep;
         }
-        if s.end == s.buf.len() {
-            let len = s.buf.len() * 2;
-            s.buf.resize(len, 0);
+        if full && let Some(buf) = Arc::get_mut(&mut s.buf) {
+            let len = buf.len() * 2;
+            buf.resize(len, 0);
         }
         s.read_some().map_err(|e| CaptureError::new(&self.name, Some(self.abs), e.into()))
     }
@@ -621,7 +698,16 @@ impl Capture {
 
 impl Stream {
     fn new(reader: Box<dyn Read + Send>) -> Self {
-        Self { reader, buf: vec![0; STREAM_BUF], end: 0, eof: false, file: None, read: 0 }
+        Self {
+            reader,
+            buf: Arc::new(vec![0; STREAM_BUF]),
+            spares: Vec::new(),
+            handed: false,
+            end: 0,
+            eof: false,
+            file: None,
+            read: 0,
+        }
     }
 }
 

@@ -127,7 +127,7 @@ fn open(
     let path = src.file.as_ref().expect("clap requires -r or -i");
     // Workers read the frames of a mapped file themselves; one thread reads fastest through a
     // buffer (BENCHMARKS.md).
-    let access = if workers > 1 { FileAccess::Mapped } else { FileAccess::Buffered };
+    let access = if workers > 1 { FileAccess::Handed } else { FileAccess::Buffered };
     open_with(path, access)
 }
 

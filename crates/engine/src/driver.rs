@@ -13,7 +13,7 @@ use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use rampart_capture::{Capture, Filter, FilterError, Frame, Timestamp};
+use rampart_capture::{Batch, Capture, Filter, FilterError, Frame, Timestamp};
 use rampart_flow::FlowId;
 
 use crate::pipeline::{Event, Events, FlowRecord, Pipeline, Verdict};
@@ -72,6 +72,12 @@ pub(crate) fn emit(
 
 /// What the reading loop hands each batch to.
 pub trait Consumer {
+    /// The batch about to be filtered and handed to [`Consumer::batch`] (its bytes can be
+    /// taken: [`Batch::shared`]). Nothing by default.
+    fn input(&mut self, batch: &Batch<'_>, s: &mut Summary) -> io::Result<()> {
+        let _ = (batch, s);
+        Ok(())
+    }
     /// Frames that passed the filter and limits, and the run's counts.
     fn batch(&mut self, frames: &[Frame<'_>], s: &mut Summary) -> io::Result<()>;
     /// A live capture was quiet for about 100 ms; `now` is the wall clock, the time a live
@@ -203,7 +209,10 @@ pub fn read_batches(
                 continue;
             }
             Ok(b) if b.is_empty() => break,
-            Ok(b) => b,
+            Ok(b) => {
+                to.input(&b, s)?;
+                b
+            }
             Err(e) => {
                 error = Some(e.into());
                 break;

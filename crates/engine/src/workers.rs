@@ -6,15 +6,18 @@
 //! single-consumer rings (`rtrb`), one each way per worker; emptied vectors travel back for
 //! reuse. The calling thread reads the capture and applies the filter and limits, then:
 //!
-//! - for a mapped file (or bytes in memory), it sends every worker the same list of frame
-//!   positions in the shared input ([`SharedBytes`]). Worker k parses the k-th share of the
-//!   list, once per frame, and hands each parsed packet to the worker that owns its flow over
-//!   a worker-to-worker ring; each worker then accounts what it was handed, share by share, so
-//!   in capture order. The reading thread does almost nothing per packet;
-//! - for a stream or a live ring, whose buffers are reused, it parses each frame itself and
-//!   sends each packet's owned summary ([`Packet`](crate::packet::Packet)) to the worker that owns its flow, with its
-//!   payload copied beside it when application identification is on (a mapped input needs no
-//!   copy: the owner reads the payload from the shared bytes).
+//! - for input whose batches lie in bytes other threads can read (a file or standard input
+//!   read into buffers handed out, [`FileAccess::Handed`](rampart_capture::FileAccess), a
+//!   mapping, bytes in memory), it sends every worker the same list of frame
+//!   positions in the bytes they lie in ([`SharedBytes`]; a job ends where a buffer does,
+//!   so its frames lie in one). Worker k parses the k-th share of the list, once per frame,
+//!   and hands each parsed packet to the worker that owns its flow over a worker-to-worker
+//!   ring; each worker then accounts what it was handed, share by share, so in capture order.
+//!   The reading thread only reads and walks the records;
+//! - for a live ring (or a stream read through a reused buffer), it parses each frame itself
+//!   and sends each packet's owned summary ([`Packet`](crate::packet::Packet)) to the worker
+//!   that owns its flow, with its payload copied beside it when application identification is
+//!   on (shared bytes need no copy: the owner reads the payload from the job's bytes).
 //!
 //! Every batch reaches every worker, possibly empty, with the batch's capture time, so each
 //! worker's table ends idle flows at the same batches one table would (the table's idle
@@ -33,7 +36,7 @@ use std::sync::{Arc, OnceLock};
 use std::thread::{self, Thread};
 use std::time::Instant;
 
-use rampart_capture::{Capture, Frame, LinkType, SharedBytes, Timestamp};
+use rampart_capture::{Batch, Capture, Frame, LinkType, SharedBytes, Timestamp};
 use rampart_flow::{FlowId, FlowKey, IpFamily, TableConfig};
 use rampart_rss::{Key, Reta, Toeplitz};
 
@@ -157,8 +160,14 @@ enum Job {
     /// Parsed packets of this worker's flows, with their payloads copied out of the reader's
     /// buffer when application identification is on.
     Batch { work: Vec<Packet>, bytes: Vec<u8>, cuts: Vec<Cut>, events: Events },
-    /// Every frame, to parse and keep those of this worker's flows (`Cut::end` indexes frames).
-    Frames { frames: Arc<Vec<FrameRef>>, cuts: Vec<Cut>, events: Events },
+    /// Every frame, to parse and keep those of this worker's flows (`Cut::end` indexes frames),
+    /// and the bytes they lie in.
+    Frames {
+        frames: Arc<Vec<FrameRef>>,
+        bytes: Option<SharedBytes>,
+        cuts: Vec<Cut>,
+        events: Events,
+    },
     /// The input has ended: the next part of the live flows' records, in finishing order.
     Finish { events: Events },
 }
@@ -205,7 +214,6 @@ struct Worker {
     me: usize,
     shard: Shard,
     parser: Parser,
-    bytes: Option<SharedBytes>,
     /// Counts of the frames this worker parsed.
     s: Summary,
     /// Rings to and from the other workers (`None` at this worker's own index).
@@ -262,12 +270,12 @@ impl Worker {
                 }
             };
             let out = match job {
-                Job::Frames { frames, cuts, events } => {
-                    self.parse_share(&frames);
+                Job::Frames { frames, bytes, cuts, events } => {
+                    self.parse_share(&frames, bytes.as_deref().unwrap_or_default());
                     // The reading thread reuses the list once every worker has let go of it.
                     drop(frames);
                     self.hand_out();
-                    match pending.replace(Pending { cuts, events }) {
+                    match pending.replace(Pending { cuts, events, bytes }) {
                         Some(p) => self.account_frames(p),
                         None => continue,
                     }
@@ -294,7 +302,7 @@ impl Worker {
     /// Takes this worker's packets of the oldest parsed job from every worker, in worker order
     /// (which is capture order: shares are consecutive), and accounts them batch by batch.
     fn account_frames(&mut self, p: Pending) -> Done {
-        let Pending { cuts, mut events } = p;
+        let Pending { cuts, mut events, bytes } = p;
         for j in 0..self.from.len() {
             let list = match &mut self.from[j] {
                 Some(ring) => wait(ring).expect("a worker ended early (it panicked)"),
@@ -303,7 +311,9 @@ impl Worker {
             self.got.push(list);
         }
         let mut next = vec![0; self.got.len()];
-        let shared: &[u8] = self.bytes.as_deref().unwrap_or_default();
+        // The job's bytes, where the payloads lie; the reading thread reuses a buffer once
+        // every worker has let go of it.
+        let shared: &[u8] = bytes.as_deref().unwrap_or_default();
         let src = PayloadSource { shared, ..PayloadSource::default() };
         for c in &cuts {
             for (list, i) in self.got.iter_mut().zip(&mut next) {
@@ -354,10 +364,9 @@ impl Worker {
     }
 
     /// Parses this worker's share of the frames, sorting the packets by owner.
-    fn parse_share(&mut self, frames: &[FrameRef]) {
+    fn parse_share(&mut self, frames: &[FrameRef], bytes: &[u8]) {
         let n = self.to.len();
         let (lo, hi) = (frames.len() * self.me / n, frames.len() * (self.me + 1) / n);
-        let bytes = self.bytes.as_deref().expect("frames come with shared bytes");
         for o in &mut self.out {
             if o.capacity() == 0 {
                 *o = self.pool.pop().unwrap_or_default();
@@ -397,6 +406,7 @@ impl Worker {
 struct Pending {
     cuts: Vec<Cut>,
     events: Events,
+    bytes: Option<SharedBytes>,
 }
 
 /// Sends an answer to the reading thread; false once it is gone.
@@ -448,7 +458,9 @@ pub(crate) fn run(
     // made by whoever parses.
     let worker_cfg = FlowsConfig { table, rtt, local: Vec::new(), ..cfg.clone() };
     let mut parser = cfg.parser();
-    let bytes = capture.shared();
+    // Workers parse when the frames lie in bytes they can read (a mapping, memory, buffers
+    // handed out); else the reading thread parses and sends packets.
+    let handed = capture.shares_batches();
     // Worker-to-worker rings: pairs[j][k] carries packets parsed by j for k.
     let mut to: Vec<Vec<Option<rtrb::Producer<Vec<Packet>>>>> =
         (0..n).map(|_| Vec::new()).collect();
@@ -480,7 +492,6 @@ pub(crate) fn run(
                     me,
                     shard: shard.clone(),
                     parser: cfg.parser(),
-                    bytes: bytes.clone(),
                     s: Summary::default(),
                     to,
                     from,
@@ -506,7 +517,8 @@ pub(crate) fn run(
             spares: Spares::default(),
             in_flight: VecDeque::new(),
             pos: 0,
-            bytes,
+            handed,
+            bytes: None,
             frames: Vec::new(),
             now: Timestamp::EPOCH,
         };
@@ -546,7 +558,9 @@ struct Merger {
     spares: Spares,
     /// Jobs sent and not yet merged (with the frame list of a frames job, to reuse).
     in_flight: VecDeque<Option<Arc<Vec<FrameRef>>>>,
-    /// The shared input when the workers parse.
+    /// The workers parse (the frames lie in bytes they can read).
+    handed: bool,
+    /// The bytes the frames listed since the last job lie in (when the workers parse).
     bytes: Option<SharedBytes>,
     /// Frames read since the last job (when the workers parse).
     frames: Vec<FrameRef>,
@@ -580,14 +594,36 @@ impl Reader<'_> {
 }
 
 impl Consumer for Reader<'_> {
-    /// Lists the frames for the workers to parse (a mapped or in-memory input), or parses
+    /// Takes the bytes the batch's frames lie in (when the workers parse). Bytes other than
+    /// those of the frames listed so far (a buffer handed out after the one before) end the
+    /// job: a job's frames lie in one piece of bytes.
+    fn input(&mut self, batch: &Batch<'_>, s: &mut Summary) -> io::Result<()> {
+        if !self.m.handed {
+            return Ok(());
+        }
+        let next = batch.shared();
+        let same = match (&self.m.bytes, &next) {
+            (Some(a), Some(b)) => a.as_ptr() == b.as_ptr() && a.len() == b.len(),
+            _ => false,
+        };
+        if !same {
+            if self.lanes.iter().any(|l| !l.cuts.is_empty()) {
+                self.m.send(self.lanes, s, self.sink)?;
+            }
+            self.m.bytes = next;
+        }
+        Ok(())
+    }
+
+    /// Lists the frames for the workers to parse (input they can read), or parses
     /// them here and sends the packets to their owners (a stream or a live ring); sends a job
     /// once enough have gathered.
     fn batch(&mut self, frames: &[Frame<'_>], s: &mut Summary) -> io::Result<()> {
         let m = &mut *self.m;
         let base = m.pos;
         let tick = base + frames.len() as u32;
-        if let Some(bytes) = &m.bytes {
+        if m.handed {
+            let bytes = m.bytes.as_ref().expect("`input` took the batch's bytes");
             for (i, frame) in frames.iter().enumerate() {
                 s.count(frame);
                 m.now = frame.ts;
@@ -643,7 +679,7 @@ impl Consumer for Reader<'_> {
         m.pos = tick + 1;
         let end = m.frames.len();
         for l in self.lanes.iter_mut() {
-            let end = if m.bytes.is_some() { end } else { l.work.len() };
+            let end = if m.handed { end } else { l.work.len() };
             l.cuts.push(Cut { end, now, tick });
         }
         self.m.send(self.lanes, s, self.sink)?;
@@ -666,7 +702,7 @@ impl Merger {
         if lanes.iter().all(|l| l.cuts.is_empty()) {
             return Ok(());
         }
-        let frames = self.bytes.is_some().then(|| {
+        let frames = self.handed.then(|| {
             let next = self.spares.frames.pop().unwrap_or_default();
             Arc::new(std::mem::replace(&mut self.frames, next))
         });
@@ -674,7 +710,9 @@ impl Merger {
             let cuts = std::mem::replace(&mut l.cuts, self.spares.cuts.pop().unwrap_or_default());
             let events = self.spares.events.pop().unwrap_or_default();
             let job = match &frames {
-                Some(f) => Job::Frames { frames: Arc::clone(f), cuts, events },
+                Some(f) => {
+                    Job::Frames { frames: Arc::clone(f), bytes: self.bytes.clone(), cuts, events }
+                }
                 None => {
                     let next = self.spares.work.pop().unwrap_or_default();
                     let work = std::mem::replace(&mut l.work, next);

@@ -156,6 +156,7 @@ fn all_ways(bytes: &[u8]) -> Vec<(Vec<Seen>, Option<String>)> {
         if !bytes.is_empty() {
             out.push(from_file(FileAccess::Buffered, batch));
             out.push(from_file(FileAccess::Mapped, batch));
+            out.push(from_file(FileAccess::Handed, batch));
         }
         let c = Capture::from_bytes("mem", bytes.to_vec());
         let (v, e) = match c {
@@ -487,6 +488,59 @@ fn files_read_mapped_and_buffered_alike() {
     assert_eq!(a, d);
 }
 
+#[test]
+fn buffers_handed_out_are_never_written_while_held_and_reused_once_let_go() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("c.pcap");
+    // Many buffer fills, with records across the buffers' edges.
+    let bytes = big_capture(60_000);
+    std::fs::write(&p, &bytes).unwrap();
+    let (want, _) = drain(Capture::from_bytes("c.pcap", bytes.clone()).unwrap(), 256);
+    let mut c = Capture::open_with(&p, FileAccess::Handed).unwrap();
+    assert!(c.shares_batches() && c.shared().is_none());
+    // Every batch's bytes are held (as workers hold a job's) along with where its frames lie.
+    let mut held: Vec<(SharedBytes, Vec<(usize, usize)>)> = Vec::new();
+    let mut n = 0;
+    loop {
+        let b = c.next_batch(256).unwrap();
+        if b.is_empty() {
+            break;
+        }
+        let shared = b.shared().expect("a handed batch shares its bytes");
+        let spans = b
+            .iter()
+            .map(|f| (shared.offset_of(f.data).expect("the frame lies in them"), f.data.len()))
+            .collect();
+        n += b.len();
+        held.push((shared, spans));
+    }
+    assert_eq!(n, want.len());
+    let distinct = |h: &[(SharedBytes, Vec<(usize, usize)>)]| {
+        let mut p: Vec<usize> = h.iter().map(|(s, _)| s.as_ptr() as usize).collect();
+        p.dedup();
+        p.len()
+    };
+    assert!(distinct(&held) > 3, "several buffers");
+    // Read to the end with everything held, every frame is still what the file holds.
+    let mut k = 0;
+    for (shared, spans) in &held {
+        for &(at, len) in spans {
+            assert_eq!(&shared[at..at + len], &want[k].2[..], "frame {k}");
+            k += 1;
+        }
+    }
+    // Let go of each batch as soon as it is read: a few buffers go round.
+    let mut c = Capture::open_with(&p, FileAccess::Handed).unwrap();
+    let mut seen = std::collections::HashSet::new();
+    while let Ok(b) = c.next_batch(256) {
+        if b.is_empty() {
+            break;
+        }
+        seen.insert(b.shared().unwrap().as_ptr() as usize);
+    }
+    assert!(seen.len() <= 3, "{} buffers for one held at a time", seen.len());
+}
+
 /// The sizes of the batches a capture hands out.
 fn batch_sizes(mut c: Capture, max: usize) -> Vec<usize> {
     let mut v = Vec::new();
@@ -512,7 +566,7 @@ fn a_buffered_file_ends_its_batches_where_a_mapping_does() {
     for max in [1, 256, 1000] {
         let want = batch_sizes(Capture::from_bytes("m", bytes.clone()).unwrap(), max);
         assert!(want[..want.len() - 1].iter().all(|&n| n == max));
-        for access in [FileAccess::Buffered, FileAccess::Mapped] {
+        for access in [FileAccess::Buffered, FileAccess::Mapped, FileAccess::Handed] {
             let got = batch_sizes(Capture::open_with(&p, access).unwrap(), max);
             assert_eq!(got, want, "{access:?}, batches of {max}");
         }
