@@ -199,33 +199,34 @@ fn a_capture_truncated_while_it_is_read_ends_with_an_error_not_a_signal() {
 }
 
 #[test]
-fn a_mapped_capture_truncated_while_workers_read_it_ends_with_an_error_not_a_signal() {
+fn a_capture_truncated_while_workers_read_it_ends_with_an_error_not_a_signal() {
     let dir = tempfile::tempdir().unwrap();
     let cap = dir.path().join("t.pcap");
     let n = 200_000;
     many_flows(&cap, n);
     let size = std::fs::metadata(&cap).unwrap().len();
-    // Workers read a mapped file, under a lease for its owner: the truncation waits until
-    // rampart has stopped reading, so it always lands after the error.
+    // Workers read the file through buffers handed to them: reading stops where the bytes ran
+    // out, as with one thread, and every record before that point is complete.
     let (err, stdout) = truncate_while_reading(&cap, size / 2, None, &["--workers", "2"]);
     assert_eq!(std::fs::metadata(&cap).unwrap().len(), size / 2, "the truncation went through");
-    let lease = err.contains("another process opened the file for writing or truncated it");
-    // Without a lease the file was read through a buffer, and the shrinking is found there:
-    // leases may be off, and a lease is refused while any process has the file open for
-    // writing (which, while other tests fork, a child can have for a moment before its exec).
-    // Either way the run ends with an error at an offset, never a signal.
-    assert!(lease || err.contains("the file shrank"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "the file shrank while it was read ({size} bytes when opened, {} now)",
+            size / 2
+        )),
+        "{err}"
+    );
     check_records_before(&err, &stdout, size);
 }
 
 #[test]
-fn a_capture_without_a_lease_is_read_through_a_buffer_by_workers_too() {
-    // Another user has no lease on a root-owned file, so even workers read it through a
-    // buffer.
+fn a_capture_of_another_user_is_read_by_workers_too() {
+    // Another user reading a root-owned file (no lease could be had on it): workers read it
+    // through buffers, which need none.
     if !nix::unistd::geteuid().is_root() {
         rampart_testkit::skip(
             rampart_testkit::REQUIRE_DATA,
-            "a_capture_without_a_lease_is_read_through_a_buffer_by_workers_too",
+            "a_capture_of_another_user_is_read_by_workers_too",
             "not root (it runs rampart as another user with setpriv)",
         );
         return;
