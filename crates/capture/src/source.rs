@@ -673,10 +673,10 @@ impl Capture {
                     Some(i) => s.spares.swap_remove(i),
                     None => Arc::new(vec![0; len]),
                 };
-                if let Some(buf) = Arc::get_mut(&mut next) {
-                    buf.resize(len.max(buf.len()), 0);
-                    buf[..s.end - keep].copy_from_slice(&s.buf[keep..s.end]);
-                }
+                // Unique (free or new), so this neither copies nor waits.
+                let buf = Arc::make_mut(&mut next);
+                buf.resize(len.max(buf.len()), 0);
+                buf[..s.end - keep].copy_from_slice(&s.buf[keep..s.end]);
                 let old = std::mem::replace(&mut s.buf, next);
                 if s.spares.len() < MAX_SPARES {
                     s.spares.push(old);
@@ -688,7 +688,9 @@ impl Capture {
         for d in &mut self.descs {
             d.raw.data_start -= keep;
         }
-        if full && let Some(buf) = Arc::get_mut(&mut s.buf) {
+        if full {
+            // Unique now: written in place above, or replaced by a free buffer.
+            let buf = Arc::make_mut(&mut s.buf);
             let len = buf.len() * 2;
             buf.resize(len, 0);
         }

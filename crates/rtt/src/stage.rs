@@ -376,7 +376,8 @@ impl<T: Default + Clone> Pool<T> {
 pub struct RttStage {
     cfg: RttConfig,
     flows: PerFlow<FlowRtt>,
-    /// Byte counts, with [`RttConfig::byte_counts`].
+    /// Byte counts, with [`RttConfig::byte_counts`] (without, empty: every read of it finds
+    /// nothing and counts 0).
     bytes: PerFlow<FlowBytes>,
     /// The reference the tests compare with: every outstanding TSval in the shared table, and
     /// SEQ/ACK timing made for every flow at its first packet without timestamps.
@@ -441,8 +442,8 @@ impl RttStage {
             self.sweep(now);
         }
         let d = dir as usize;
-        let counting = self.cfg.byte_counts;
-        if counting {
+        if self.cfg.byte_counts {
+            // Made for every flow here, so a flow has byte counts exactly when they are kept.
             self.bytes.get_or_grow(i).sent[d] += u64::from(p.wire_len);
         }
         let f = self.flows.get_or_grow(i);
@@ -457,11 +458,7 @@ impl RttStage {
                 {
                     f.ts_last[d] = tsval;
                     f.flags[d] |= TS_SEEN;
-                    let counts = if counting {
-                        self.bytes.get(i).map_or((0, 0), |b| (b.sent[d], b.dep[d]))
-                    } else {
-                        (0, 0)
-                    };
+                    let counts = self.bytes.get(i).map_or((0, 0), |b| (b.sent[d], b.dep[d]));
                     let new = Pending { tsval, t: now, fbytes: counts.0, dbytes: counts.1 };
                     // The newest stays in the ring; an older one still waiting moves out.
                     let out = if self.reference {
@@ -476,8 +473,7 @@ impl RttStage {
                         f.ring_tsval[d] = tsval;
                         f.ring_t[d] = now;
                         f.flags[d] |= RING;
-                        if counting {
-                            let b = self.bytes.get_or_grow(i);
+                        if let Some(b) = self.bytes.get_mut(i) {
                             let was = std::mem::replace(&mut b.ring[d], counts);
                             if let Some(o) = old.as_mut() {
                                 (o.fbytes, o.dbytes) = was;
@@ -530,10 +526,7 @@ impl RttStage {
                     self.counters.backwards += 1;
                     return None;
                 }
-                let counts = match self.bytes.get(i) {
-                    Some(b) if counting => (b.sent[d ^ 1], b.dep[d ^ 1]),
-                    _ => (0, 0),
-                };
+                let counts = self.bytes.get(i).map_or((0, 0), |b| (b.sent[d ^ 1], b.dep[d ^ 1]));
                 ((t, counts.0, counts.1), Method::Seq)
             }
         };
@@ -543,15 +536,12 @@ impl RttStage {
             Method::Ts => self.counters.ts_samples += 1,
             Method::Seq => self.counters.seq_samples += 1,
         }
-        let pbytes = if counting {
-            let b = self.bytes.get_or_grow(i);
+        let pbytes = self.bytes.get_mut(i).map_or(0, |b| {
             let pbytes = b.sent[d] - b.at_sample[d];
             b.at_sample[d] = b.sent[d];
             b.dep[d ^ 1] = fbytes;
             pbytes
-        } else {
-            0
-        };
+        });
         let s = self.stats_of(i);
         let st = &mut self.stats.get_mut(s)[d];
         st.add(rtt);
@@ -674,10 +664,7 @@ impl RttStage {
         if f.flags[d] & RING != 0 && f.ring_tsval[d] == tsval {
             f.flags[d] &= !RING;
             let t = f.ring_t[d];
-            let (fbytes, dbytes) = match self.bytes.get(i) {
-                Some(b) if self.cfg.byte_counts => b.ring[d],
-                _ => (0, 0),
-            };
+            let (fbytes, dbytes) = self.bytes.get(i).map_or((0, 0), |b| b.ring[d]);
             return Some(Pending { tsval, t, fbytes, dbytes });
         }
         if f.spilled[d] == 0 && !self.reference {

@@ -576,9 +576,9 @@ impl PacketMeta {
             return self.status = Status::Malformed(Malformed::IpVersion);
         }
         self.family = Family::V4;
-        // Each address is written whole (its last 12 bytes zero), in one store: the key built
-        // next reads it with wide loads, which a 4-byte store beside older zeros would make
-        // wait until both stores had left the store buffer.
+        // Each address is written whole (its last 12 bytes zero) in two 8-byte stores: the key
+        // built next reads it with 8-byte loads, which a 4-byte store beside older zeros would
+        // make wait until both stores had left the store buffer.
         self.src = v4_in_16(ip.src());
         self.dst = v4_in_16(ip.dst());
         self.proto = ip.protocol();
