@@ -19,13 +19,16 @@
 #       reloads (`rampart reload`, back to back) during the transfer: throughput and
 #       retransmissions.
 #   flood [SECONDS] [RATE]  iperf3 through Linux forwarding and through `rampart run --ct-max
-#       10000` (AF_PACKET and AF_XDP), each alone and then while udpgen sends a SYN flood of RATE packets per second
-#       from random sources to an accepted port (every SYN a new connection): the transfer's
-#       throughput, rampart's counters and its resident memory.
+#       10000` (AF_PACKET and AF_XDP), each alone and then while udpgen sends a SYN flood of
+#       RATE packets per second from random sources to an accepted port (every SYN a new
+#       connection): the transfer's throughput, rampart's counters and its resident memory.
+#       The plain bridges (`bridge`, `xdpbridge` in BOXES) give what forwarding the flood
+#       costs a userspace box here with no decision at all.
 #
-# Usage: sudo scripts/bench-inline.sh MODE [ARGS...]
+# Usage: sudo scripts/bench-inline.sh MODE [ARGS...]   (RAMPART_BIN: another build to measure)
 #        (root; iproute2, ethtool, taskset, iperf3, ping, nft, libxdp1 for the AF_XDP parts;
-#        in flood mode BOXES="linux rampart rampart-xdp" picks the boxes)
+#        in flood mode BOXES="linux bridge rampart xdpbridge rampart-xdp" picks the boxes;
+#        the default is "linux rampart rampart-xdp")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:?usage: bench-inline.sh rate|tcp|reload|flood [ARGS...]}
@@ -33,7 +36,7 @@ shift
 args=("$@")
 cargo build --release -q -p rampart
 cargo build --release -q -p rampart-capture --example udpgen --example bridge --example xdpbridge
-bin=$PWD/target/release/rampart
+bin=${RAMPART_BIN:-$PWD/target/release/rampart}
 ex=$PWD/target/release/examples
 id=$$
 C=rbi${id}c R=rbi${id}r S=rbi${id}s
@@ -203,8 +206,10 @@ flood)
     for box in ${BOXES:-linux rampart rampart-xdp}; do
         RUN_ARGS="--ct-max 10000" start $box
         rss() {
-            [ -n "$mid" ] || { echo "-"; return; }
-            awk '/VmRSS/ {print $2 " KiB"}' /proc/$(pgrep -f "control $tmp/ctl" | head -1)/status
+            local pid=$mid
+            case $box in rampart*) pid=$(pgrep -f "control $tmp/ctl" | head -1) ;; esac
+            [ -n "$pid" ] || { echo "-"; return; }
+            awk '/VmRSS/ {print $2 " KiB"}' /proc/"$pid"/status
         }
         for flood in no yes; do
             if [ $flood = yes ]; then
@@ -221,13 +226,12 @@ flood)
             printf '%-8s flood %-3s: %6.2f Gbit/s; resident memory %s\n' $box $flood "$(echo "$bps / 1000000000" | bc -l)" "$(rss)"
             [ $flood = yes ] && { wait $gen; cat "$tmp/gen"; }
         done
-        if [ -n "$mid" ]; then
-            "$bin" status --control "$tmp/ctl" | tail -1
-        else
-            ip netns exec $R cat /proc/sys/net/netfilter/nf_conntrack_count 2>/dev/null | sed 's/^/linux conntrack entries: /'
-        fi
+        case $box in
+        rampart*) "$bin" status --control "$tmp/ctl" | tail -1 ;;
+        linux) ip netns exec $R cat /proc/sys/net/netfilter/nf_conntrack_count 2>/dev/null | sed 's/^/linux conntrack entries: /' ;;
+        esac
         stop
-        [ -n "$mid" ] && sed -n '/dropped or rejected/p; /conntrack:/p' "$tmp/mid.out"
+        case $box in rampart*) sed -n '/dropped or rejected/p; /conntrack:/p' "$tmp/mid.out" ;; esac
     done
     ;;
 *)
