@@ -50,6 +50,8 @@ const IN_FLIGHT: usize = 4;
 /// Packets per worker that fill a job: capture batches are grouped so that waking a thread
 /// costs little next to the work it is woken for.
 const JOB_PACKETS: usize = 4096;
+/// Frames whose first bytes a worker asks for ahead of the one it parses.
+const FRAME_AHEAD: usize = 4;
 /// Entries in the steering RETA (more when there are more workers than that).
 const RETA_SIZE: usize = 128;
 
@@ -372,7 +374,19 @@ impl Worker {
                 *o = self.pool.pop().unwrap_or_default();
             }
         }
-        for f in &frames[lo..hi] {
+        // The reading thread just wrote these bytes, on another CPU: each frame's first
+        // read is a transfer from that CPU's cache, asked for a few frames ahead.
+        let share = &frames[lo..hi];
+        let ahead = |k: usize| {
+            if let Some(f) = share.get(k) {
+                let p = bytes.as_ptr().wrapping_add(f.start);
+                rampart_flow::prefetch(p);
+                rampart_flow::prefetch(p.wrapping_add(64));
+            }
+        };
+        (0..FRAME_AHEAD).for_each(ahead);
+        for (k, f) in share.iter().enumerate() {
+            ahead(k + FRAME_AHEAD);
             let frame = f.frame(bytes);
             if let Some(mut w) =
                 self.parser.prepare_if(&frame, 0, f.pos, &mut self.s, |_| true, true)
