@@ -6,7 +6,7 @@
 //! expression and the count and time limits, stops on the stop flag, keeps going through quiet
 //! spells of a live capture, and returns the capture's error after everything read before it
 //! was handed on. What is done with each batch is a [`Consumer`]'s business: one
-//! [`Pipeline`] on the calling thread ([`run`]), the workers ([`crate::workers`]), or a
+//! [`Pipeline`] on the calling thread ([`run`]), the worker threads (the `workers` module), or a
 //! command's own step ([`crate::balance`]).
 
 use std::io;

@@ -10,10 +10,10 @@
 //!   order of work and how a side stage is added.
 //! - Drivers around it, which own the I/O: [`read_batches`] (the one reading loop every
 //!   capture command shares) with [`run`] (one pipeline on the calling thread, or sharded
-//!   over workers by [`workers`], with output byte for byte independent of their number),
-//!   [`filter_capture`] (a rule set's verdicts written out), [`balance`] (a capture's RSS
-//!   spread), [`inline`] (two ports, every frame forwarded or dropped), and [`run_pping`]
-//!   (the `--compat pping` loop, which keeps pping's own state).
+//!   over worker threads by the `workers` module, with output byte for byte independent of
+//!   their number), [`filter_capture`] (a rule set's verdicts written out), [`balance`] (a
+//!   capture's RSS spread), [`inline`] (two ports, every frame forwarded or dropped), and
+//!   [`run_pping`] (the `--compat pping` loop, which keeps pping's own state).
 //!
 //! The engine depends on the stages; no stage depends on the engine. It writes nothing
 //! itself: events go to the sink the caller passes, so output formats live in

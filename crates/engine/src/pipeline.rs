@@ -2,7 +2,7 @@
 //! capture time and gives back a verdict per packet and the events the batch caused.
 //!
 //! It reads no clock, opens nothing and starts no thread: drivers ([`crate::driver`],
-//! [`crate::workers`], [`crate::inline`]) feed it. The order of work for each packet:
+//! the `workers` module, [`crate::inline`]) feed it. The order of work for each packet:
 //!
 //! 1. parse ([`Parser`], once per frame; with workers, the worker that parsed a frame hands
 //!    the packet to the worker that owns its flow);

@@ -30,7 +30,7 @@ pub enum CompatEvent<'a> {
 /// The `--compat pping` loop: every frame goes through pping's filter and parser model
 /// ([`compat_view`]), then an extra filter expression if given (pping's `tcp and (EXPR)`), then
 /// pping's algorithm. Samples and pping's other reports go to `on` in the order pping prints
-/// them. The summary counts frames as [`run`] does; flows are pping's directions.
+/// them. The summary counts frames as [`crate::run`] does; flows are pping's directions.
 pub fn run_pping(
     capture: &mut Capture,
     cfg: &CompatConfig,
