@@ -255,3 +255,38 @@ proptest::proptest! {
         proptest::prop_assert_eq!(fold(pseudo_header(family, &src, &dst, proto, len)), fold(sum(&bytes, 0)));
     }
 }
+
+/// RFC 1071's reference: big-endian 16-bit words added one at a time, carries folded back.
+fn reference(bytes: &[u8], acc: u16) -> u16 {
+    let mut s = u32::from(acc);
+    for w in bytes.chunks(2) {
+        s += u32::from(w[0]) << 8 | u32::from(w.get(1).copied().unwrap_or(0));
+        s = (s & 0xffff) + (s >> 16);
+    }
+    s as u16
+}
+
+proptest::proptest! {
+    /// The vectorised sum folds to the reference's sum for any bytes (every length, so every
+    /// block, word, half-word and odd-byte remainder) and any running sum before it, and stays
+    /// zero only for zero input.
+    #[test]
+    fn sum_folds_like_rfc_1071(
+        bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+        acc in proptest::prelude::any::<u16>(),
+        ones in 0usize..2000,
+    ) {
+        // A 16-bit one's-complement sum has two zeros, 0 and 0xffff.
+        let same = |got: u16, want: u16| got == want || got | want == 0xffff && got & want == 0;
+        let got = fold(sum(&bytes, u64::from(acc)));
+        proptest::prop_assert!(same(got, reference(&bytes, acc)), "{got:#x}");
+        // `fold` gives 0 only for an all-zero input.
+        proptest::prop_assert_eq!(got == 0, acc == 0 && bytes.iter().all(|&b| b == 0));
+        // Long runs of 0xff (the largest words) for the lanes' sums.
+        let big = vec![0xffu8; ones];
+        proptest::prop_assert!(same(fold(sum(&big, 0)), reference(&big, 0)));
+        // Pieces of even length chain through the running sum.
+        let (a, b) = bytes.split_at((bytes.len() / 2) & !1);
+        proptest::prop_assert_eq!(fold(sum(b, sum(a, u64::from(acc)))), got);
+    }
+}
