@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # rampart's classifier beside DPDK's rte_acl, in the same run, on the ClassBench sets.
-# Dev-only (not part of the tests): needs Debian's libdpdk-dev and pkg-config.
+# Dev-only (not part of the tests): needs Debian's libdpdk-dev and pkg-config. Three header
+# sets per rule set: its ClassBench trace, 100,000 uniform headers, and 100,000 near misses
+# (`bench::near_miss_headers`, written by `examples/measure.rs`).
 #   crates/classify/compare/compare.sh [SET...]      (default: all nine sets)
 #   ACL_ALG=sse|avx2|avx512x16|avx512x32|default      rte_acl's method (default: sse)
 # Data: $RAMPART_DATA/classbench or ../shared/data/classbench. rte_acl needs several GB and
@@ -15,6 +17,7 @@ out=$root/target/compare
 mkdir -p "$out"
 cc -O2 -march=native -o "$out/acl_compare" "$here/acl_compare.c" $(pkg-config --cflags --libs libdpdk)
 cargo build --release -q -p rampart --manifest-path "$root/Cargo.toml"
+cargo build --release -q -p rampart-classify --example measure --manifest-path "$root/Cargo.toml"
 rampart=$root/target/release/rampart
 alg=${ACL_ALG:-sse}
 sets=("$@")
@@ -23,21 +26,29 @@ unpack() { # NAME -> path of a plain copy
   if [ -f "$data/$1" ]; then echo "$data/$1"; else gzip -dc "$data/$1.gz" > "$out/$1"; echo "$out/$1"; fi
 }
 field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p"; }
-echo "| set | rules | rte_acl ($alg) build ms | rampart build ms | trace: rte_acl ns | trace: rampart ns | ratio | uniform: rte_acl ns | uniform: rampart ns | ratio | rampart B/rule | rampart update µs |"
-echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+echo "| set | rules | rte_acl ($alg) build ms | rampart build ms | trace: rte_acl ns | trace: rampart ns | ratio | uniform: rte_acl ns | uniform: rampart ns | ratio | near misses: rte_acl ns | near misses: rampart ns | ratio | rampart B/rule | rampart update µs |"
+echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for s in "${sets[@]}"; do
   rules=$(unpack "$s"); trace=$(unpack "${s}_trace")
   acl=$("$out/acl_compare" "$rules" "$trace" "$out/${s}_uniform" "$alg" 2>/dev/null)
   [ "$(echo "$acl" | field mismatches)" = 0 ] || { echo "$s: rte_acl disagrees with the oracle: $acl" >&2; exit 1; }
+  # Near misses (`bench::near_miss_headers`: drawn inside a rule, moved just outside it in
+  # one field), written by the measure example, given to rte_acl as its trace.
+  MEASURE_NEAR_OUT="$out" "$root/target/release/examples/measure" "$(dirname "$rules")" "$s"
+  accn=$("$out/acl_compare" "$rules" "$out/${s}_near" "$out/${s}_uniform" "$alg" 2>/dev/null)
+  [ "$(echo "$accn" | field mismatches)" = 0 ] || { echo "$s: rte_acl disagrees with the oracle on near misses: $accn" >&2; exit 1; }
   rt=$("$rampart" classify --rules "$rules" --format classbench --trace "$trace" --bench)
   ru=$("$rampart" classify --rules "$rules" --format classbench --trace "$out/${s}_uniform" --bench)
+  rn=$("$rampart" classify --rules "$rules" --format classbench --trace "$out/${s}_near" --bench)
   # rampart's answers against rte_acl's oracle-checked ones are covered by the tests; here
   # both are timed.
   at=$(echo "$acl" | field trace_ns); au=$(echo "$acl" | field uniform_ns)
   bt=$(echo "$rt" | field lookup_ns); bu=$(echo "$ru" | field lookup_ns)
-  printf '| %s | %s | %s | %s | %s | %s | %.2f | %s | %s | %.2f | %s | %s |\n' "$s" \
+  an=$(echo "$accn" | field trace_ns); bn=$(echo "$rn" | field lookup_ns)
+  printf '| %s | %s | %s | %s | %s | %s | %.2f | %s | %s | %.2f | %s | %s | %.2f | %s | %s |\n' "$s" \
     "$(echo "$acl" | field rules)" "$(echo "$acl" | field build_ms)" "$(echo "$rt" | field build_ms)" \
     "$at" "$bt" "$(awk "BEGIN{print $bt/$at}")" "$au" "$bu" "$(awk "BEGIN{print $bu/$au}")" \
+    "$an" "$bn" "$(awk "BEGIN{print $bn/$an}")" \
     "$(echo "$rt" | field bytes_per_rule)" "$(echo "$rt" | field update_us)"
 done
 echo

@@ -2,17 +2,20 @@
 //! `cargo run --release -p rampart-classify --example measure -- DIR SET...`
 //! (DIR holds the unpacked sets and traces).
 //!
-//! - `MEASURE_ONLY=trace|uniform`: time only batches of the trace or of 100,000 uniform
-//!   headers (`MEASURE_N` distinct ones, cycled; `MEASURE_PASSES` passes), then each tree
-//!   or table partition walked alone through the public `start`/`step` API.
+//! - `MEASURE_ONLY=trace|uniform|near`: time only batches of the trace, of 100,000 uniform
+//!   headers (`MEASURE_N` distinct ones, cycled) or of 100,000 near misses
+//!   ([`near_miss_headers`]; `MEASURE_PASSES` passes), then each tree or table partition
+//!   walked alone through the public `start`/`step` API.
+//! - `MEASURE_NEAR_OUT=DIR`: only write each set's 100,000 near misses to `DIR/SET_near` in
+//!   the trace format (for `compare/compare.sh`, which gives them to rte_acl too).
 //! - `MEASURE_WALK=1`: per partition, the visits, node steps and leaf entries of the lookup's
-//!   order on uniform headers and on the trace.
+//!   order on uniform headers, on the trace and on near misses.
 //! - `RAMPART_CLASSIFY_KERNEL=scalar|avx2|avx512`: the bit-vector kernel.
 
 use std::hint::black_box;
 use std::time::Instant;
 
-use rampart_classify::bench::uniform_headers;
+use rampart_classify::bench::{near_miss_headers, uniform_headers};
 use rampart_classify::classbench::{parse_rules, parse_trace};
 use rampart_classify::{Compiled, Header};
 
@@ -22,6 +25,18 @@ fn main() {
     for set in args {
         let text = std::fs::read_to_string(dir.join(&set)).expect("rule file");
         let rules = parse_rules(&set, &text).expect("rules");
+        if let Ok(out) = std::env::var("MEASURE_NEAR_OUT") {
+            let text: String = near_miss_headers(&rules, 100_000)
+                .iter()
+                .map(|h| {
+                    let [a, b, c, d, e] = h.0;
+                    format!("{a}\t{b}\t{c}\t{d}\t{e}\t0\t0\n")
+                })
+                .collect();
+            let path = std::path::Path::new(&out).join(format!("{set}_near"));
+            std::fs::write(&path, text).expect("writing the near misses");
+            continue;
+        }
         let trace = std::fs::read_to_string(dir.join(format!("{set}_trace"))).expect("trace");
         let headers: Vec<Header> =
             parse_trace(&set, &trace).expect("trace").iter().map(|t| t.header).collect();
@@ -34,6 +49,8 @@ fn main() {
             let passes = var("MEASURE_PASSES", 30);
             let big: Vec<Header> = if only == "trace" {
                 headers.clone()
+            } else if only == "near" {
+                near_miss_headers(&rules, 100_000)
             } else {
                 uniform_headers(var("MEASURE_N", 100_000))
                     .into_iter()
@@ -89,6 +106,8 @@ fn main() {
             walk(&c, &big[..20_000]);
             println!("  (trace:)");
             walk(&c, &headers[..headers.len().min(50_000)]);
+            println!("  (near misses:)");
+            walk(&c, &near_miss_headers(&rules, 20_000));
         }
         let random = uniform_headers(4096);
         let mut out = vec![None; random.len()];

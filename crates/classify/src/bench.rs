@@ -37,6 +37,45 @@ pub fn uniform_headers(n: usize) -> Vec<Header> {
         .collect()
 }
 
+/// Adversarial headers for a rule set: `n` 5-tuples each drawn inside a random rule's ranges
+/// and then moved just outside them in one field (one past its high end, or one below its low
+/// end when the high end is the field's last value; a field the rule covers entirely is not
+/// chosen). Such a header lands where the rules are dense, goes down the deep parts of a
+/// decision tree and scans its leaves, yet misses the rule it was drawn from and matches a
+/// later one or none: the worst of both a trace (headers near the rules) and uniform traffic
+/// (late matches). Fields are ClassBench's (addresses, ports up to 65535, protocol up to 255);
+/// xorshift64 from a fixed seed, so every run and tool sees the same headers.
+pub fn near_miss_headers(rules: &[Rule], n: usize) -> Vec<Header> {
+    const MAX: [u32; 5] = [u32::MAX, u32::MAX, 0xffff, 0xffff, 0xff];
+    let mut s = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    if rules.is_empty() {
+        return uniform_headers(n);
+    }
+    (0..n)
+        .map(|_| {
+            let r = &rules[(next() % rules.len() as u64) as usize];
+            let mut h = [0u32; 5];
+            for d in 0..5 {
+                let (lo, hi) = (r.lo[d], r.hi[d].min(MAX[d]));
+                let span = u64::from(hi.saturating_sub(lo)) + 1;
+                h[d] = lo + (next() % span) as u32;
+            }
+            let narrow: Vec<usize> = (0..5).filter(|&d| r.lo[d] > 0 || r.hi[d] < MAX[d]).collect();
+            if !narrow.is_empty() {
+                let d = narrow[(next() % narrow.len() as u64) as usize];
+                h[d] = if r.hi[d] < MAX[d] { r.hi[d] + 1 } else { r.lo[d] - 1 };
+            }
+            Header(h)
+        })
+        .collect()
+}
+
 /// Times `pass` (one lookup per header of `n`): one warm-up pass, then at least 7 passes and
 /// at least 200 ms of them; returns the ns per header of each, sorted (take the median).
 pub fn passes(n: usize, mut pass: impl FnMut()) -> Vec<f64> {
@@ -175,5 +214,38 @@ impl UpdateCheck for NoCheck {
 
     fn check(&mut self, _: &Classifier) -> Result<bool, Self::Error> {
         Ok(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A header drawn from a rule misses that rule (one field moved just outside it), stays
+    /// inside the fields' domains, and is the same from run to run.
+    #[test]
+    fn near_misses_miss_their_rule_by_one() {
+        let rules = [
+            Rule { lo: [10, 20, 80, 1024, 6], hi: [19, 29, 80, 2047, 6] },
+            Rule { lo: [0, 0, 0, 0, 0], hi: [u32::MAX, u32::MAX, 0xffff, 0xffff, 0] },
+            Rule { lo: [5, 0, 0, 0, 0], hi: [u32::MAX, u32::MAX, 0xffff, 0xffff, 0xff] },
+        ];
+        for (i, r) in rules.iter().enumerate() {
+            let hs = near_miss_headers(std::slice::from_ref(r), 500);
+            assert_eq!(hs, near_miss_headers(std::slice::from_ref(r), 500));
+            for h in &hs {
+                assert!(!r.matches(h), "rule {i}: {h:?}");
+                assert!(h.0[2] <= 0xffff && h.0[3] <= 0xffff && h.0[4] <= 0xff, "{h:?}");
+                // One field off by one, the others inside.
+                let off: Vec<usize> =
+                    (0..5).filter(|&d| h.0[d] < r.lo[d] || h.0[d] > r.hi[d]).collect();
+                assert_eq!(off.len(), 1, "{h:?}");
+                let d = off[0];
+                assert!(h.0[d] == r.hi[d].wrapping_add(1) || h.0[d] == r.lo[d] - 1, "{h:?}");
+            }
+        }
+        // A rule covering everything has no field to miss in.
+        let all = Rule { lo: [0; 5], hi: [u32::MAX, u32::MAX, 0xffff, 0xffff, 0xff] };
+        assert!(near_miss_headers(&[all], 100).iter().all(|h| all.matches(h)));
     }
 }
