@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use proptest::prelude::*;
-use rampart_classify::bench::uniform_headers;
+use rampart_classify::bench::{near_miss_headers, uniform_headers};
 use rampart_classify::classbench::{parse_rules, parse_trace};
 use rampart_classify::linear::first_match;
 use rampart_classify::{Compiled, Header, Kernel, Rule, Start};
@@ -99,6 +99,7 @@ fn check(set: &str, stride: usize, extra: usize) {
             .copied()
             .chain(probes(rules, extra, 0x9e37_79b9_7f4a_7c15))
             .chain(uniform_headers(extra / 4))
+            .chain(near_miss_headers(rules, extra / 4))
             .collect();
         let want: Vec<Option<usize>> = all.iter().map(|h| first_match(rules, h)).collect();
         for c in kernels(c) {
