@@ -32,10 +32,17 @@ const MAX_WORDS: usize = 32;
 const VECTOR_RULES: usize = 64 * MAX_WORDS;
 /// The most bytes a partition's bitmaps may take.
 const VECTOR_BYTES: usize = 256 << 10;
-/// A field's ranks are read from a direct table when it takes at most this many bytes, or
-/// [`DIRECT_DEEP`] when the search tree it replaces has two levels or more.
+/// A field's ranks are read from a direct table when it takes at most this many bytes, or,
+/// when the search tree it replaces has two levels or more, [`DIRECT_PER_RULE`] bytes per rule
+/// of the whole rule list, at least [`DIRECT_DEEP`] and at most [`DIRECT_MAX`]. A rank from
+/// the tree is two to four dependent steps (fw1_100k's source addresses: 723 boundaries of wide
+/// prefixes, four levels), from the table one load: uniform headers on fw1_100k 66-70 → 49-51
+/// ns per lookup, fw1_10k 37 → 28, ipc1_10k 17.5 → 13.6 (`BENCHMARKS.md`); bounding the tables
+/// by the rule count keeps a set of a thousand rules from paying 128 KiB per field.
 const DIRECT_BYTES: usize = 4 << 10;
 const DIRECT_DEEP: usize = 32 << 10;
+const DIRECT_PER_RULE: usize = 16;
+const DIRECT_MAX: usize = 128 << 10;
 
 /// Which kernel looks up a compiled classifier's bit-vector partitions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,6 +164,7 @@ impl FieldIndex {
         mut b: Vec<u32>,
         words: usize,
     ) -> Self {
+        let deep = (rules.len() * DIRECT_PER_RULE).clamp(DIRECT_DEEP, DIRECT_MAX);
         let count = b.len();
         let mut levels = u32::from(count > 0);
         while 8usize.pow(levels) < count {
@@ -168,7 +176,7 @@ impl FieldIndex {
         let width = if count < 256 { 1 } else { 2 };
         let (mut direct, mut direct8) = (Vec::new(), Vec::new());
         if count > 0
-            && (entries * width <= DIRECT_BYTES || (levels >= 2 && entries * width <= DIRECT_DEEP))
+            && (entries * width <= DIRECT_BYTES || (levels >= 2 && entries * width <= deep))
         {
             // No boundary falls strictly inside a slot, so the slot's first value ranks it.
             let ranks = (0..entries).map(|i| b.partition_point(|&x| x <= (i as u32) << shift));
