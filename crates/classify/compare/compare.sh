@@ -26,7 +26,7 @@ unpack() { # NAME -> path of a plain copy
   if [ -f "$data/$1" ]; then echo "$data/$1"; else gzip -dc "$data/$1.gz" > "$out/$1"; echo "$out/$1"; fi
 }
 field() { sed -n "s/.*\"$1\":\([^,}]*\).*/\1/p"; }
-echo "| set | rules | rte_acl ($alg) build ms | rampart build ms | trace: rte_acl ns | trace: rampart ns | ratio | uniform: rte_acl ns | uniform: rampart ns | ratio | near misses: rte_acl ns | near misses: rampart ns | ratio | rampart B/rule | rampart update µs |"
+echo "| set | rules | rte_acl ($alg) build ms | rampart build ms | trace: rte_acl ns | trace: rampart ns | ratio | uniform: rte_acl ns | uniform: rampart ns | ratio | near misses: rte_acl ns | near misses: rampart ns | ratio | rampart B/rule | rampart update µs: mean (median) |"
 echo "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 for s in "${sets[@]}"; do
   rules=$(unpack "$s"); trace=$(unpack "${s}_trace")
@@ -49,7 +49,7 @@ for s in "${sets[@]}"; do
     "$(echo "$acl" | field rules)" "$(echo "$acl" | field build_ms)" "$(echo "$rt" | field build_ms)" \
     "$at" "$bt" "$(awk "BEGIN{print $bt/$at}")" "$au" "$bu" "$(awk "BEGIN{print $bu/$au}")" \
     "$an" "$bn" "$(awk "BEGIN{print $bn/$an}")" \
-    "$(echo "$rt" | field bytes_per_rule)" "$(echo "$rt" | field update_us)"
+    "$(echo "$rt" | field bytes_per_rule)" "$(echo "$rt" | field update_us) ($(echo "$rt" | field update_median_us))"
 done
 echo
 simd=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' | grep -E '^(sse4_2|avx2|avx512f|avx512bw|avx512vl|avx512vbmi|gfni)$' | tr '\n' ' ')

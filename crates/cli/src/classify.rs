@@ -325,14 +325,16 @@ fn run(args: &ClassifyArgs) -> Result<(), Fail> {
             None => String::new(),
         };
         let json = format!(
-            "{{\"rules\":{},\"headers\":{},\"kernel\":\"{}\",\"lookup_ns\":{:.1},\"build_ms\":{:.2},\"bytes_per_rule\":{:.1},\"update_us\":{:.2}{proof}}}",
+            "{{\"rules\":{},\"headers\":{},\"kernel\":\"{}\",\"lookup_ns\":{:.1},\"build_ms\":{:.2},\"bytes_per_rule\":{:.1},\"update_us\":{:.2},\"update_median_us\":{:.2},\"update_p99_us\":{:.2}{proof}}}",
             rules.len(),
             headers.len(),
             compiled.kernel().name(),
             times[times.len() / 2],
             build.as_secs_f64() * 1e3,
             stats.bytes as f64 / rules.len().max(1) as f64,
-            update
+            update.per_update_us,
+            update.median_us,
+            update.p99_us,
         );
         return write_lines(std::iter::once(json));
     }
@@ -377,7 +379,7 @@ fn run_firewall(
         });
         let rules: usize = rs.chains.iter().map(|c| c.rules.len()).sum();
         let json = format!(
-            "{{\"rules\":{rules},\"headers\":{},\"lookup_ns\":{:.1},\"build_ms\":{:.2},\"bytes_per_rule\":{:.1},\"update_us\":null}}",
+            "{{\"rules\":{rules},\"headers\":{},\"lookup_ns\":{:.1},\"build_ms\":{:.2},\"bytes_per_rule\":{:.1},\"update_us\":null,\"update_median_us\":null,\"update_p99_us\":null}}",
             headers.len(),
             times[times.len() / 2],
             build.as_secs_f64() * 1e3,
@@ -392,7 +394,10 @@ fn run_firewall(
 }
 
 /// The update timings of [`bench::updates`], with each update proved when `prove` is set.
-fn updates(rules: &[Rule], prove: bool) -> Result<(f64, Option<bench::CheckTimes>), Fail> {
+fn updates(
+    rules: &[Rule],
+    prove: bool,
+) -> Result<(bench::UpdateTimes, Option<bench::CheckTimes>), Fail> {
     let times = if prove {
         bench::updates(rules, Some(&mut rampart_policy::live::LiveProver::new()))
             .map_err(|e| Fail(format!("after an update: {e}"), 3))?
@@ -400,7 +405,7 @@ fn updates(rules: &[Rule], prove: bool) -> Result<(f64, Option<bench::CheckTimes
         let Ok(t) = bench::updates(rules, None::<&mut bench::NoCheck>);
         t
     };
-    Ok((times.per_update_us, times.checks))
+    Ok((times, times.checks))
 }
 
 /// Proves a compiled structure equal to the rules it was built from, saying so on standard
