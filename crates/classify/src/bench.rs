@@ -43,10 +43,11 @@ pub fn uniform_headers(n: usize) -> Vec<Header> {
 /// chosen). Such a header lands where the rules are dense, goes down the deep parts of a
 /// decision tree and scans its leaves, yet misses the rule it was drawn from and matches a
 /// later one or none: the worst of both a trace (headers near the rules) and uniform traffic
-/// (late matches). Fields are ClassBench's (addresses, ports up to 65535, protocol up to 255);
-/// xorshift64 from a fixed seed, so every run and tool sees the same headers.
+/// (late matches). Fields end where [`Rule::ANY`]'s do (addresses, ports up to 65535,
+/// protocol up to 255); xorshift64 from a fixed seed, so every run and tool sees the same
+/// headers. With no rules there is nothing to miss: uniform headers.
 pub fn near_miss_headers(rules: &[Rule], n: usize) -> Vec<Header> {
-    const MAX: [u32; 5] = [u32::MAX, u32::MAX, 0xffff, 0xffff, 0xff];
+    let max = Rule::ANY.hi;
     let mut s = 0x2545_f491_4f6c_dd1du64;
     let mut next = move || {
         s ^= s << 13;
@@ -62,14 +63,15 @@ pub fn near_miss_headers(rules: &[Rule], n: usize) -> Vec<Header> {
             let r = &rules[(next() % rules.len() as u64) as usize];
             let mut h = [0u32; 5];
             for d in 0..5 {
-                let (lo, hi) = (r.lo[d], r.hi[d].min(MAX[d]));
+                let (lo, hi) = (r.lo[d], r.hi[d].min(max[d]));
                 let span = u64::from(hi.saturating_sub(lo)) + 1;
                 h[d] = lo + (next() % span) as u32;
             }
-            let narrow: Vec<usize> = (0..5).filter(|&d| r.lo[d] > 0 || r.hi[d] < MAX[d]).collect();
-            if !narrow.is_empty() {
-                let d = narrow[(next() % narrow.len() as u64) as usize];
-                h[d] = if r.hi[d] < MAX[d] { r.hi[d] + 1 } else { r.lo[d] - 1 };
+            let narrow = |d: &usize| r.lo[*d] > 0 || r.hi[*d] < max[*d];
+            let count = (0..5).filter(narrow).count() as u64;
+            if count > 0 {
+                let d = (0..5).filter(narrow).nth((next() % count) as usize).expect("counted");
+                h[d] = if r.hi[d] < max[d] { r.hi[d] + 1 } else { r.lo[d] - 1 };
             }
             Header(h)
         })

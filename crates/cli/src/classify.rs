@@ -316,8 +316,8 @@ fn run(args: &ClassifyArgs) -> Result<(), Fail> {
             compiled.classify_batch(std::hint::black_box(&headers), &mut out);
         });
         let stats = compiled.stats();
-        let (update, proof) = updates(&rules, args.verify)?;
-        let proof = match proof {
+        let update = updates(&rules, args.verify)?;
+        let proof = match update.checks {
             Some(p) => format!(
                 ",\"proof_us\":{:.1},\"full_proofs\":{},\"full_proof_ms\":{:.1},\"region_proof_us\":{:.1}",
                 p.per_update_us, p.full, p.full_ms, p.region_us
@@ -394,10 +394,7 @@ fn run_firewall(
 }
 
 /// The update timings of [`bench::updates`], with each update proved when `prove` is set.
-fn updates(
-    rules: &[Rule],
-    prove: bool,
-) -> Result<(bench::UpdateTimes, Option<bench::CheckTimes>), Fail> {
+fn updates(rules: &[Rule], prove: bool) -> Result<bench::UpdateTimes, Fail> {
     let times = if prove {
         bench::updates(rules, Some(&mut rampart_policy::live::LiveProver::new()))
             .map_err(|e| Fail(format!("after an update: {e}"), 3))?
@@ -405,7 +402,7 @@ fn updates(
         let Ok(t) = bench::updates(rules, None::<&mut bench::NoCheck>);
         t
     };
-    Ok((times, times.checks))
+    Ok(times)
 }
 
 /// Proves a compiled structure equal to the rules it was built from, saying so on standard

@@ -55,12 +55,13 @@ pub struct Checksums {
 ///
 /// The running sum is kept modulo 2^64 - 1 (with end-around carries), which 0xffff divides, so
 /// folding it gives the 16-bit one's-complement sum; it is zero only when every byte and `acc`
-/// are. The bytes are summed in the machine's order (RFC 1071's "byte order independence"):
+/// are. The bytes are summed as little-endian words (RFC 1071's "byte order independence"):
 /// from 128 bytes on, blocks of 32 bytes as 32-bit words into eight 64-bit lanes, which cannot
 /// overflow for any slice under 2^34 bytes, so there is no carry chain and the compiler
-/// vectorises the loop; the rest (and shorter slices) eight, four, two and one bytes at a time (a 16-bit word's place in a wider one
-/// does not change the sum modulo 0xffff). A little-endian sum turns into the big-endian one
-/// by multiplying by 256 (a byte swap, modulo 0xffff), which modulo 2^64 - 1 is a rotation.
+/// vectorises the loop; the rest (and shorter slices) eight, four, two and one bytes at a
+/// time (a 16-bit word's place in a wider one does not change the sum modulo 0xffff). A
+/// little-endian sum turns into the big-endian one by multiplying by 256 (a byte swap, modulo
+/// 0xffff), which modulo 2^64 - 1 is a rotation.
 /// Measured against the big-endian, eight-bytes-at-a-time loop this replaced in
 /// `BENCHMARKS.md`.
 #[inline]
