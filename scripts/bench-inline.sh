@@ -26,9 +26,11 @@
 #       costs a userspace box here with no decision at all.
 #
 # Usage: sudo scripts/bench-inline.sh MODE [ARGS...]   (RAMPART_BIN: another build to measure)
+#        (MID_LOG=FILE keeps what the boxes print, BRIDGE_ARGS adds options to xdpbridge)
 #        (root; iproute2, ethtool, taskset, iperf3, ping, nft, libxdp1 for the AF_XDP parts;
-#        in flood mode BOXES="linux bridge rampart xdpbridge rampart-xdp" picks the boxes;
-#        the default is "linux rampart rampart-xdp")
+#        BOXES picks the boxes: in tcp mode from "linux bridge rampart xdpbridge rampart-xdp"
+#        (all by default), in flood mode the same names, "linux rampart rampart-xdp" by
+#        default; a box named "rampart-xdp:BIN" (or "rampart:BIN") runs the build at BIN)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:?usage: bench-inline.sh rate|tcp|reload|flood [ARGS...]}
@@ -87,14 +89,16 @@ rx() { ip netns exec $S cat /sys/class/net/s0/statistics/rx_packets; }
 
 # start NAME: starts the middle box NAME on CPU 1 (its pid in $mid).
 start() {
-    case $1 in
+    local b=$bin
+    case $1 in *:*) b=${1#*:} ;; esac
+    case ${1%%:*} in
     bridge) taskset -c 1 ip netns exec $R "$ex/bridge" r0 r1 100000 >"$tmp/mid.out" 2>&1 & ;;
-    xdpbridge) taskset -c 1 ip netns exec $R "$ex/xdpbridge" r0 r1 100000 >"$tmp/mid.out" 2>&1 & ;;
+    xdpbridge) taskset -c 1 ip netns exec $R "$ex/xdpbridge" r0 r1 100000 ${BRIDGE_ARGS:-} >"$tmp/mid.out" 2>&1 & ;;
     rampart | rampart-xdp)
         local d=af_packet
-        [ "$1" = rampart-xdp ] && d=af_xdp
+        [ "${1%%:*}" = rampart-xdp ] && d=af_xdp
         rm -f "$tmp/ctl"
-        taskset -c 1 ip netns exec $R "$bin" run --rules "$tmp/rules.nft" --pair r0:r1 \
+        taskset -c 1 ip netns exec $R "$b" run --rules "$tmp/rules.nft" --pair r0:r1 \
             --driver $d --control "$tmp/ctl" --dpi off ${RUN_ARGS:-} >"$tmp/mid.out" 2>&1 &
         ;;
     linux)
@@ -120,6 +124,8 @@ stop() {
     if [ -n "$mid" ]; then
         kill -TERM $mid 2>/dev/null || true
         wait $mid 2>/dev/null || true
+        # MID_LOG: a file that collects what each box printed (its counters at the end).
+        [ -z "${MID_LOG:-}" ] || cat "$tmp/mid.out" >>"$MID_LOG"
     else
         ip netns exec $R nft flush ruleset
         ip netns exec $R sysctl -qw net.ipv4.ip_forward=0 net.ipv4.conf.r0.proxy_arp=0 \
@@ -159,7 +165,7 @@ tcp)
     ip netns exec $S iperf3 -s -D -B 10.77.0.2
     sleep 0.5
     for r in $(seq "$runs"); do
-        for box in linux bridge rampart xdpbridge rampart-xdp; do
+        for box in ${BOXES:-linux bridge rampart xdpbridge rampart-xdp}; do
             start $box
             bps=$(ip netns exec $C iperf3 -c 10.77.0.2 -t "$secs" -J |
                 python3 -c 'import json,sys; print(int(json.load(sys.stdin)["end"]["sum_received"]["bits_per_second"]))')
