@@ -33,7 +33,13 @@
 //!
 //! # Buffers
 //! Each interface's fill ring holds up to half the frames; the other half serve frames being
-//! decided and sent, and a few are kept back for [`XdpPair::inject`]. When the fill ring runs
+//! decided and sent, and a few are kept back for [`XdpPair::inject`]. A fill ring is kept only
+//! as deep as the traffic needs: at most [`FILL_START`] frames at first, twice as many each
+//! time the kernel took three quarters of them between two refills, up to the whole ring.
+//! Idle frames wait in a last-in, first-out list, so a link that does not need the depth
+//! cycles a few thousand frames that stay in the cache; a full ring of a large UMEM would
+//! cycle all of them, and in copy mode every copy into and out of a frame, and the kernel's
+//! frame bookkeeping, would miss the cache. When the fill ring runs
 //! dry (the bridge fell behind), the kernel drops what arrives and counts it in
 //! [`XdpKernelStats::rx_fill_ring_empty_descs`] (in copy mode also in `rx_dropped`). Sent
 //! frames come back when the device has finished with them. In copy mode a wake-up of the
@@ -56,9 +62,12 @@
 //! after the close, so a bridge reopened at once would otherwise fail.
 //!
 //! Dropping the pair deletes the sockets, which detaches the program (libxdp counts the
-//! sockets that use it), and unmaps the UMEM. A process killed before that leaves the program
-//! attached, passing everything to the host's stack; `xdp-loader unload IFACE --all` (from
-//! xdp-tools) or `ip link set dev IFACE xdp off` removes it.
+//! sockets that use it), and unmaps the UMEM. A process without the privileges to detach
+//! it by then, or killed before, leaves the program attached, passing everything to the
+//! host's stack, unless a process that kept them calls [`release`] with
+//! [`XdpPair::programs`] (as `rampart run` does when it drops its privileges); otherwise
+//! `xdp-loader unload IFACE --all` (from xdp-tools) or `ip link set dev IFACE xdp off`
+//! removes it.
 //!
 //! The `unsafe` here: the foreign calls into libxdp, the ring words shared with the kernel
 //! (read and written with the acquire/release ordering the kernel's `xsk_queue.h` pairs
@@ -148,6 +157,8 @@ pub struct XdpPortStats {
     pub kicks: u64,
     /// Wake-ups to which the kernel answered that the device dropped a frame (`EBUSY`).
     pub tx_busy: u64,
+    /// How many frames the fill ring is kept at now (module docs, "Buffers").
+    pub fill_depth: u32,
     /// The kernel's counters for this interface's socket.
     pub kernel: XdpKernelStats,
 }
@@ -353,6 +364,17 @@ type SocketCreateShared = unsafe extern "C" fn(
 type SocketDelete = unsafe extern "C" fn(*mut c_void);
 type UmemDelete = unsafe extern "C" fn(*mut c_void) -> c_int;
 type SocketFd = unsafe extern "C" fn(*const c_void) -> c_int;
+type MultiprogFromIfindex = unsafe extern "C" fn(c_int) -> *mut c_void;
+type MultiprogClose = unsafe extern "C" fn(*mut c_void);
+type MultiprogMain = unsafe extern "C" fn(*const c_void) -> *mut c_void;
+type MultiprogNext = unsafe extern "C" fn(*const c_void, *const c_void) -> *mut c_void;
+type ProgramName = unsafe extern "C" fn(*const c_void) -> *const c_char;
+type ProgramId = unsafe extern "C" fn(*const c_void) -> u32;
+type ProgramFromId = unsafe extern "C" fn(u32) -> *mut c_void;
+type ProgramIsAttached = unsafe extern "C" fn(*const c_void, c_int) -> c_int;
+type ProgramDetach = unsafe extern "C" fn(*mut c_void, c_int, c_int, u32) -> c_int;
+type ProgramClose = unsafe extern "C" fn(*mut c_void);
+type GetError = unsafe extern "C" fn(*const c_void) -> libc::c_long;
 /// libxdp's and libbpf's print callback: level, format, `va_list` (passed as a pointer on the
 /// architectures the messages are collected on).
 type PrintFn = unsafe extern "C" fn(c_int, *const c_char, *mut c_void) -> c_int;
@@ -366,6 +388,17 @@ struct Libxdp {
     umem_delete: UmemDelete,
     socket_fd: SocketFd,
     set_print: SetPrint,
+    mp_from_ifindex: MultiprogFromIfindex,
+    mp_close: MultiprogClose,
+    mp_main: MultiprogMain,
+    mp_next: MultiprogNext,
+    prog_name: ProgramName,
+    prog_id: ProgramId,
+    prog_from_id: ProgramFromId,
+    prog_is_attached: ProgramIsAttached,
+    prog_detach: ProgramDetach,
+    prog_close: ProgramClose,
+    get_error: GetError,
     /// libbpf's `libbpf_set_print` (libbpf is loaded with libxdp).
     bpf_set_print: Option<SetPrint>,
     /// Kept loaded for the life of the process (the function pointers point into them).
@@ -398,6 +431,22 @@ fn load() -> Result<Libxdp, String> {
             *lib.get::<UmemDelete>(b"xsk_umem__delete\0").map_err(|e| e.to_string())?;
         let socket_fd = *lib.get::<SocketFd>(b"xsk_socket__fd\0").map_err(|e| e.to_string())?;
         let set_print = *lib.get::<SetPrint>(b"libxdp_set_print\0").map_err(|e| e.to_string())?;
+        macro_rules! sym {
+            ($t:ty, $name:literal) => {
+                *lib.get::<$t>(concat!($name, "\0").as_bytes()).map_err(|e| e.to_string())?
+            };
+        }
+        let mp_from_ifindex = sym!(MultiprogFromIfindex, "xdp_multiprog__get_from_ifindex");
+        let mp_close = sym!(MultiprogClose, "xdp_multiprog__close");
+        let mp_main = sym!(MultiprogMain, "xdp_multiprog__main_prog");
+        let mp_next = sym!(MultiprogNext, "xdp_multiprog__next_prog");
+        let prog_name = sym!(ProgramName, "xdp_program__name");
+        let prog_id = sym!(ProgramId, "xdp_program__id");
+        let prog_from_id = sym!(ProgramFromId, "xdp_program__from_id");
+        let prog_is_attached = sym!(ProgramIsAttached, "xdp_program__is_attached");
+        let prog_detach = sym!(ProgramDetach, "xdp_program__detach");
+        let prog_close = sym!(ProgramClose, "xdp_program__close");
+        let get_error = sym!(GetError, "libxdp_get_error");
         let mut libs = vec![lib];
         let mut bpf_set_print = None;
         if let Ok(bpf) = libloading::Library::new("libbpf.so.1")
@@ -413,6 +462,17 @@ fn load() -> Result<Libxdp, String> {
             umem_delete,
             socket_fd,
             set_print,
+            mp_from_ifindex,
+            mp_close,
+            mp_main,
+            mp_next,
+            prog_name,
+            prog_id,
+            prog_from_id,
+            prog_is_attached,
+            prog_detach,
+            prog_close,
+            get_error,
             bpf_set_print,
             _libs: libs,
         })
@@ -422,6 +482,69 @@ fn load() -> Result<Libxdp, String> {
 fn libxdp() -> Result<&'static Libxdp, LiveError> {
     static LIB: OnceLock<Result<Libxdp, String>> = OnceLock::new();
     LIB.get_or_init(load).as_ref().map_err(|e| LiveError::NoLibxdp(e.clone()))
+}
+
+/// The name of libxdp's AF_XDP redirect program.
+const XSK_PROGRAM: &str = "xsk_def_prog";
+
+/// The id of libxdp's AF_XDP redirect program on interface `ifindex` (attached alone, or
+/// under libxdp's dispatcher), if there is one.
+fn xsk_program(lib: &Libxdp, ifindex: u32) -> Option<u32> {
+    // SAFETY: libxdp's query functions, each given what the one before returned (checked
+    // with libxdp_get_error, which takes any pointer); the programs returned by the
+    // iteration belong to `mp` and are not used after it is closed.
+    unsafe {
+        let mp = (lib.mp_from_ifindex)(ifindex as c_int);
+        if mp.is_null() || (lib.get_error)(mp) != 0 {
+            return None;
+        }
+        let named = |p: *mut c_void| {
+            if p.is_null() || (lib.get_error)(p) != 0 {
+                return None;
+            }
+            let name = (lib.prog_name)(p);
+            (!name.is_null() && CStr::from_ptr(name).to_bytes() == XSK_PROGRAM.as_bytes())
+                .then(|| (lib.prog_id)(p))
+        };
+        let mut found = named((lib.mp_main)(mp));
+        let mut p = (lib.mp_next)(std::ptr::null(), mp);
+        while found.is_none() && !p.is_null() && (lib.get_error)(p) == 0 {
+            found = named(p);
+            p = (lib.mp_next)(p, mp);
+        }
+        (lib.mp_close)(mp);
+        found
+    }
+}
+
+/// Detaches XDP program `id` from interface `ifindex` (of this network namespace) if it is
+/// still attached there; `Ok(false)` when it is not. This is what a privileged helper does
+/// for an [`XdpPair`] whose process gave up the privileges to detach its own program
+/// ([`XdpPair::programs`], [`XdpPair::released_elsewhere`]).
+pub fn release(ifindex: u32, id: u32) -> Result<bool, String> {
+    let lib = libxdp().map_err(|e| e.to_string())?;
+    let quiet = Quiet::new(lib);
+    // SAFETY: libxdp's program functions on a program it returned (checked with
+    // libxdp_get_error), closed once.
+    let r = unsafe {
+        let prog = (lib.prog_from_id)(id);
+        if prog.is_null() || (lib.get_error)(prog) != 0 {
+            return Ok(false);
+        }
+        let mode = (lib.prog_is_attached)(prog, ifindex as c_int);
+        let r = if mode == 0 {
+            Ok(false)
+        } else {
+            match (lib.prog_detach)(prog, ifindex as c_int, mode, 0) {
+                0 => Ok(true),
+                rc => Err(io::Error::from_raw_os_error(-rc).to_string()),
+            }
+        };
+        (lib.prog_close)(prog);
+        r
+    };
+    let said = quiet.take();
+    r.map_err(|e| if said.is_empty() { e } else { format!("{e} ({})", said.join("; ")) })
 }
 
 /// Whether libxdp can be loaded here (so an [`XdpPair`] can open).
@@ -550,6 +673,9 @@ const XDP_FLAGS_SKB_MODE: u32 = 1 << 1;
 const XDP_FLAGS_DRV_MODE: u32 = 1 << 2;
 /// Descriptors one copy-mode `sendto` sends on kernels without `XDP_MAX_TX_SKB_BUDGET`.
 const TX_BATCH: u32 = 32;
+/// The most frames a fill ring is first given (what the default UMEM gives each ring); the
+/// depth doubles when traffic needs it (module docs, "Buffers").
+pub const FILL_START: u32 = 2048;
 /// How long [`XdpPair::open`] keeps trying a queue that is busy.
 const BUSY_WAIT: Duration = Duration::from_secs(2);
 
@@ -563,6 +689,8 @@ struct Port {
     /// One `sendto` drains the TX ring (copy mode with a budget as large as the ring, or
     /// zero copy, where the driver takes the ring itself).
     one_kick: bool,
+    /// How many frames the fill ring is kept at (see [`fill_room`]); 0 until it is mapped.
+    fill_depth: u32,
     stats: XdpPortStats,
 }
 
@@ -580,6 +708,7 @@ impl Port {
             fd: -1,
             rings,
             one_kick: false,
+            fill_depth: 0,
             stats: XdpPortStats::default(),
         }
     }
@@ -652,6 +781,20 @@ impl Port {
     }
 }
 
+/// How many frames to add to a fill ring of `size` entries that still holds `held` of the
+/// frames given to it (`free` entries are free), keeping it at `depth` frames: `depth` starts
+/// at [`FILL_START`] (or the ring's size, if smaller) and doubles, up to `size`, whenever the
+/// kernel has left fewer than a quarter of it since the last refill, so the ring keeps enough
+/// in hand for the gaps between two refills without cycling every frame of the UMEM.
+fn fill_room(depth: &mut u32, size: u32, held: u32, free: u32) -> u32 {
+    if *depth == 0 {
+        *depth = FILL_START.min(size);
+    } else if held < *depth / 4 && *depth < size {
+        *depth = (*depth * 2).min(size);
+    }
+    depth.saturating_sub(held).min(free)
+}
+
 /// An AF_XDP bridge between two interfaces: see the [module docs](self).
 pub struct XdpPair {
     lib: &'static Libxdp,
@@ -673,6 +816,10 @@ pub struct XdpPair {
     first: usize,
     /// Still being set up: the set-up lock is held by `open`, so drop must not take it.
     opening: bool,
+    /// Each interface's index and the id of the redirect program attached to it.
+    programs: [(u32, Option<u32>); 2],
+    /// Another process detaches the programs (this one may lack the privileges).
+    released_elsewhere: bool,
     /// The `interface` number of the first interface's frames.
     base: u32,
     /// The batch's frames: an allocation kept from batch to batch (empty between them; see
@@ -918,6 +1065,12 @@ impl XdpPair {
                     .to_string(),
             );
         }
+        for (slot, iface) in pair.programs.iter_mut().zip([a, b]) {
+            let c = CString::new(iface).map_err(|_| LiveError::NoInterface(iface.to_string()))?;
+            // SAFETY: a NUL-terminated name.
+            let ifindex = unsafe { libc::if_nametoindex(c.as_ptr()) };
+            *slot = (ifindex, xsk_program(lib, ifindex));
+        }
         notes.extend(quiet.take());
         drop(quiet);
         pair.opening = false;
@@ -978,6 +1131,8 @@ impl XdpPair {
             verdicts: Vec::new(),
             first: 0,
             opening: true,
+            programs: [(0, None); 2],
+            released_elsewhere: false,
             base: cfg.first_interface,
             frames: Vec::new(),
         };
@@ -1111,6 +1266,20 @@ impl XdpPair {
         &self.notes
     }
 
+    /// Each interface's index and the id of libxdp's redirect program attached to it (`None`
+    /// if it could not be found): what [`release`] takes to detach the programs after this
+    /// process has given up the privileges to do it itself.
+    pub fn programs(&self) -> [(u32, Option<u32>); 2] {
+        self.programs
+    }
+
+    /// Says that another process detaches the programs when this one ends ([`release`]):
+    /// deleting the sockets still removes them from the programs' maps, and what libxdp
+    /// says when it cannot also detach the programs (without privileges) is not printed.
+    pub fn released_elsewhere(&mut self) {
+        self.released_elsewhere = true;
+    }
+
     /// The two interfaces' names (0 and 1).
     pub fn interfaces(&self) -> [&str; 2] {
         [&self.ports[0].name, &self.ports[1].name]
@@ -1121,6 +1290,7 @@ impl XdpPair {
         let mut ports = [self.ports[0].stats, self.ports[1].stats];
         for (s, p) in ports.iter_mut().zip(&self.ports) {
             s.kernel = p.kernel_stats();
+            s.fill_depth = p.fill_depth;
         }
         XdpStats { ports, zero_copy: self.zero_copy }
     }
@@ -1151,7 +1321,12 @@ impl XdpPair {
         // A ring not mapped yet (size 0: the second interface during set-up) gets nothing.
         let room = self.ports.each_mut().map(|p| {
             let f = &mut p.rings().fill;
-            if f.size == 0 { 0 } else { f.prod_free(f.size) as usize }
+            if f.size == 0 {
+                return 0;
+            }
+            let (size, held) = (f.size, f.prod_outstanding());
+            let free = f.prod_free(size);
+            fill_room(&mut p.fill_depth, size, held, free) as usize
         });
         let total = room[0] + room[1];
         if total == 0 {
@@ -1448,7 +1623,7 @@ impl Drop for XdpPair {
             // it, but for its notice that no BPF file system is mounted (it then keeps its
             // lock in /run/xdp, which works).
             for m in quiet.take() {
-                if !m.contains("No bpffs found") {
+                if !self.released_elsewhere && !m.contains("No bpffs found") {
                     eprintln!("{m}");
                 }
             }
@@ -1617,6 +1792,33 @@ mod tests {
             t.ring.release(4);
             assert_eq!(t.ring.peek(1), (0, start.wrapping_add(7)));
         }
+    }
+
+    #[test]
+    fn fill_rings_deepen_only_when_the_kernel_nearly_empties_them() {
+        let mut depth = 0;
+        // First refill of an empty ring of 16 Ki entries: the starting depth.
+        assert_eq!(fill_room(&mut depth, 16384, 0, 16384), FILL_START);
+        assert_eq!(depth, FILL_START);
+        // The kernel took 100 of them: topped up, no deeper.
+        assert_eq!(fill_room(&mut depth, 16384, FILL_START - 100, 16384), 100);
+        assert_eq!(depth, FILL_START);
+        // A quarter left exactly: still no deeper.
+        assert_eq!(fill_room(&mut depth, 16384, FILL_START / 4, 16384), FILL_START * 3 / 4);
+        // Fewer than a quarter left: twice as deep, and filled to it.
+        assert_eq!(fill_room(&mut depth, 16384, 10, 16384), 2 * FILL_START - 10);
+        assert_eq!(depth, 2 * FILL_START);
+        // Never past the ring, and never more than the free entries.
+        for _ in 0..10 {
+            fill_room(&mut depth, 16384, 0, 16384);
+        }
+        assert_eq!(depth, 16384);
+        assert_eq!(fill_room(&mut depth, 16384, 16000, 300), 300);
+        // A ring smaller than the starting depth starts full.
+        let mut small = 0;
+        assert_eq!(fill_room(&mut small, 1024, 0, 1024), 1024);
+        assert_eq!(fill_room(&mut small, 1024, 0, 1024), 1024);
+        assert_eq!(small, 1024);
     }
 
     #[test]

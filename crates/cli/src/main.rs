@@ -78,6 +78,11 @@ enum Command {
     /// Where the time of `rampart flows` and `rampart rtt` goes on a capture: CPU time per
     /// packet of each step (walk, parse, key and hash, table, each stage, output).
     Bench(bench::Args),
+    /// (Internal) Detaches the AF_XDP programs of a `rampart run` that dropped its
+    /// privileges once that process has ended: reads `IFINDEX PROGRAM-ID` lines from
+    /// standard input until it closes.
+    #[command(name = "xdp-release", hide = true)]
+    XdpRelease,
 }
 
 fn main() -> ExitCode {
@@ -109,6 +114,7 @@ fn main() -> ExitCode {
         Command::Dpi(cmd) => dpi::run(cmd),
         Command::Report(args) => report::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::XdpRelease => run::xdp_release(),
     };
     match result {
         Ok(code) => code,

@@ -18,8 +18,8 @@
 //! and frames through undecided while a worker falls behind (each counted), for links where
 //! availability matters more.
 
-use std::collections::BTreeMap;
-use std::io::{self, BufRead, BufReader, Write};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::IpAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -43,6 +43,9 @@ use crate::classify::{RuleFormat, RuleSource};
 use crate::firewall::{Counts, Named, Out, Published};
 use crate::ipfix::{self, IpfixArgs};
 use crate::metrics::{Metrics, MetricsArgs, lock};
+
+/// Frames decided together when `batch` is not given.
+const DEFAULT_BATCH: u16 = 256;
 
 /// The control socket when none is given.
 const DEFAULT_CONTROL: &str = "/run/rampart.sock";
@@ -111,6 +114,11 @@ pub(crate) struct Args {
     #[arg(short = 'B', long = "buffer-size", value_name = "MIB",
           value_parser = clap::value_parser!(u64).range(1..=65_536))]
     buffer_size: Option<u64>,
+    /// Most frames taken from the receive rings and decided together (default 256; from 1
+    /// to 4,096). Fewer shortens the time a frame waits for its batch; more wakes the
+    /// kernel to transmit less often.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=4096))]
+    batch: Option<u16>,
     /// Check the configuration and the rule set (and prove it) without touching an
     /// interface, then exit.
     #[arg(long)]
@@ -145,6 +153,7 @@ struct FileConfig {
     user: Option<String>,
     dpi: Option<String>,
     buffer_size: Option<u64>,
+    batch: Option<u16>,
     quiet: Option<bool>,
     ipfix: Option<String>,
     metrics: Option<String>,
@@ -175,6 +184,7 @@ struct Settings {
     user: String,
     dpi: bool,
     buffer_mib: u64,
+    batch: usize,
     quiet: bool,
     check: bool,
 }
@@ -267,6 +277,10 @@ fn settings(mut a: Args) -> Result<(Settings, IpfixArgs, MetricsArgs), Fail> {
     if !(1..=65_536).contains(&buffer_mib) {
         return Err(Fail(format!("buffer-size {buffer_mib}: from 1 to 65536 MiB"), 2));
     }
+    let batch = usize::from(a.batch.or(f.batch).unwrap_or(DEFAULT_BATCH));
+    if !(1..=4096).contains(&batch) {
+        return Err(Fail(format!("batch {batch}: from 1 to 4096 frames"), 2));
+    }
     let mut ipfix = a.ipfix;
     if ipfix.ipfix.is_none()
         && let Some(t) = &f.ipfix
@@ -295,6 +309,7 @@ fn settings(mut a: Args) -> Result<(Settings, IpfixArgs, MetricsArgs), Fail> {
         user: a.user.or(f.user).unwrap_or_else(|| "nobody".into()),
         dpi: dpi != "off",
         buffer_mib,
+        batch,
         quiet: a.quiet || f.quiet.unwrap_or(false),
         check: a.check,
     };
@@ -385,12 +400,19 @@ fn check_port(name: &str) -> Result<(), Fail> {
     Ok(())
 }
 
+/// AF_XDP programs to detach at the end: interface index, program id.
+type XdpPrograms = BTreeSet<(u32, u32)>;
+
 /// A worker's ports.
 type BoxPorts = Box<dyn Ports + Send>;
 
-/// Opens every port of every worker, before anything is forwarded.
-fn open_ports(s: &Settings) -> Result<Vec<(usize, BoxPorts)>, Fail> {
+/// Opens every port of every worker, before anything is forwarded. With them, the AF_XDP
+/// programs a helper must detach at the end (interface index, program id): those of a run
+/// that will drop its root privileges.
+fn open_ports(s: &Settings) -> Result<(Vec<(usize, BoxPorts)>, XdpPrograms), Fail> {
     let mut out = Vec::new();
+    let mut programs = BTreeSet::new();
+    let releasing = s.user != "root" && nix::unistd::geteuid().is_root();
     // Fanout group ids: one per interface, from the process id so two runs do not meet.
     let base = (std::process::id() as u16).wrapping_mul(64);
     for (p, (a, b)) in s.pairs.iter().enumerate() {
@@ -408,9 +430,15 @@ fn open_ports(s: &Settings) -> Result<Vec<(usize, BoxPorts)>, Fail> {
                         first_interface: 2 * p as u32,
                         ..XdpConfig::default()
                     };
-                    let pair = XdpPair::open(a, b, &cfg).map_err(|e| {
+                    let mut pair = XdpPair::open(a, b, &cfg).map_err(|e| {
                         Fail(format!("{e} (pair {a}:{b}, worker {w}, queue {w})"), 2)
                     })?;
+                    if releasing {
+                        pair.released_elsewhere();
+                        programs.extend(
+                            pair.programs().into_iter().filter_map(|(i, id)| Some((i, id?))),
+                        );
+                    }
                     if !s.quiet {
                         for n in pair.notes() {
                             eprintln!("rampart run: {a}:{b} queue {w}: {n}");
@@ -434,7 +462,72 @@ fn open_ports(s: &Settings) -> Result<Vec<(usize, BoxPorts)>, Fail> {
             out.push((p, ports));
         }
     }
-    Ok(out)
+    Ok((out, programs))
+}
+
+/// When `rampart run` drops its privileges over AF_XDP, it can no longer detach the
+/// redirect programs libxdp attached to its interfaces when it ends. So it first starts
+/// itself again as a helper (`rampart xdp-release`, which keeps root and does nothing but
+/// wait) in a process group of its own (a Ctrl-C at the terminal does not reach it), and
+/// writes to the helper's standard input each interface's index and program id. When
+/// `rampart run` ends, however it ends (a clean stop, a crash, SIGKILL), that pipe closes
+/// and the helper detaches each program still attached, then exits. `None` when there is
+/// nothing to release (no AF_XDP port, or not running as root).
+fn start_xdp_release(programs: &BTreeSet<(u32, u32)>) -> Result<Option<std::process::Child>, Fail> {
+    if programs.is_empty() {
+        return Ok(None);
+    }
+    let exe = std::env::current_exe()
+        .map_err(|e| Fail(format!("finding rampart's own executable: {e}"), 1))?;
+    use std::os::unix::process::CommandExt;
+    let mut child = std::process::Command::new(exe)
+        .arg("xdp-release")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .map_err(|e| Fail(format!("starting the AF_XDP release helper: {e}"), 1))?;
+    let mut text = String::new();
+    for (ifindex, id) in programs {
+        text.push_str(&format!("{ifindex} {id}\n"));
+    }
+    let stdin = child.stdin.as_mut().expect("piped above");
+    stdin
+        .write_all(text.as_bytes())
+        .and_then(|()| stdin.flush())
+        .map_err(|e| Fail(format!("writing to the AF_XDP release helper: {e}"), 1))?;
+    Ok(Some(child))
+}
+
+/// `rampart xdp-release` (see [`start_xdp_release`]): reads `IFINDEX PROGRAM-ID` lines until
+/// standard input closes, then detaches each program still attached to its interface.
+pub(crate) fn xdp_release() -> Result<ExitCode, Fail> {
+    // The stop signals are for the bridge, which closes the pipe as it ends: here they only
+    // set a flag no one reads.
+    let ignored = Arc::new(AtomicBool::new(false));
+    for sig in
+        [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP]
+    {
+        let _ = signal_hook::flag::register(sig, Arc::clone(&ignored));
+    }
+    let mut text = String::new();
+    io::stdin()
+        .read_to_string(&mut text)
+        .map_err(|e| Fail(format!("rampart xdp-release: reading standard input: {e}"), 1))?;
+    let mut failed = false;
+    for line in text.lines() {
+        let mut w = line.split_whitespace().map(str::parse::<u32>);
+        let (Some(Ok(ifindex)), Some(Ok(id)), None) = (w.next(), w.next(), w.next()) else {
+            return Err(Fail(format!("rampart xdp-release: bad line {line:?}"), 2));
+        };
+        if let Err(e) = rampart_capture::xdp::release(ifindex, id) {
+            eprintln!(
+                "rampart run: detaching XDP program {id} from interface {ifindex} failed: {e}"
+            );
+            failed = true;
+        }
+    }
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
 /// Drops to `user` (and every capability) now that every socket is open.
@@ -682,7 +775,9 @@ fn go(args: Args) -> Result<ExitCode, Fail> {
     };
     let exporter = ipfix::open_with(&ipfix_args, groups)?;
     let metrics = Metrics::start(&metrics_args, None)?;
-    let mut ports = open_ports(&s)?;
+    let (mut ports, programs) = open_ports(&s)?;
+    // Kept until the process ends: its standard input closing is the helper's signal.
+    let _release = start_xdp_release(&programs)?;
     let threads = ports.len();
     let control = bind_control(&s.control)?;
     let owner = nix::unistd::getuid().as_raw();
@@ -750,7 +845,11 @@ fn go(args: Args) -> Result<ExitCode, Fail> {
         reloads: Mutex::new((0, 0)),
         owner,
     };
-    let inline = InlineConfig { fail_open_overload: s.fail_open.1, ..InlineConfig::default() };
+    let inline = InlineConfig {
+        batch: s.batch,
+        fail_open_overload: s.fail_open.1,
+        ..InlineConfig::default()
+    };
     let results: Vec<(io::Result<InlineEnd>, Pipeline)> = std::thread::scope(|scope| {
         let mut handles = Vec::new();
         for (i, (_, mut p)) in ports.drain(..).enumerate() {

@@ -8,7 +8,8 @@
 //!   outcome and every crafted segment's fate must be the same.
 //! - Privileges are dropped (uid nobody, no capabilities), the control socket is its owner's
 //!   only, `status` and `reload` work, a broken file changes nothing, and a killed rampart
-//!   forwards nothing (fail-closed).
+//!   forwards nothing (fail-closed). Over AF_XDP, the redirect programs are detached when
+//!   rampart ends, stopped or killed, although it no longer has the privileges to do so.
 //! - A TCP transfer survives a stream of reloads; an `app bittorrent drop` rule cuts a
 //!   BitTorrent handshake while HTTP passes; two workers see both directions of each flow.
 //!
@@ -260,6 +261,51 @@ fn run_drops_privileges_answers_its_owner_reloads_and_fails_closed() {
     let mut child = child;
     let _ = child.wait();
     assert!(!t.ping(), "frames crossed with rampart dead");
+}
+
+/// Whether interface `dev` of namespace `ns` has an XDP program attached.
+fn xdp_attached(t: &Topo, dev: &str) -> bool {
+    let out = t.exec(&t.r, &["ip", "link", "show", dev]);
+    String::from_utf8_lossy(&out.stdout).contains("prog/xdp")
+}
+
+#[test]
+fn af_xdp_programs_are_detached_however_run_ends() {
+    let test = "af_xdp_programs_are_detached_however_run_ends";
+    if !can_run(test, &["ip", "ping", "ethtool"]) {
+        return;
+    }
+    if !rampart_capture::xdp::available() {
+        rampart_testkit::skip(rampart_testkit::REQUIRE_TOOLS, test, "libxdp1 is not installed");
+        return;
+    }
+    let t = Topo::new("x");
+    let rules = t.path("rules.nft");
+    std::fs::copy(rules_file(), &rules).unwrap();
+    sh(&format!("chmod 755 {}; chmod 644 {}", t.dir.path().display(), rules.display()));
+    for how in [Signal::SIGINT, Signal::SIGKILL] {
+        let child = t.run(&rules, &["--driver", "af_xdp"]);
+        assert!(t.ping(), "ping through rampart ({how})");
+        assert!(xdp_attached(&t, "r0") && xdp_attached(&t, "r1"), "no program while running");
+        // The bridge runs as nobody, which cannot detach them itself: the helper that kept
+        // root does, once the bridge has ended (cleanly or killed).
+        let uid = proc_status(child.id(), "Uid:");
+        assert!(uid.split_whitespace().skip(1).all(|u| u == "65534"), "{uid}");
+        let err = if how == Signal::SIGINT {
+            String::from_utf8_lossy(&stop(child).stderr).into_owned()
+        } else {
+            kill(Pid::from_raw(child.id() as i32), how).unwrap();
+            let mut child = child;
+            let _ = child.wait();
+            String::new()
+        };
+        assert!(!err.contains("detach program yourself"), "{err}");
+        let until = Instant::now() + Duration::from_secs(5);
+        while xdp_attached(&t, "r0") || xdp_attached(&t, "r1") {
+            assert!(Instant::now() < until, "an XDP program stayed attached after {how}: {err}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 #[test]

@@ -261,7 +261,7 @@ pub struct InlineConfig {
 
 impl Default for InlineConfig {
     fn default() -> Self {
-        Self { batch: 64, publish_every: Duration::from_millis(100), fail_open_overload: false }
+        Self { batch: 256, publish_every: Duration::from_millis(100), fail_open_overload: false }
     }
 }
 
