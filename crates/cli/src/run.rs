@@ -477,10 +477,12 @@ fn start_xdp_release(programs: &BTreeSet<(u32, u32)>) -> Result<Option<std::proc
     if programs.is_empty() {
         return Ok(None);
     }
-    let exe = std::env::current_exe()
-        .map_err(|e| Fail(format!("finding rampart's own executable: {e}"), 1))?;
     use std::os::unix::process::CommandExt;
-    let mut child = std::process::Command::new(exe)
+    // This very executable, even if its file was replaced or removed since it started (an
+    // upgrade while it runs); named as it was started.
+    let name = std::env::args_os().next().unwrap_or_else(|| "rampart".into());
+    let mut child = std::process::Command::new("/proc/self/exe")
+        .arg0(name)
         .arg("xdp-release")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())

@@ -289,8 +289,16 @@ fn af_xdp_programs_are_detached_however_run_ends() {
         assert!(xdp_attached(&t, "r0") && xdp_attached(&t, "r1"), "no program while running");
         // The bridge runs as nobody, which cannot detach them itself: the helper that kept
         // root does, once the bridge has ended (cleanly or killed).
-        let uid = proc_status(child.id(), "Uid:");
-        assert!(uid.split_whitespace().skip(1).all(|u| u == "65534"), "{uid}");
+        // (The control socket is bound just before the privileges are dropped.)
+        let until = Instant::now() + Duration::from_secs(5);
+        loop {
+            let uid = proc_status(child.id(), "Uid:");
+            if uid.split_whitespace().skip(1).all(|u| u == "65534") {
+                break;
+            }
+            assert!(Instant::now() < until, "still {uid}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let err = if how == Signal::SIGINT {
             String::from_utf8_lossy(&stop(child).stderr).into_owned()
         } else {
