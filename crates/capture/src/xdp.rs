@@ -528,8 +528,12 @@ pub fn release(ifindex: u32, id: u32) -> Result<bool, String> {
     // libxdp_get_error), closed once.
     let r = unsafe {
         let prog = (lib.prog_from_id)(id);
-        if prog.is_null() || (lib.get_error)(prog) != 0 {
-            return Ok(false);
+        match (lib.get_error)(prog) {
+            0 if !prog.is_null() => {}
+            // Gone already (the kernel frees a program nothing holds).
+            0 => return Ok(false),
+            e if e == -libc::c_long::from(libc::ENOENT) => return Ok(false),
+            e => return Err(io::Error::from_raw_os_error(-e as i32).to_string()),
         }
         let mode = (lib.prog_is_attached)(prog, ifindex as c_int);
         let r = if mode == 0 {
@@ -1850,6 +1854,19 @@ mod tests {
         let e = LiveError::NoLibxdp("libxdp.so.1: cannot open shared object file".into());
         let e = e.to_string();
         assert!(e.contains("libxdp1") && e.contains("cannot open"), "{e}");
+    }
+
+    #[test]
+    fn releasing_a_program_that_is_not_attached_changes_nothing() {
+        // SAFETY: geteuid has no preconditions.
+        if !available() || unsafe { libc::geteuid() } != 0 {
+            return;
+        }
+        // No such program (ids count up from 1 and never reach this), on loopback, which
+        // has none attached: nothing to detach, and no error.
+        assert_eq!(release(1, u32::MAX - 1), Ok(false));
+        let lib = libxdp().unwrap();
+        assert_eq!(xsk_program(lib, 1), None, "loopback has no AF_XDP program");
     }
 
     #[test]
