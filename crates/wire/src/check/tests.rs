@@ -290,3 +290,32 @@ proptest::proptest! {
         proptest::prop_assert_eq!(fold(sum(b, sum(a, u64::from(acc)))), got);
     }
 }
+
+proptest::proptest! {
+    #[test]
+    fn the_avx2_blocks_sum_as_the_baselines(
+        bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..2000),
+        start in proptest::num::u16::ANY,
+    ) {
+        let base = sum_with(&bytes, u64::from(start), false);
+        let folded = fold(base);
+        let narrow = sum16(&bytes, start);
+        let same = folded == narrow || (folded == 0xffff && narrow == 0) || (folded == 0 && narrow == 0xffff);
+        proptest::prop_assert!(same, "baseline {:#x} RFC 1071 {:#x}", folded, narrow);
+        if avx2() {
+            proptest::prop_assert_eq!(sum_with(&bytes, u64::from(start), true), base);
+        }
+    }
+}
+
+#[test]
+fn says_which_block_sums_ran() {
+    if avx2() {
+        // Long runs of 0xff carry the most: the lanes must not lose a carry either way.
+        let ff = vec![0xff; 65_536];
+        assert_eq!(sum_with(&ff, 0, true), sum_with(&ff, 0, false));
+        assert_eq!(fold(sum_with(&ff, 0, true)), 0xffff);
+    } else {
+        eprintln!("check: this CPU has no AVX2; only the baseline's block sums were tested");
+    }
+}
