@@ -518,12 +518,16 @@ fn xsk_program(lib: &Libxdp, ifindex: u32) -> Option<u32> {
 }
 
 /// Detaches XDP program `id` from interface `ifindex` (of this network namespace) if it is
-/// still attached there; `Ok(false)` when it is not. This is what a privileged helper does
-/// for an [`XdpPair`] whose process gave up the privileges to detach its own program
+/// still attached there as libxdp's AF_XDP redirect program; `Ok(false)` when it is not
+/// (another program is never touched). This is what a privileged helper does for an
+/// [`XdpPair`] whose process gave up the privileges to detach its own program
 /// ([`XdpPair::programs`], [`XdpPair::released_elsewhere`]).
 pub fn release(ifindex: u32, id: u32) -> Result<bool, String> {
     let lib = libxdp().map_err(|e| e.to_string())?;
     let quiet = Quiet::new(lib);
+    if xsk_program(lib, ifindex) != Some(id) {
+        return Ok(false);
+    }
     // SAFETY: libxdp's program functions on a program it returned (checked with
     // libxdp_get_error), closed once.
     let r = unsafe {
@@ -695,6 +699,8 @@ struct Port {
     one_kick: bool,
     /// How many frames the fill ring is kept at (see [`fill_room`]); 0 until it is mapped.
     fill_depth: u32,
+    /// The last refill brought the fill ring to `fill_depth`.
+    fill_full: bool,
     stats: XdpPortStats,
 }
 
@@ -713,6 +719,7 @@ impl Port {
             rings,
             one_kick: false,
             fill_depth: 0,
+            fill_full: false,
             stats: XdpPortStats::default(),
         }
     }
@@ -788,12 +795,14 @@ impl Port {
 /// How many frames to add to a fill ring of `size` entries that still holds `held` of the
 /// frames given to it (`free` entries are free), keeping it at `depth` frames: `depth` starts
 /// at [`FILL_START`] (or the ring's size, if smaller) and doubles, up to `size`, whenever the
-/// kernel has left fewer than a quarter of it since the last refill, so the ring keeps enough
-/// in hand for the gaps between two refills without cycling every frame of the UMEM.
-fn fill_room(depth: &mut u32, size: u32, held: u32, free: u32) -> u32 {
+/// kernel has left fewer than a quarter of it since the last refill (`filled`: that refill
+/// brought the ring to `depth`, so the frames went to the kernel, not missing for want of
+/// idle ones), so the ring keeps enough in hand for the gaps between two refills without
+/// cycling every frame of the UMEM. The depth is kept once reached.
+fn fill_room(depth: &mut u32, size: u32, held: u32, free: u32, filled: bool) -> u32 {
     if *depth == 0 {
         *depth = FILL_START.min(size);
-    } else if held < *depth / 4 && *depth < size {
+    } else if filled && held < *depth / 4 && *depth < size {
         *depth = (*depth * 2).min(size);
     }
     depth.saturating_sub(held).min(free)
@@ -1320,6 +1329,9 @@ impl XdpPair {
     fn refill(&mut self) {
         let avail = self.free.len().saturating_sub(self.reserve);
         if avail == 0 {
+            for p in &mut self.ports {
+                p.fill_full = false;
+            }
             return;
         }
         // A ring not mapped yet (size 0: the second interface during set-up) gets nothing.
@@ -1330,15 +1342,19 @@ impl XdpPair {
             }
             let (size, held) = (f.size, f.prod_outstanding());
             let free = f.prod_free(size);
-            fill_room(&mut p.fill_depth, size, held, free) as usize
+            fill_room(&mut p.fill_depth, size, held, free, p.fill_full) as usize
         });
         let total = room[0] + room[1];
         if total == 0 {
+            for p in &mut self.ports {
+                p.fill_full = true;
+            }
             return;
         }
         let give0 = if total <= avail { room[0] } else { avail * room[0] / total };
         let give = [give0, (avail - give0).min(room[1])];
-        for (port, n) in self.ports.iter_mut().zip(give) {
+        for ((port, n), want) in self.ports.iter_mut().zip(give).zip(room) {
+            port.fill_full = n == want;
             if n == 0 {
                 continue;
             }
@@ -1802,26 +1818,30 @@ mod tests {
     fn fill_rings_deepen_only_when_the_kernel_nearly_empties_them() {
         let mut depth = 0;
         // First refill of an empty ring of 16 Ki entries: the starting depth.
-        assert_eq!(fill_room(&mut depth, 16384, 0, 16384), FILL_START);
+        assert_eq!(fill_room(&mut depth, 16384, 0, 16384, false), FILL_START);
         assert_eq!(depth, FILL_START);
         // The kernel took 100 of them: topped up, no deeper.
-        assert_eq!(fill_room(&mut depth, 16384, FILL_START - 100, 16384), 100);
+        assert_eq!(fill_room(&mut depth, 16384, FILL_START - 100, 16384, true), 100);
         assert_eq!(depth, FILL_START);
         // A quarter left exactly: still no deeper.
-        assert_eq!(fill_room(&mut depth, 16384, FILL_START / 4, 16384), FILL_START * 3 / 4);
-        // Fewer than a quarter left: twice as deep, and filled to it.
-        assert_eq!(fill_room(&mut depth, 16384, 10, 16384), 2 * FILL_START - 10);
+        assert_eq!(fill_room(&mut depth, 16384, FILL_START / 4, 16384, true), FILL_START * 3 / 4);
+        // Fewer than a quarter left, but the last refill fell short (no idle frames): the
+        // kernel did not take them, so no deeper.
+        assert_eq!(fill_room(&mut depth, 16384, 10, 16384, false), FILL_START - 10);
+        assert_eq!(depth, FILL_START);
+        // Fewer than a quarter left after a full refill: twice as deep, and filled to it.
+        assert_eq!(fill_room(&mut depth, 16384, 10, 16384, true), 2 * FILL_START - 10);
         assert_eq!(depth, 2 * FILL_START);
         // Never past the ring, and never more than the free entries.
         for _ in 0..10 {
-            fill_room(&mut depth, 16384, 0, 16384);
+            fill_room(&mut depth, 16384, 0, 16384, true);
         }
         assert_eq!(depth, 16384);
-        assert_eq!(fill_room(&mut depth, 16384, 16000, 300), 300);
+        assert_eq!(fill_room(&mut depth, 16384, 16000, 300, true), 300);
         // A ring smaller than the starting depth starts full.
         let mut small = 0;
-        assert_eq!(fill_room(&mut small, 1024, 0, 1024), 1024);
-        assert_eq!(fill_room(&mut small, 1024, 0, 1024), 1024);
+        assert_eq!(fill_room(&mut small, 1024, 0, 1024, false), 1024);
+        assert_eq!(fill_room(&mut small, 1024, 0, 1024, true), 1024);
         assert_eq!(small, 1024);
     }
 

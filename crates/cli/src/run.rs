@@ -19,7 +19,7 @@
 //! availability matters more.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, BufReader, Write};
 use std::net::IpAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -406,13 +406,15 @@ type XdpPrograms = BTreeSet<(u32, u32)>;
 /// A worker's ports.
 type BoxPorts = Box<dyn Ports + Send>;
 
-/// Opens every port of every worker, before anything is forwarded. With them, the AF_XDP
-/// programs a helper must detach at the end (interface index, program id): those of a run
-/// that will drop its root privileges.
-fn open_ports(s: &Settings) -> Result<(Vec<(usize, BoxPorts)>, XdpPrograms), Fail> {
+/// Opens every port of every worker, before anything is forwarded. With them, when
+/// `releasing` (a helper detaches them: [`start_xdp_release`]), the AF_XDP programs to
+/// detach at the end (interface index, program id).
+fn open_ports(
+    s: &Settings,
+    releasing: bool,
+) -> Result<(Vec<(usize, BoxPorts)>, XdpPrograms), Fail> {
     let mut out = Vec::new();
     let mut programs = BTreeSet::new();
-    let releasing = s.user != "root" && nix::unistd::geteuid().is_root();
     // Fanout group ids: one per interface, from the process id so two runs do not meet.
     let base = (std::process::id() as u16).wrapping_mul(64);
     for (p, (a, b)) in s.pairs.iter().enumerate() {
@@ -466,22 +468,26 @@ fn open_ports(s: &Settings) -> Result<(Vec<(usize, BoxPorts)>, XdpPrograms), Fai
 }
 
 /// When `rampart run` drops its privileges over AF_XDP, it can no longer detach the
-/// redirect programs libxdp attached to its interfaces when it ends. So it first starts
-/// itself again as a helper (`rampart xdp-release`, which keeps root and does nothing but
-/// wait) in a process group of its own (a Ctrl-C at the terminal does not reach it), and
-/// writes to the helper's standard input each interface's index and program id. When
-/// `rampart run` ends, however it ends (a clean stop, a crash, SIGKILL), that pipe closes
-/// and the helper detaches each program still attached, then exits. `None` when there is
-/// nothing to release (no AF_XDP port, or not running as root).
-fn start_xdp_release(programs: &BTreeSet<(u32, u32)>) -> Result<Option<std::process::Child>, Fail> {
-    if programs.is_empty() {
+/// redirect programs libxdp attached to its interfaces when it ends. So before it opens any
+/// port (the helper must not inherit the AF_XDP sockets, which libxdp opens without
+/// close-on-exec) it starts itself again as a helper, `rampart xdp-release`, which keeps
+/// root and does nothing but wait, in a process group of its own (a Ctrl-C at the terminal
+/// does not reach it). Once the ports are open, and still as root, it writes each
+/// interface's index and program id to the helper's standard input, then `end`; the helper
+/// ignores anything written after that (so the unprivileged bridge cannot add to the list).
+/// When `rampart run` ends, however it ends (a clean stop, a crash, SIGKILL), the pipe
+/// closes and the helper detaches each of those programs that is still libxdp's AF_XDP
+/// program on its interface, then exits. `None` when there will be nothing to release (not
+/// AF_XDP, or not started as root, or staying root).
+fn start_xdp_release(s: &Settings) -> Result<Option<std::process::Child>, Fail> {
+    if s.driver != "af_xdp" || s.user == "root" || !nix::unistd::geteuid().is_root() {
         return Ok(None);
     }
     use std::os::unix::process::CommandExt;
     // This very executable, even if its file was replaced or removed since it started (an
     // upgrade while it runs); named as it was started.
     let name = std::env::args_os().next().unwrap_or_else(|| "rampart".into());
-    let mut child = std::process::Command::new("/proc/self/exe")
+    let child = std::process::Command::new("/proc/self/exe")
         .arg0(name)
         .arg("xdp-release")
         .stdin(std::process::Stdio::piped())
@@ -489,20 +495,52 @@ fn start_xdp_release(programs: &BTreeSet<(u32, u32)>) -> Result<Option<std::proc
         .process_group(0)
         .spawn()
         .map_err(|e| Fail(format!("starting the AF_XDP release helper: {e}"), 1))?;
+    Ok(Some(child))
+}
+
+/// Hands the helper the programs to detach (see [`start_xdp_release`]), closing the list.
+fn hand_xdp_programs(helper: &mut std::process::Child, programs: &XdpPrograms) -> Result<(), Fail> {
     let mut text = String::new();
     for (ifindex, id) in programs {
         text.push_str(&format!("{ifindex} {id}\n"));
     }
-    let stdin = child.stdin.as_mut().expect("piped above");
+    text.push_str("end\n");
+    let stdin = helper.stdin.as_mut().expect("piped when started");
     stdin
         .write_all(text.as_bytes())
         .and_then(|()| stdin.flush())
-        .map_err(|e| Fail(format!("writing to the AF_XDP release helper: {e}"), 1))?;
-    Ok(Some(child))
+        .map_err(|e| Fail(format!("writing to the AF_XDP release helper: {e}"), 1))
 }
 
-/// `rampart xdp-release` (see [`start_xdp_release`]): reads `IFINDEX PROGRAM-ID` lines until
-/// standard input closes, then detaches each program still attached to its interface.
+/// At a stop `rampart run` makes itself (every port closed): closes the helper's pipe and
+/// waits a few seconds for it to detach the programs, saying so if it fails or does not end.
+fn finish_xdp_release(helper: Option<std::process::Child>) -> bool {
+    let Some(mut helper) = helper else { return true };
+    drop(helper.stdin.take());
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        match helper.try_wait() {
+            Ok(Some(st)) if st.success() => return true,
+            Ok(Some(st)) => {
+                eprintln!("rampart run: the AF_XDP release helper ended with {st}");
+                return false;
+            }
+            Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) => {
+                eprintln!("rampart run: the AF_XDP release helper has not ended after 5 s");
+                return false;
+            }
+            Err(e) => {
+                eprintln!("rampart run: waiting for the AF_XDP release helper: {e}");
+                return false;
+            }
+        }
+    }
+}
+
+/// `rampart xdp-release` (see [`start_xdp_release`]): reads `IFINDEX PROGRAM-ID` lines up to
+/// `end` (anything after it is ignored), waits for standard input to close, then detaches
+/// each program still attached to its interface as libxdp's AF_XDP program.
 pub(crate) fn xdp_release() -> Result<ExitCode, Fail> {
     // The stop signals are for the bridge, which closes the pipe as it ends: here they only
     // set a flag no one reads.
@@ -512,16 +550,28 @@ pub(crate) fn xdp_release() -> Result<ExitCode, Fail> {
     {
         let _ = signal_hook::flag::register(sig, Arc::clone(&ignored));
     }
-    let mut text = String::new();
-    io::stdin()
-        .read_to_string(&mut text)
-        .map_err(|e| Fail(format!("rampart xdp-release: reading standard input: {e}"), 1))?;
+    let mut programs = Vec::new();
     let mut failed = false;
-    for line in text.lines() {
+    let mut closed = false;
+    for line in io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        if closed {
+            continue;
+        }
+        if line == "end" {
+            closed = true;
+            continue;
+        }
         let mut w = line.split_whitespace().map(str::parse::<u32>);
-        let (Some(Ok(ifindex)), Some(Ok(id)), None) = (w.next(), w.next(), w.next()) else {
-            return Err(Fail(format!("rampart xdp-release: bad line {line:?}"), 2));
-        };
+        match (w.next(), w.next(), w.next()) {
+            (Some(Ok(ifindex)), Some(Ok(id)), None) => programs.push((ifindex, id)),
+            _ => {
+                eprintln!("rampart xdp-release: bad line {line:?}");
+                failed = true;
+            }
+        }
+    }
+    for (ifindex, id) in programs {
         if let Err(e) = rampart_capture::xdp::release(ifindex, id) {
             eprintln!(
                 "rampart run: detaching XDP program {id} from interface {ifindex} failed: {e}"
@@ -777,9 +827,12 @@ fn go(args: Args) -> Result<ExitCode, Fail> {
     };
     let exporter = ipfix::open_with(&ipfix_args, groups)?;
     let metrics = Metrics::start(&metrics_args, None)?;
-    let (mut ports, programs) = open_ports(&s)?;
-    // Kept until the process ends: its standard input closing is the helper's signal.
-    let _release = start_xdp_release(&programs)?;
+    // Started before any port is open; its standard input closing is its signal.
+    let mut helper = start_xdp_release(&s)?;
+    let (mut ports, programs) = open_ports(&s, helper.is_some())?;
+    if let Some(h) = &mut helper {
+        hand_xdp_programs(h, &programs)?;
+    }
     let threads = ports.len();
     let control = bind_control(&s.control)?;
     let owner = nix::unistd::getuid().as_raw();
@@ -973,6 +1026,10 @@ fn go(args: Args) -> Result<ExitCode, Fail> {
     }
     if let Some(p) = out.metrics.take() {
         p.metrics.end(Some(p.meter), &stop);
+    }
+    // Every port is closed: the helper may detach the programs now.
+    if !finish_xdp_release(helper) {
+        code = ExitCode::from(1);
     }
     Ok(code)
 }

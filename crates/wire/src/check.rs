@@ -91,17 +91,17 @@ fn avx2() -> bool {
 /// Bytes in one block of the lanes: eight 32-bit words.
 const BLOCK: usize = 32;
 
-/// [`sum`] with the blocks summed with AVX2 when `wide` (the CPU must have it), by the
+/// [`sum`] with the blocks summed with AVX2 when `wide` and the CPU has it, by the
 /// baseline's code otherwise. Not inlined, so that the short slices' path stays as small as
 /// it is.
 #[inline(never)]
 fn sum_with(bytes: &[u8], acc: u64, wide: bool) -> u64 {
     let whole = bytes.len() / BLOCK * BLOCK;
     #[cfg(target_arch = "x86_64")]
-    let total = if wide {
+    let total = if wide && avx2() {
         #[allow(unsafe_code)]
-        // SAFETY: `wide` is only true where the CPU has AVX2 (`avx2()`; the tests pass it
-        // only after checking the same), the one requirement of the function.
+        // SAFETY: the CPU has AVX2 (checked just now; the detection is cached), the one
+        // requirement of the function.
         unsafe {
             blocks_avx2(&bytes[..whole])
         }
