@@ -996,10 +996,12 @@ impl XdpPair {
             return Err(config("zero copy needs native XDP, not generic (skb) mode".into()));
         }
         let mut notes = Vec::new();
-        for iface in [a, b] {
+        let mut ifindex = [0u32; 2];
+        for (iface, index) in [a, b].into_iter().zip(&mut ifindex) {
             let c = CString::new(iface).map_err(|_| LiveError::NoInterface(iface.to_string()))?;
             // SAFETY: a NUL-terminated name.
-            if unsafe { libc::if_nametoindex(c.as_ptr()) } == 0 {
+            *index = unsafe { libc::if_nametoindex(c.as_ptr()) };
+            if *index == 0 {
                 return Err(LiveError::NoInterface(iface.to_string()));
             }
             let queues = rx_queues(iface).unwrap_or(1);
@@ -1078,12 +1080,7 @@ impl XdpPair {
                     .to_string(),
             );
         }
-        for (slot, iface) in pair.programs.iter_mut().zip([a, b]) {
-            let c = CString::new(iface).map_err(|_| LiveError::NoInterface(iface.to_string()))?;
-            // SAFETY: a NUL-terminated name.
-            let ifindex = unsafe { libc::if_nametoindex(c.as_ptr()) };
-            *slot = (ifindex, xsk_program(lib, ifindex));
-        }
+        pair.programs = ifindex.map(|i| (i, xsk_program(lib, i)));
         notes.extend(quiet.take());
         drop(quiet);
         pair.opening = false;

@@ -79,8 +79,8 @@ enum Command {
     /// packet of each step (walk, parse, key and hash, table, each stage, output).
     Bench(bench::Args),
     /// (Internal) Detaches the AF_XDP programs of a `rampart run` that dropped its
-    /// privileges once that process has ended: reads `IFINDEX PROGRAM-ID` lines from
-    /// standard input until it closes.
+    /// privileges once that process has ended: reads `IFINDEX PROGRAM-ID` lines up to `end`
+    /// from standard input, then waits for it to close.
     #[command(name = "xdp-release", hide = true)]
     XdpRelease,
 }

@@ -44,9 +44,6 @@ use crate::firewall::{Counts, Named, Out, Published};
 use crate::ipfix::{self, IpfixArgs};
 use crate::metrics::{Metrics, MetricsArgs, lock};
 
-/// Frames decided together when `batch` is not given.
-const DEFAULT_BATCH: u16 = 256;
-
 /// The control socket when none is given.
 const DEFAULT_CONTROL: &str = "/run/rampart.sock";
 
@@ -277,7 +274,7 @@ fn settings(mut a: Args) -> Result<(Settings, IpfixArgs, MetricsArgs), Fail> {
     if !(1..=65_536).contains(&buffer_mib) {
         return Err(Fail(format!("buffer-size {buffer_mib}: from 1 to 65536 MiB"), 2));
     }
-    let batch = usize::from(a.batch.or(f.batch).unwrap_or(DEFAULT_BATCH));
+    let batch = a.batch.or(f.batch).map_or(InlineConfig::default().batch, usize::from);
     if !(1..=4096).contains(&batch) {
         return Err(Fail(format!("batch {batch}: from 1 to 4096 frames"), 2));
     }
