@@ -158,7 +158,8 @@ pub(crate) struct FilterArgs {
     rules: PathBuf,
     #[command(flatten)]
     source: RuleSource,
-    /// Where to write the packets the rules accept (classic pcap).
+    /// Where to write the packets the rules accept (classic pcap; `-`: standard output, and
+    /// the rules' hit counts then go to standard error).
     #[arg(short = 'w', long = "write", value_name = "OUT")]
     output: PathBuf,
     /// First prove the compiled structure equal to the lowered rules (exit 3 with a packet if
@@ -218,10 +219,9 @@ pub(crate) fn filter(args: FilterArgs) -> Result<ExitCode, Fail> {
     );
     let mut capture = crate::input::open_file(&args.input)?;
     crate::input::refuse_overwrite(&capture, Some(&args.output))?;
-    let file = std::fs::File::create(&args.output)
-        .map_err(|e| Fail(format!("{}: {e}", args.output.display()), 2))?;
-    let mut writer: Option<rampart_capture::PcapWriter<io::BufWriter<std::fs::File>>> = None;
-    let mut file = Some(io::BufWriter::new(file));
+    let file = crate::input::create_output(&args.output)?;
+    let mut writer: Option<rampart_capture::PcapWriter<crate::input::Output>> = None;
+    let mut file = Some(file);
     let stop = crate::input::stop_flag();
     let opts = rampart_engine::FilterOptions {
         non_ip: if args.pass_unparsed {
@@ -249,10 +249,22 @@ pub(crate) fn filter(args: FilterArgs) -> Result<ExitCode, Fail> {
         Some(w) => w.flush(),
         None => file.as_mut().map_or(Ok(()), |f| f.flush()),
     };
-    let (counts, error) = result
-        .and_then(|r| flushed.map(|()| r))
-        .map_err(|e| Fail(format!("{}: {e}", args.output.display()), 1))?;
-    let mut out = io::stdout().lock();
+    let (counts, error) = match result.and_then(|r| flushed.map(|()| r)) {
+        Ok(r) => r,
+        // A reader of standard output that closed it (`| head`) has seen enough.
+        Err(e) if crate::input::is_stdout(&args.output) && crate::closed_pipe(&e) => {
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(e) => {
+            return Err(Fail(format!("{}: {e}", crate::input::output_name(&args.output)), 1));
+        }
+    };
+    // The rules' hit counts go to standard output, unless the packets went there.
+    let mut out: Box<dyn Write> = if crate::input::is_stdout(&args.output) {
+        Box::new(io::stderr().lock())
+    } else {
+        Box::new(io::stdout().lock())
+    };
     let hits = counts.hits.first().map_or(&[][..], Vec::as_slice);
     for ((name, verdict), n) in entries.iter().zip(hits) {
         let _ = writeln!(out, "{name}\t{verdict}\t{n}");

@@ -44,7 +44,7 @@ pub(crate) struct Args {
     #[arg(long = "port-mac", value_name = "IFACE=MAC")]
     port_mac: Vec<String>,
     /// Write the packets that leave through a port (forwarded ones, and the replies rejects
-    /// send back) to a pcap file.
+    /// send back) to a pcap file (`-`: standard output; one output at most may take it).
     #[arg(short = 'w', long = "write", value_name = "IFACE=FILE")]
     write: Vec<String>,
     /// A route: packets for PREFIX leave through IFACE (longest prefix wins). Without routes,
@@ -58,7 +58,8 @@ pub(crate) struct Args {
     /// connection state, as `nft -f` does; a file that does not load changes nothing.
     #[arg(long, value_name = "TIME=FILE")]
     reload: Vec<String>,
-    /// One JSON object per packet: time, ports, addresses, ct state, verdict, rule, reason.
+    /// One JSON object per packet: time, ports, addresses, ct state, verdict, rule, reason
+    /// (`-`: standard output, with the records sent to a file by `-o`).
     #[arg(long, value_name = "FILE")]
     log: Option<PathBuf>,
     /// A second rule set judged beside the first on the same traffic, with its own
@@ -67,8 +68,8 @@ pub(crate) struct Args {
     #[arg(long, value_name = "FILE")]
     compare: Option<PathBuf>,
     /// Write the flow records (as `rampart flows` does, with ct_state, tcp_state, assured,
-    /// verdict and rule) to this file; without it they go to standard output, unless
-    /// `--compare` uses it.
+    /// verdict and rule) to this file (`-`: standard output); without it they go to standard
+    /// output, unless `--compare` uses it.
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// Most connections tracked at once (`nf_conntrack_max`); a new one beyond it evicts an
@@ -214,6 +215,26 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
         reloads.push(Reload { at, source: file.to_string(), rules });
     }
     reloads.sort_by_key(|r| r.at);
+    // At most one output takes standard output (`-`, or the records' default).
+    let mut on_stdout = Vec::new();
+    for w in &args.write {
+        if pair(w, "IFACE=FILE", "-w")?.1 == "-" {
+            on_stdout.push(format!("-w {w}"));
+        }
+    }
+    if args.log.as_deref().is_some_and(input::is_stdout) {
+        on_stdout.push("--log -".into());
+    }
+    match args.output.as_deref() {
+        Some(p) if input::is_stdout(p) => on_stdout.push("-o -".into()),
+        Some(_) => {}
+        None if args.compare.is_some() => on_stdout.push("--compare's differences".into()),
+        None => on_stdout.push("the flow records (no -o)".into()),
+    }
+    if args.compare.is_some() && args.output.is_some() {
+        on_stdout.push("--compare's differences".into());
+    }
+    input::one_stdout(&on_stdout.iter().map(String::as_str).collect::<Vec<_>>())?;
     let mut writers: Vec<Option<PcapOut>> = names.iter().map(|_| None).collect();
     for w in &args.write {
         let (iface, file) = pair(w, "IFACE=FILE", "-w")?;
@@ -221,8 +242,8 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
         for inp in &inputs {
             input::refuse_overwrite(&inp.capture, Some(Path::new(file)))?;
         }
-        let f = std::fs::File::create(file).map_err(|e| Fail(format!("{file}: {e}"), 2))?;
-        writers[i as usize] = Some(PcapOut { file: Some(io::BufWriter::new(f)), pcap: None });
+        let f = input::create_output(Path::new(file))?;
+        writers[i as usize] = Some(PcapOut { file: Some(f), pcap: None });
     }
 
     let routes =
@@ -257,19 +278,17 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
         for inp in &inputs {
             input::refuse_overwrite(&inp.capture, Some(p))?;
         }
-        std::fs::File::create(p)
-            .map(|f| io::BufWriter::with_capacity(1 << 16, f))
-            .map_err(|e| Fail(format!("{}: {e}", p.display()), 2))
+        input::create_output(p)
     };
     let log = match &args.log {
-        Some(p) => Some(Named::new(p.display().to_string(), create(p)?)),
+        Some(p) => Some(Named::new(input::output_name(p), create(p)?)),
         None => None,
     };
     let stdout = || -> Box<dyn Write + Send> {
         Box::new(io::BufWriter::with_capacity(1 << 16, io::stdout()))
     };
     let records: Option<Named<Box<dyn Write + Send>>> = match &args.output {
-        Some(p) => Some(Named::new(p.display().to_string(), Box::new(create(p)?))),
+        Some(p) => Some(Named::new(input::output_name(p), Box::new(create(p)?))),
         // The differences take standard output.
         None if args.compare.is_some() => None,
         None => Some(Named::new("standard output".into(), stdout())),
@@ -506,8 +525,8 @@ impl<'m> Published<'m> {
 
 /// A port's output capture, created with the link type of its first frame.
 pub(crate) struct PcapOut {
-    file: Option<io::BufWriter<std::fs::File>>,
-    pcap: Option<PcapWriter<io::BufWriter<std::fs::File>>>,
+    file: Option<input::Output>,
+    pcap: Option<PcapWriter<input::Output>>,
 }
 
 impl PcapOut {
@@ -554,7 +573,7 @@ impl<W> Named<W> {
 /// captures, IPFIX and metrics, with the counts its summary prints.
 pub(crate) struct Out<'a> {
     pub(crate) names: &'a [String],
-    pub(crate) log: Option<Named<io::BufWriter<std::fs::File>>>,
+    pub(crate) log: Option<Named<input::Output>>,
     /// Log only packets dropped or rejected.
     pub(crate) log_drops_only: bool,
     pub(crate) records: Option<Named<FlowWriter<Box<dyn Write + Send>>>>,

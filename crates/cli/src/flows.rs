@@ -91,8 +91,9 @@ pub(crate) struct Args {
     /// up to its totals and share its `uid`. Off by default.
     #[arg(long, value_name = "SECONDS", value_parser = parse_timeout)]
     active_timeout: Option<f64>,
-    /// Write records to this file instead of standard output; with `--format parquet`, the
-    /// dataset directory (created if missing; new files go beside the ones there).
+    /// Write records to this file instead of standard output (`-`: standard output); with
+    /// `--format parquet`, the dataset directory (created if missing; new files go beside the
+    /// ones there).
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// No summary on standard error.
@@ -235,11 +236,11 @@ fn open_output(args: &Args, schema: Schema) -> Result<Output, Fail> {
         Format::Parquet => return open_dataset(args.output.as_deref(), schema, args.uid_seed),
     };
     let out: Box<dyn Write> = match &args.output {
-        Some(p) => match std::fs::File::create(p) {
+        Some(p) if !input::is_stdout(p) => match std::fs::File::create(p) {
             Ok(f) => Box::new(f),
             Err(e) => return Err(Fail(format!("{}: {e}", p.display()), 2)),
         },
-        None => Box::new(io::stdout().lock()),
+        _ => Box::new(io::stdout().lock()),
     };
     Ok(Output::Text(
         FlowWriter::with_schema(io::BufWriter::with_capacity(1 << 16, out), format, schema)
@@ -249,7 +250,7 @@ fn open_output(args: &Args, schema: Schema) -> Result<Output, Fail> {
 
 #[cfg(feature = "parquet")]
 fn open_dataset(dir: Option<&Path>, schema: Schema, uid_seed: u64) -> Result<Output, Fail> {
-    let Some(dir) = dir else {
+    let Some(dir) = dir.filter(|d| !input::is_stdout(d)) else {
         return Err(Fail(
             "--format parquet writes a dataset directory: name it with -o DIR".into(),
             2,

@@ -171,11 +171,54 @@ fn filter(expr: Option<&str>, src: &Source) -> Result<Option<Filter>, Fail> {
     Filter::new(expr, link).map(Some).map_err(|e| Fail(e.to_string(), 2))
 }
 
+/// Whether an output named on the command line is standard output: `-`, as in tcpdump's
+/// `-w -` (and as `-r -` reads standard input).
+pub(crate) fn is_stdout(p: &Path) -> bool {
+    p.as_os_str() == "-"
+}
+
+/// An output opened by [`create_output`]: a file or standard output, buffered.
+pub(crate) type Output = std::io::BufWriter<Box<dyn std::io::Write + Send>>;
+
+/// Creates (or empties) the output file `p`, or takes standard output for `-`; an error names
+/// the file.
+pub(crate) fn create_output(p: &Path) -> Result<Output, Fail> {
+    let out: Box<dyn std::io::Write + Send> = if is_stdout(p) {
+        Box::new(std::io::stdout())
+    } else {
+        Box::new(std::fs::File::create(p).map_err(|e| Fail(format!("{}: {e}", p.display()), 2))?)
+    };
+    Ok(std::io::BufWriter::with_capacity(1 << 16, out))
+}
+
+/// The name of output `p` in messages: its path, or "standard output" for `-`.
+pub(crate) fn output_name(p: &Path) -> String {
+    if is_stdout(p) { "standard output".into() } else { p.display().to_string() }
+}
+
+/// Refuses two outputs on standard output: `uses` names each output that would write there
+/// (an option given `-`, or one that writes there by default), and more than one is an error
+/// naming them.
+pub(crate) fn one_stdout(uses: &[&str]) -> Result<(), Fail> {
+    match uses {
+        [] | [_] => Ok(()),
+        _ => Err(Fail(
+            format!(
+                "{} would all write to standard output; give all but one a file",
+                uses.join(", ")
+            ),
+            2,
+        )),
+    }
+}
+
 /// Refuses an output that is the capture being read, however it is named (another path, a
-/// symbolic or hard link): `out`, or standard output when `out` is `None` and it is a file.
+/// symbolic or hard link): `out`, or standard output when `out` is `None` or `-` and it is a
+/// file.
 /// Checked before the output is opened, since opening it for writing would empty the input.
 pub(crate) fn refuse_overwrite(capture: &Capture, out: Option<&Path>) -> Result<(), Fail> {
     let Some(input) = capture.file_id() else { return Ok(()) };
+    let out = out.filter(|p| !is_stdout(p));
     let (target, name) = match out {
         Some(p) => (FileId::of_path(p), p.display().to_string()),
         None => {
@@ -196,9 +239,10 @@ pub(crate) fn refuse_overwrite(capture: &Capture, out: Option<&Path>) -> Result<
 }
 
 /// Refuses an output file that is one of the input files (by device and inode, so another
-/// name or a link is caught too), or standard output when `out` is `None` and it is one of
-/// them. For several inputs, checked before the output is opened.
+/// name or a link is caught too), or standard output when `out` is `None` or `-` and it is
+/// one of them. For several inputs, checked before the output is opened.
 pub(crate) fn refuse_overwrite_paths(inputs: &[&Path], out: Option<&Path>) -> Result<(), Fail> {
+    let out = out.filter(|p| !is_stdout(p));
     let (target, name) = match out {
         Some(p) => (FileId::of_path(p), p.display().to_string()),
         None => {

@@ -22,7 +22,7 @@ pub(crate) struct Args {
     /// RTT samples to draw with `--records`: `rampart rtt --format json` lines.
     #[arg(long, value_name = "FILE", requires = "records")]
     samples: Option<PathBuf>,
-    /// The HTML page to write.
+    /// The HTML page to write (`-`: standard output).
     #[arg(short = 'o', long, value_name = "FILE")]
     output: PathBuf,
     /// The page's title (default: `rampart report: ` and the input's name).
@@ -123,13 +123,9 @@ fn report(args: &Args) -> Result<(), Fail> {
     });
     let opts = Options { title, top: usize::from(args.top), ..Options::default() };
     let page = report.render(&run, &opts);
-    let written = std::fs::File::create(&args.output).and_then(|f| {
-        let mut w = io::BufWriter::new(f);
-        w.write_all(page.as_bytes())?;
-        w.flush()
-    });
-    if let Err(e) = written {
-        return Err(Fail(format!("{}: {e}", args.output.display()), 1));
+    let mut w = input::create_output(&args.output)?;
+    if let Err(e) = w.write_all(page.as_bytes()).and_then(|()| w.flush()) {
+        return Err(Fail(format!("{}: {e}", input::output_name(&args.output)), 1));
     }
     if !args.quiet {
         eprintln!(
@@ -137,7 +133,7 @@ fn report(args: &Args) -> Result<(), Fail> {
             run.source,
             report.flows(),
             report.samples(),
-            args.output.display(),
+            input::output_name(&args.output),
             page.len().div_ceil(1024)
         );
     }

@@ -88,13 +88,14 @@ pub(crate) struct Args {
     #[arg(long, value_name = "WHEN", num_args = 0..=1, default_missing_value = "all",
           value_parser = ["all", "table-full", "overload"])]
     fail_open: Option<String>,
-    /// Flow records (JSON lines, as `rampart firewall -o`), written as flows end.
+    /// Flow records (JSON lines, as `rampart firewall -o`), written as flows end (`-`:
+    /// standard output).
     #[arg(short = 'o', long, value_name = "FILE")]
     output: Option<PathBuf>,
-    /// One JSON line per frame decided (as `rampart firewall --log`).
+    /// One JSON line per frame decided (as `rampart firewall --log`; `-`: standard output).
     #[arg(long, value_name = "FILE", conflicts_with = "drop_log")]
     log: Option<PathBuf>,
-    /// One JSON line per frame dropped or rejected.
+    /// One JSON line per frame dropped or rejected (`-`: standard output).
     #[arg(long, value_name = "FILE")]
     drop_log: Option<PathBuf>,
     /// The control socket `rampart reload` and `rampart status` use (mode 0600; default
@@ -201,7 +202,10 @@ fn settings(mut a: Args) -> Result<(Settings, IpfixArgs, MetricsArgs), Fail> {
             .map_err(|e| Fail(format!("{}: {}", p.display(), e.to_string().trim_end()), 2))?;
         base = p.parent().map(Path::to_path_buf).unwrap_or_default();
     }
-    let rel = |p: PathBuf| if p.is_relative() { base.join(p) } else { p };
+    // Paths in the file are relative to it; `-` (standard output) stays itself.
+    let rel = |p: PathBuf| {
+        if p.is_relative() && !crate::input::is_stdout(&p) { base.join(p) } else { p }
+    };
     let rules = a.rules.take().or(f.rules.map(rel)).ok_or_else(|| {
         Fail("no rule set: give --rules FILE (or `rules` in the --config file)".into(), 2)
     })?;
@@ -257,6 +261,15 @@ fn settings(mut a: Args) -> Result<(Settings, IpfixArgs, MetricsArgs), Fail> {
         (None, Some(p)) => Some((p, true)),
         (None, None) => None,
     };
+    let output = a.output.or(f.output.map(rel));
+    let on_stdout: Vec<&str> = [
+        (output.as_deref(), "output -"),
+        (log.as_ref().map(|l| l.0.as_path()), if log.as_ref().is_some_and(|l| l.1) { "drop-log -" } else { "log -" }),
+    ]
+    .into_iter()
+    .filter_map(|(p, name)| p.filter(|p| crate::input::is_stdout(p)).map(|_| name))
+    .collect();
+    crate::input::one_stdout(&on_stdout)?;
     let dpi = a.dpi.or(f.dpi).unwrap_or_else(|| "rampart".into());
     if !["rampart", "off"].contains(&dpi.as_str()) {
         return Err(Fail(format!("dpi {dpi:?}: rampart or off"), 2));
@@ -300,7 +313,7 @@ fn settings(mut a: Args) -> Result<(Settings, IpfixArgs, MetricsArgs), Fail> {
         ct_max,
         ct,
         fail_open,
-        output: a.output.or(f.output.map(rel)),
+        output,
         log,
         control: a.control.or(f.control.map(rel)).unwrap_or_else(|| DEFAULT_CONTROL.into()),
         user: a.user.or(f.user).unwrap_or_else(|| "nobody".into()),
@@ -801,18 +814,14 @@ fn go(args: Args) -> Result<ExitCode, Fail> {
     }
     let names: Vec<String> = s.pairs.iter().flat_map(|(a, b)| [a.clone(), b.clone()]).collect();
     // Outputs first: a file that cannot be written stops the run before a port opens.
-    let create = |p: &Path| {
-        std::fs::File::create(p)
-            .map(|f| io::BufWriter::with_capacity(1 << 16, f))
-            .map_err(|e| Fail(format!("{}: {e}", p.display()), 2))
-    };
+    let create = crate::input::create_output;
     let log = match &s.log {
-        Some((p, _)) => Some(Named::new(p.display().to_string(), create(p)?)),
+        Some((p, _)) => Some(Named::new(crate::input::output_name(p), create(p)?)),
         None => None,
     };
     let records: Option<Named<FlowWriter<Box<dyn Write + Send>>>> = match &s.output {
         Some(p) => Some(Named::new(
-            p.display().to_string(),
+            crate::input::output_name(p),
             FlowWriter::new(Box::new(create(p)?) as Box<dyn Write + Send>, FlowFormat::Json),
         )),
         None => None,

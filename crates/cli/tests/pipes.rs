@@ -26,6 +26,8 @@ fn every_command_stops_quietly_when_its_reader_goes() {
         vec!["rtt", "--compat", "pping", "-r", &sample],
         vec!["rules", "check", &rules],
         vec!["filter", "-r", &sample, "--rules", &rules, "-w", out.to_str().unwrap()],
+        vec!["filter", "-r", &sample, "--rules", &rules, "-w", "-"],
+        vec!["flows", "-r", &sample, "-o", "-"],
         vec!["firewall", "-r", &eth0, "--rules", &rules],
         vec!["verify", "shadowed", &a],
         vec!["verify", "compare", &a, &b],

@@ -1,0 +1,87 @@
+//! An output named `-` is standard output, as in tcpdump's `-w -`: never a file called `-`,
+//! and never two outputs on standard output at once.
+
+use std::process::{Command, Output};
+
+fn repo(p: &str) -> String {
+    format!("{}/../../{p}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs rampart in a fresh directory (so a file named `-` would be seen there).
+fn rampart(dir: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rampart")).current_dir(dir).args(args).output().unwrap()
+}
+
+fn no_dash_file(dir: &std::path::Path, args: &[&str]) {
+    assert!(!dir.join("-").exists(), "{args:?} wrote a file named '-'");
+}
+
+#[test]
+fn outputs_named_dash_write_to_standard_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sample = repo("samples/mixed.pcap");
+    let rules = repo("crates/cli/tests/fixtures/classify/sample.rampart");
+    let eth0 = format!("eth0={sample}");
+    let records = d.join("records.json");
+    let records = records.to_str().unwrap();
+
+    // flows -o -: the same records as without -o.
+    let plain = rampart(d, &["flows", "-q", "-r", &sample]);
+    let args = ["flows", "-q", "-r", &sample, "-o", "-"];
+    let dash = rampart(d, &args);
+    assert!(dash.status.success(), "{}", String::from_utf8_lossy(&dash.stderr));
+    assert!(!plain.stdout.is_empty());
+    assert_eq!(dash.stdout, plain.stdout);
+    no_dash_file(d, &args);
+
+    // firewall --log - with the records in a file: one JSON object per packet on stdout.
+    let args = ["firewall", "-r", &eth0, "--rules", &rules, "--log", "-", "-o", records];
+    let o = rampart(d, &args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lines = String::from_utf8(o.stdout).unwrap();
+    assert!(lines.lines().count() > 100, "{lines}");
+    assert!(lines.lines().all(|l| l.starts_with("{\"time\":")), "{lines}");
+    assert!(std::fs::metadata(records).unwrap().len() > 0);
+    no_dash_file(d, &args);
+
+    // filter -w -: a pcap on stdout, the rules' hit counts on stderr.
+    let args = ["filter", "-r", &sample, "--rules", &rules, "-w", "-"];
+    let o = rampart(d, &args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.stdout.len() > 24, "no packets written");
+    assert_eq!(o.stdout[..4], 0xa1b2_3c4du32.to_le_bytes(), "not a nanosecond pcap");
+    assert!(String::from_utf8_lossy(&o.stderr).contains("ACCEPT"));
+    no_dash_file(d, &args);
+
+    // report -o -: the page on stdout.
+    let args = ["report", "-q", "-r", &sample, "-o", "-"];
+    let o = rampart(d, &args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.stdout.starts_with(b"<!DOCTYPE html>"));
+    no_dash_file(d, &args);
+}
+
+#[test]
+fn two_outputs_on_standard_output_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sample = repo("samples/mixed.pcap");
+    let rules = repo("crates/cli/tests/fixtures/classify/sample.rampart");
+    let eth0 = format!("eth0={sample}");
+    let cases: Vec<Vec<&str>> = vec![
+        // The records take standard output when -o is not given.
+        vec!["firewall", "-r", &eth0, "--rules", &rules, "--log", "-"],
+        vec!["firewall", "-r", &eth0, "--rules", &rules, "-w", "eth0=-"],
+        vec!["firewall", "-r", &eth0, "--rules", &rules, "-o", "-", "--compare", &rules],
+        vec!["run", "--check", "--rules", &rules, "--pair", "a:b", "-o", "-", "--log", "-"],
+    ];
+    for args in &cases {
+        let o = rampart(d, args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("would all write to standard output"), "{args:?}: {err}");
+        assert!(o.stdout.is_empty(), "{args:?} wrote before refusing");
+        no_dash_file(d, args);
+    }
+}
