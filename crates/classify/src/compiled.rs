@@ -19,9 +19,10 @@
 //! The partition wide in both addresses is where random traffic, scans and floods end up, and
 //! there a tree walk of varying depth and a leaf scan of varying length cost several
 //! mispredicted branches per header (measured: 38 ns of a 43 ns lookup on acl1_10k went to an
-//! 84-rule partition that fits the L1 cache). When it holds at most a few thousand rules it
-//! is looked up as bit vectors instead (`crate::vectors`): fixed work, no data-dependent
-//! branch, a SIMD kernel chosen at run time. A lookup visits the partitions in order of their
+//! 84-rule partition that fits the L1 cache). When it holds more rules than one leaf and at
+//! most a few thousand, it is looked up as bit vectors instead (`crate::vectors`): fixed
+//! work, no data-dependent branch, a SIMD kernel chosen at run time ([`Options::bit_vectors`];
+//! the firewall's chains, 14 fields looked up with per-rule checks, keep the tree). A lookup visits the partitions in order of their
 //! best rule and stops once the match in hand beats the next partition's best.
 //!
 //! Written here rather than taken from a crate: no maintained Rust crate classifies on
@@ -288,6 +289,12 @@ pub struct Options {
     /// Rules with conditions besides their ranges (sets, connection state, ...), checked by the
     /// `live` closure of [`Compiled::classify_live`]: such a rule never hides later ones.
     pub opaque: Vec<bool>,
+    /// Look up the partition wide in both addresses as bit vectors when it has more rules
+    /// than one leaf holds (and at most 2,048): fixed work per header, no data-dependent
+    /// branch, which is what random 5-tuples need. Off, it is a tree like the others; a
+    /// lookup through [`Compiled::classify_live`] over many fields (the firewall's 14) ranks
+    /// every field on the scalar path and measured slower than the tree (`BENCHMARKS.md`).
+    pub bit_vectors: bool,
 }
 
 /// A compiled rule list: `classify` returns what [`crate::linear::first_match`] returns.
@@ -304,7 +311,10 @@ impl<const N: usize> Compiled<N> {
     /// Compiles a rule list (first rule = highest priority), partitioned by fields 0 and 1
     /// (the addresses of a 5-tuple).
     pub fn new(rules: &[Rule<N>]) -> Self {
-        Self::with_options(rules, &Options { partition: [0, 1.min(N - 1)], opaque: Vec::new() })
+        Self::with_options(
+            rules,
+            &Options { partition: [0, 1.min(N - 1)], opaque: Vec::new(), bit_vectors: true },
+        )
     }
 
     /// Compiles with the given [`Options`].
@@ -343,8 +353,7 @@ impl<const N: usize> Compiled<N> {
                     })
                 };
                 let table_dim = [d0, d1].into_iter().find(|&d| small(d));
-                let vectors = table_dim
-                    .is_none()
+                let vectors = (opts.bit_vectors && table_dim.is_none() && g.len() > BINTH)
                     .then(|| crate::vectors::Vectors::new(rules, &g))
                     .flatten()
                     .map(Box::new);

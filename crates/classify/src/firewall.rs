@@ -591,8 +591,11 @@ impl Firewall {
                         || !matches!(entries[entry_of[i] as usize].action, Action::Verdict(_))
                 })
                 .collect();
-            let compiled =
-                Compiled::with_options(&boxes, &Options { partition: [SRC, DST], opaque });
+            // A tree for every partition: bit vectors over these 14 fields, each ranked on the
+            // scalar path of `classify_live`, cost a new connection 40-60 ns more than the tree
+            // behind 3, 40 or 200 rules wide in both addresses (`BENCHMARKS.md`).
+            let options = Options { partition: [SRC, DST], opaque, bit_vectors: false };
+            let compiled = Compiled::with_options(&boxes, &options);
             chains.push(LoweredChain {
                 name: rs.chains[c].name.clone(),
                 entries: range,

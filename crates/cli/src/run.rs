@@ -264,7 +264,10 @@ fn settings(mut a: Args) -> Result<(Settings, IpfixArgs, MetricsArgs), Fail> {
     let output = a.output.or(f.output.map(rel));
     let on_stdout: Vec<&str> = [
         (output.as_deref(), "output -"),
-        (log.as_ref().map(|l| l.0.as_path()), if log.as_ref().is_some_and(|l| l.1) { "drop-log -" } else { "log -" }),
+        (
+            log.as_ref().map(|l| l.0.as_path()),
+            if log.as_ref().is_some_and(|l| l.1) { "drop-log -" } else { "log -" },
+        ),
     ]
     .into_iter()
     .filter_map(|(p, name)| p.filter(|p| crate::input::is_stdout(p)).map(|_| name))

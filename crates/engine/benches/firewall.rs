@@ -4,7 +4,8 @@
 //! cached), behind a rule set of 3 rules and behind the same 3 with 10,000 more in front that
 //! the traffic must pass (`ip saddr 100.B.C.0/24 tcp dport P drop`), as the target
 //! puts it: a new flow's first packet against 10K rules at most 150 ns more than an
-//! established packet's.
+//! established packet's; and behind 200 rules wide in both addresses (`tcp dport P drop`),
+//! which a firewall's chains are mostly made of.
 //!
 //! *established*: 65,536 connections set up by a handshake before measuring, then a pure ACK
 //! of a random one per packet (the tracker takes a repeated ACK as a retransmission, which runs
@@ -81,8 +82,9 @@ fn frame(data: &[u8], ts: u64) -> Frame<'_> {
 }
 
 /// The rule set: established traffic and new connections to ports 80 and 443 accepted, the
-/// rest dropped; `extra` rules in front that no packet here matches.
-fn rules(extra: u32) -> Arc<RuleSet> {
+/// rest dropped; `extra` rules in front that no packet here matches (each small in the source
+/// address), and `wide` more (`tcp dport P drop`, wide in both addresses) after them.
+fn rules(extra: u32, wide: u32) -> Arc<RuleSet> {
     let mut text = String::from(
         "table inet bench {\n chain forward {\n  type filter hook forward priority filter; policy drop;\n  ct state established,related accept\n",
     );
@@ -93,6 +95,9 @@ fn rules(extra: u32) -> Arc<RuleSet> {
             r & 0xff,
             1 + r % 1000
         ));
+    }
+    for r in 0..wide {
+        text.push_str(&format!("  tcp dport {} drop\n", 1000 + r));
     }
     text.push_str("  ct state new tcp dport { 80, 443 } accept\n }\n}\n");
     let nft = rampart_classify::nft::parse("bench.nft", &text).expect("the bench rule set reads");
@@ -121,9 +126,9 @@ fn run(p: &mut Pipeline, frames: &[Vec<u8>], ts: u64, out: &mut (Vec<Verdict>, E
 fn firewall(c: &mut Criterion) {
     let mut g = c.benchmark_group("firewall");
     g.throughput(Throughput::Elements(BATCH as u64));
-    for extra in [0u32, 10_000] {
-        let set = rules(extra);
-        let n_rules = extra + 3;
+    for (extra, wide) in [(0u32, 0u32), (10_000, 0), (0, 200)] {
+        let set = rules(extra, wide);
+        let n_rules = extra + wide + 3;
         let mut out = (Vec::new(), Events::default(), Summary::default());
 
         // Established: handshake every connection, then ACKs of random ones.
