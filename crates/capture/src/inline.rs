@@ -138,6 +138,9 @@ pub struct PairStats {
     pub oversize: [u64; 2],
     /// Checksums completed on frames received on the port.
     pub checksums_completed: [u64; 2],
+    /// AF_XDP: the frames the port's fill ring is kept at (it deepens when traffic needs
+    /// it; see [`crate::xdp`]'s "Buffers"); 0 for AF_PACKET.
+    pub fill_depth: [u32; 2],
 }
 
 /// One bridged interface: its socket, receive ring and transmit ring.

@@ -736,7 +736,8 @@ impl Control<'_, '_> {
                 *a += x;
             }
             let (x, y) = &s.pairs[p];
-            t.push_str(&format!("{x}:{y} worker {w}: {}\n", counters(&v)));
+            let fill = [get(&b.fill_depth[0]), get(&b.fill_depth[1])];
+            t.push_str(&format!("{x}:{y} worker {w}: {}{}\n", counters(&v), fill_rings(fill)));
         }
         t.push_str(&format!("total: {}\n", counters(&total)));
         t
@@ -775,6 +776,15 @@ fn counters(v: &[u64; 13]) -> String {
          oversize {}, flows {}, connections {}",
         v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11], v[12]
     )
+}
+
+/// AF_XDP's fill-ring depths, for a worker's line (nothing for AF_PACKET, where they are 0).
+fn fill_rings(depth: [u64; 2]) -> String {
+    if depth == [0, 0] {
+        String::new()
+    } else {
+        format!(", fill rings {}/{} frames", depth[0], depth[1])
+    }
 }
 
 /// Binds the control socket: mode 0600, a stale socket (no one listening) replaced.
@@ -980,7 +990,7 @@ fn go(args: Args) -> Result<ExitCode, Fail> {
                 let (x, y) = &s.pairs[i / s.workers];
                 ports_line.push(format!(
                     "  worker {} of {x}:{y}: received {}/{}, sent {}/{}, kernel dropped {}/{}, \
-                     tx dropped {}/{}, oversize {}/{}, {} replies, {} reloads{}",
+                     tx dropped {}/{}, oversize {}/{}{}, {} replies, {} reloads{}",
                     i % s.workers,
                     p.received[0],
                     p.received[1],
@@ -992,6 +1002,7 @@ fn go(args: Args) -> Result<ExitCode, Fail> {
                     p.tx_dropped[1],
                     p.oversize[0],
                     p.oversize[1],
+                    fill_rings(p.fill_depth.map(u64::from)),
                     end.counts.replies,
                     end.counts.reloads,
                     if end.counts.bypassed > 0 {

@@ -287,6 +287,12 @@ fn af_xdp_programs_are_detached_however_run_ends() {
         let child = t.run(&rules, &["--driver", "af_xdp"]);
         assert!(t.ping(), "ping through rampart ({how})");
         assert!(xdp_attached(&t, "r0") && xdp_attached(&t, "r1"), "no program while running");
+        if how == Signal::SIGINT {
+            // The status shows how deep the fill rings are kept (the default's first depth).
+            let status = String::from_utf8_lossy(&t.rampart("status").stdout).into_owned();
+            let want = format!("fill rings {0}/{0} frames", rampart_capture::xdp::FILL_START);
+            assert!(status.contains(&want), "{status}");
+        }
         // The bridge runs as nobody, which cannot detach them itself: the helper that kept
         // root does, once the bridge has ended (cleanly or killed).
         // (The control socket is bound just before the privileges are dropped.)

@@ -136,6 +136,7 @@ impl Ports for XdpPair {
             // lost on the way out of the other.
             s.tx_dropped[1 - i] += p.tx_full;
             s.kernel_dropped[i] = p.kernel.rx_dropped + p.kernel.rx_ring_full;
+            s.fill_depth[i] = p.fill_depth;
         }
         s
     }
@@ -209,6 +210,8 @@ pub struct WorkerBoard {
     pub connections: AtomicU64,
     /// The rule set generation the worker runs.
     pub generation: AtomicU64,
+    /// AF_XDP: the frames each port's fill ring is kept at (0 for AF_PACKET).
+    pub fill_depth: [AtomicU64; 2],
 }
 
 /// What an inline run counted besides the pipeline's summary.
@@ -449,6 +452,9 @@ fn publish(
     put(&b.flows, pipeline.table().len() as u64);
     put(&b.connections, pipeline.stateful().map_or(0, |st| st.conntrack().entries()));
     put(&b.generation, generation);
+    for (a, &d) in b.fill_depth.iter().zip(&c.ports.fill_depth) {
+        put(a, u64::from(d));
+    }
 }
 
 /// A frame queued on a [`MemoryPorts`] port.
