@@ -21,8 +21,9 @@
 //! mispredicted branches per header (measured: 38 ns of a 43 ns lookup on acl1_10k went to an
 //! 84-rule partition that fits the L1 cache). When it holds more rules than one leaf and at
 //! most a few thousand, it is looked up as bit vectors instead (`crate::vectors`): fixed
-//! work, no data-dependent branch, a SIMD kernel chosen at run time ([`Options::bit_vectors`];
-//! the firewall's chains, 14 fields looked up with per-rule checks, keep the tree). A lookup visits the partitions in order of their
+//! work, no data-dependent branch, a SIMD kernel chosen at run time
+//! ([`Options::bit_vectors`]; the firewall's chains, 14 fields looked up with per-rule
+//! checks, keep the tree). A lookup visits the partitions in order of their
 //! best rule and stops once the match in hand beats the next partition's best.
 //!
 //! Written here rather than taken from a crate: no maintained Rust crate classifies on

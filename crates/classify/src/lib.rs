@@ -21,10 +21,11 @@
 //! - [`Compiled`]: rules partitioned by which address fields are small (CutSplit's idea);
 //!   a partition small in an address starts with a table on it, the others are 8-way
 //!   decision trees over elementary-interval boundaries (HyperSplit's weighting) with leaves
-//!   of a few rules scanned in priority order, and a partition of at most a few thousand
-//!   rules wide in both addresses is looked up as bit vectors ([`Kernel`]: scalar, AVX2 or
-//!   AVX-512, chosen at run time); partitions are visited best-first and skipped once they
-//!   cannot beat the match in hand.
+//!   of a few rules scanned in priority order, and a partition wide in both addresses of more
+//!   than one leaf's rules and at most a few thousand is looked up as bit vectors
+//!   ([`Kernel`]: scalar, AVX2 or AVX-512, chosen at run time; firewall chains keep a tree
+//!   there, `compiled::Options::bit_vectors`); partitions are visited best-first and skipped
+//!   once they cannot beat the match in hand.
 //!
 //! - [`Classifier`]: updates while lookups go on (a compiled base rebuilt in the background,
 //!   tombstones and a delta for the changes since, snapshots swapped with `arc-swap`).

@@ -60,14 +60,20 @@ pub(crate) fn run(args: Args) -> Result<ExitCode, Fail> {
     report(&args).map(|()| ExitCode::SUCCESS)
 }
 
-/// Refuses an output that is one of the inputs, however it is named.
+/// Refuses an output that is one of the inputs, however it is named (`-`: standard output,
+/// when it is that file).
 fn refuse_input(out: &Path, input: &Path) -> Result<(), Fail> {
-    match (FileId::of_path(out), FileId::of_path(input)) {
+    let target = if input::is_stdout(out) {
+        FileId::of_fd(std::os::fd::AsFd::as_fd(&io::stdout()))
+    } else {
+        FileId::of_path(out)
+    };
+    match (target, FileId::of_path(input)) {
         (Some(a), Some(b)) if a == b => Err(Fail(
             format!(
                 "{}: the output ({}) is an input; refusing to write over it",
                 input.display(),
-                out.display()
+                input::output_name(out)
             ),
             2,
         )),
@@ -125,7 +131,8 @@ fn report(args: &Args) -> Result<(), Fail> {
     let page = report.render(&run, &opts);
     let mut w = input::create_output(&args.output)?;
     if let Err(e) = w.write_all(page.as_bytes()).and_then(|()| w.flush()) {
-        return Err(Fail(format!("{}: {e}", input::output_name(&args.output)), 1));
+        // A closed pipe (`-o - | head`) ends quietly, with status 0.
+        return Err(Fail::write(&input::output_name(&args.output), &e));
     }
     if !args.quiet {
         eprintln!(

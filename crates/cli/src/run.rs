@@ -202,10 +202,10 @@ fn settings(mut a: Args) -> Result<(Settings, IpfixArgs, MetricsArgs), Fail> {
             .map_err(|e| Fail(format!("{}: {}", p.display(), e.to_string().trim_end()), 2))?;
         base = p.parent().map(Path::to_path_buf).unwrap_or_default();
     }
-    // Paths in the file are relative to it; `-` (standard output) stays itself.
-    let rel = |p: PathBuf| {
-        if p.is_relative() && !crate::input::is_stdout(&p) { base.join(p) } else { p }
-    };
+    // Paths in the file are relative to it; an output named `-` (standard output) stays
+    // itself.
+    let rel = |p: PathBuf| if p.is_relative() { base.join(p) } else { p };
+    let rel_out = |p: PathBuf| if crate::input::is_stdout(&p) { p } else { rel(p) };
     let rules = a.rules.take().or(f.rules.map(rel)).ok_or_else(|| {
         Fail("no rule set: give --rules FILE (or `rules` in the --config file)".into(), 2)
     })?;
@@ -253,7 +253,7 @@ fn settings(mut a: Args) -> Result<(Settings, IpfixArgs, MetricsArgs), Fail> {
     } else {
         a.ct
     };
-    let log = match (a.log.or(f.log.map(rel)), a.drop_log.or(f.drop_log.map(rel))) {
+    let log = match (a.log.or(f.log.map(rel_out)), a.drop_log.or(f.drop_log.map(rel_out))) {
         (Some(_), Some(_)) => {
             return Err(Fail("log and drop-log: give one (drop-log is the log's drops)".into(), 2));
         }
@@ -261,7 +261,7 @@ fn settings(mut a: Args) -> Result<(Settings, IpfixArgs, MetricsArgs), Fail> {
         (None, Some(p)) => Some((p, true)),
         (None, None) => None,
     };
-    let output = a.output.or(f.output.map(rel));
+    let output = a.output.or(f.output.map(rel_out));
     let on_stdout: Vec<&str> = [
         (output.as_deref(), "output -"),
         (
@@ -308,7 +308,7 @@ fn settings(mut a: Args) -> Result<(Settings, IpfixArgs, MetricsArgs), Fail> {
         metrics.metrics = f.metrics;
     }
     let s = Settings {
-        rules: rel(rules),
+        rules,
         source,
         pairs,
         driver,

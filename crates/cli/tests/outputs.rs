@@ -85,3 +85,34 @@ fn two_outputs_on_standard_output_are_refused() {
         no_dash_file(d, args);
     }
 }
+
+#[test]
+fn run_config_paths_are_relative_to_the_file_and_dash_stays_standard_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sub = d.join("conf");
+    std::fs::create_dir(&sub).unwrap();
+    let rules = repo("crates/cli/tests/fixtures/classify/sample.rampart");
+    std::fs::copy(&rules, sub.join("fw.rampart")).unwrap();
+    std::fs::copy(&rules, d.join("here.rampart")).unwrap();
+    // The configuration named by a relative path: its `rules` is relative to it.
+    std::fs::write(sub.join("run.toml"), "rules = \"fw.rampart\"\npair = [\"a:b\"]\n").unwrap();
+    let o = rampart(d, &["run", "--config", "conf/run.toml", "--check"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("proved"));
+    // A --rules given on the command line is relative to where rampart runs.
+    let args = ["run", "--config", "conf/run.toml", "--rules", "here.rampart", "--check"];
+    let o = rampart(d, &args);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("here.rampart:"));
+    // `-` in the file is standard output, not a file beside it: two of them are refused.
+    std::fs::write(
+        sub.join("run.toml"),
+        "rules = \"fw.rampart\"\npair = [\"a:b\"]\noutput = \"-\"\nlog = \"-\"\n",
+    )
+    .unwrap();
+    let o = rampart(d, &["run", "--config", "conf/run.toml", "--check"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("would all write to standard output"), "{err}");
+}

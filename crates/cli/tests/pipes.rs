@@ -11,6 +11,7 @@ fn repo(p: &str) -> String {
 fn every_command_stops_quietly_when_its_reader_goes() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.pcap");
+    let log = dir.path().join("records.json").to_string_lossy().into_owned();
     let (sample, rules) =
         (repo("samples/mixed.pcap"), repo("crates/cli/tests/fixtures/classify/sample.rampart"));
     let (a, b) = (
@@ -28,6 +29,8 @@ fn every_command_stops_quietly_when_its_reader_goes() {
         vec!["filter", "-r", &sample, "--rules", &rules, "-w", out.to_str().unwrap()],
         vec!["filter", "-r", &sample, "--rules", &rules, "-w", "-"],
         vec!["flows", "-r", &sample, "-o", "-"],
+        vec!["firewall", "-r", &eth0, "--rules", &rules, "--log", "-", "-o", log.as_str()],
+        vec!["report", "-q", "-r", &sample, "-o", "-"],
         vec!["firewall", "-r", &eth0, "--rules", &rules],
         vec!["verify", "shadowed", &a],
         vec!["verify", "compare", &a, &b],
