@@ -245,9 +245,14 @@ pub(crate) fn filter(args: FilterArgs) -> Result<ExitCode, Fail> {
             writer.as_mut().expect("just made").write(f.ts, f.origlen, f.data)
         },
     );
-    let flushed = match writer.as_mut() {
-        Some(w) => w.flush(),
-        None => file.as_mut().map_or(Ok(()), |f| f.flush()),
+    // No packet accepted: still a capture, with no records (as `tcpdump -w` leaves one).
+    let flushed = match (writer.as_mut(), file.take()) {
+        (Some(w), _) => w.flush(),
+        (None, Some(f)) => {
+            rampart_capture::PcapWriter::new(f, rampart_wire::LinkType::Ethernet, 262_144, true)
+                .and_then(|mut w| w.flush())
+        }
+        (None, None) => Ok(()),
     };
     let (counts, error) = match result.and_then(|r| flushed.map(|()| r)) {
         Ok(r) => r,

@@ -543,11 +543,18 @@ impl PcapOut {
         }
     }
 
+    /// Flushes what was written; a port nothing left through still gets a capture with no
+    /// records (as `tcpdump -w` leaves one), Ethernet for want of a frame to take it from.
     fn flush(&mut self) -> io::Result<()> {
-        match (&mut self.pcap, &mut self.file) {
-            (Some(p), _) => p.flush(),
-            (None, Some(f)) => f.flush(),
-            (None, None) => Ok(()),
+        if self.pcap.is_none()
+            && let Some(file) = self.file.take()
+        {
+            self.pcap =
+                Some(PcapWriter::new(file, rampart_wire::LinkType::Ethernet, 262_144, true)?);
+        }
+        match &mut self.pcap {
+            Some(p) => p.flush(),
+            None => Ok(()),
         }
     }
 }

@@ -116,3 +116,27 @@ fn run_config_paths_are_relative_to_the_file_and_dash_stays_standard_output() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("would all write to standard output"), "{err}");
 }
+
+#[test]
+fn a_capture_output_with_no_packet_is_still_a_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sample = repo("samples/mixed.pcap");
+    let rules = d.join("drop.rampart");
+    std::fs::write(&rules, "table input {\n  default drop\n}\n").unwrap();
+    let rules = rules.to_str().unwrap();
+    let eth0 = format!("eth0={sample}");
+    let (a, b) = (d.join("filtered.pcap"), d.join("eth0.pcap"));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let o = rampart(d, &["filter", "-r", &sample, "--rules", rules, "-w", a]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let w = format!("eth0={b}");
+    let o = rampart(d, &["firewall", "-r", &eth0, "--rules", rules, "-w", &w, "-o", "/dev/null"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    for f in [a, b] {
+        // A pcap header (nanosecond magic), then no record.
+        let bytes = std::fs::read(f).unwrap();
+        assert_eq!(bytes.len(), 24, "{f}");
+        assert_eq!(bytes[..4], 0xa1b2_3c4du32.to_le_bytes(), "{f}");
+    }
+}
