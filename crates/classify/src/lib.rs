@@ -30,7 +30,7 @@
 //! - [`Classifier`]: updates while lookups go on (a compiled base rebuilt in the background,
 //!   tombstones and a delta for the changes since, snapshots swapped with `arc-swap`).
 //!
-//! - [`bench`]: the lookup and update timings `rampart classify --bench` reports.
+//! - [`bench`](mod@bench): the lookup and update timings `rampart classify --bench` reports.
 //!
 //! Still to come: a faster delta (TupleMerge) and lookups that walk several headers at once
 //! in SIMD registers.

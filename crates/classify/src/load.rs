@@ -1,5 +1,5 @@
 //! Rule files read the one way every tool reads them: decompressed if need be (see
-//! [`source`](crate::source)), their format told from their text unless given, parsed, and
+//! [`source`]), their format told from their text unless given, parsed, and
 //! for firewall rule sets the entered chain, every chain it reaches, their jumps and the sets
 //! they name checked by lowering them onto [`Firewall`]. Errors name the file (and, where
 //! there is one, the line) and say what to give instead.

@@ -42,7 +42,7 @@ pub(crate) enum Cmd {
         /// The local address (the return packets' destination).
         #[arg(long, value_name = "ADDR")]
         local: IpAddr,
-        /// The remote address and port (the return packets' source); IPv6 as [ADDR]:PORT.
+        /// The remote address and port (the return packets' source); IPv6 as `[ADDR]:PORT`.
         #[arg(long, value_name = "ADDR:PORT")]
         remote: SocketAddr,
         /// Local ports to consider (Linux's ephemeral range is 32768-60999).

@@ -64,7 +64,7 @@ pub trait SideStage {
 /// Flow ids per chunk of a [`PerFlow`] store.
 const PER_FLOW_CHUNK: usize = 4096;
 
-/// A side stage's state indexed by [`FlowId`](crate::FlowId), in chunks of 4,096 ids. Each
+/// A side stage's state indexed by [`FlowId`], in chunks of 4,096 ids. Each
 /// chunk reserves room for all its ids when made and is filled only as far as the highest id
 /// seen, so a state never moves once made: a store that grows to a million flows never copies
 /// what it holds (a vector growing by doubling copies it all, into memory the kernel must

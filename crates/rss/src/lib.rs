@@ -8,7 +8,7 @@
 //!   chains. All are written here by hand: no maintained crate offers a fast Toeplitz (the
 //!   `toeplitz` crates on crates.io are bit-serial), and the benchmark in `benches/` measures
 //!   them against the bit-serial loop FreeBSD and F-Stack run.
-//! - [`reference`]: the definition, bit by bit, kept as the test oracle.
+//! - [`reference`](mod@reference): the definition, bit by bit, kept as the test oracle.
 //! - [`Key::ms`] (Microsoft's key) and [`Key::symmetric`] (Woo and Park's `0x6d5a`, which
 //!   gives both directions of a flow the same hash).
 //! - [`Reta`]: the indirection table, Linux's round-robin fill by default.

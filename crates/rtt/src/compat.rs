@@ -2,7 +2,7 @@
 //!
 //! pping keeps one record per flow *direction*, keyed by the string `src:sport+dst:dport`, and a
 //! table of TSvals keyed by `direction+TSval`. This module keeps the same state in a different
-//! shape: one [`Conn`] per connection (both directions, found with one hash of the packed
+//! shape: one `Conn` per connection (both directions, found with one hash of the packed
 //! [`FlowKey`]) and a flat table of TSvals keyed by a `u64` (connection, direction, TSval). The
 //! arithmetic is pping's own: capture times are the same `f64` values computed the same way, so
 //! every printed digit agrees.

@@ -1,8 +1,8 @@
 //! H.323's RAS and H.245 messages off the call-signalling port. They are PER-encoded ASN.1,
 //! but each names its protocol early with an object identifier: RAS messages (H.225.0, UDP,
-//! usually port 1719) carry `protocolIdentifier` 0.0.8.2250.0.<version> right after the
+//! usually port 1719) carry `protocolIdentifier` `0.0.8.2250.0.<version>` right after the
 //! message choice and the 16-bit sequence number; H.245 messages (in TPKT over TCP) carry
-//! 0.0.8.245.0.<version> within their first bytes, as the terminal capability set and
+//! `0.0.8.245.0.<version>` within their first bytes, as the terminal capability set and
 //! master-slave determination that open a session do.
 //!
 //! Sources: ITU-T H.225.0 (RAS messages, protocolIdentifier), ITU-T H.245 (protocol
