@@ -435,6 +435,15 @@ impl Decoder {
         self.pcap_link
     }
 
+    /// The link type of the file's frames as far as read: a classic pcap file's, or the first
+    /// interface of the current pcapng section's (`None` before one is described).
+    pub(crate) fn first_link(&self) -> Option<LinkType> {
+        match self.format {
+            Format::Pcap { .. } => Some(self.pcap_link),
+            _ => self.interfaces.first().map(|i| i.link),
+        }
+    }
+
     #[inline]
     fn count_link(&mut self, link: LinkType) {
         if !link.is_supported() {

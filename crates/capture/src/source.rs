@@ -459,6 +459,13 @@ impl Capture {
         st
     }
 
+    /// The link type of the file's frames, as the file declares it so far: a classic pcap
+    /// file's, a pcapng file's first interface (`None` before its description is read, and
+    /// for a live capture). For an output that must say a link type before any frame.
+    pub fn link_type(&self) -> Option<LinkType> {
+        if self.live.is_some() { None } else { self.decoder.first_link() }
+    }
+
     /// The name the capture was opened with.
     pub fn name(&self) -> &str {
         &self.name

@@ -249,8 +249,8 @@ pub(crate) fn filter(args: FilterArgs) -> Result<ExitCode, Fail> {
     let flushed = match (writer.as_mut(), file.take()) {
         (Some(w), _) => w.flush(),
         (None, Some(f)) => {
-            rampart_capture::PcapWriter::new(f, rampart_wire::LinkType::Ethernet, 262_144, true)
-                .and_then(|mut w| w.flush())
+            let link = capture.link_type().unwrap_or(rampart_wire::LinkType::Ethernet);
+            rampart_capture::PcapWriter::new(f, link, 262_144, true).and_then(|mut w| w.flush())
         }
         (None, None) => Ok(()),
     };

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use rampart_capture::{Frame, PcapWriter};
+use rampart_capture::{Frame, LinkType, PcapWriter};
 use rampart_classify::load::{LoadError, load_hooked};
 use rampart_engine::driver::{Input, Limits};
 use rampart_engine::replay::{Difference, FirewallSink, Reload, replay};
@@ -243,7 +243,9 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
             input::refuse_overwrite(&inp.capture, Some(Path::new(file)))?;
         }
         let f = input::create_output(Path::new(file))?;
-        writers[i as usize] = Some(PcapOut { file: Some(f), pcap: None });
+        // The link type an output with no frame declares: the port's capture's.
+        let link = inputs[i as usize].capture.link_type().unwrap_or(LinkType::Ethernet);
+        writers[i as usize] = Some(PcapOut { file: Some(f), pcap: None, link });
     }
 
     let routes =
@@ -310,8 +312,10 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
     let main = pipeline(rules);
     let other = other.map(&pipeline);
     let result = replay(&mut inputs, main, other, reloads, &Limits::none(256), &stop, &mut sink);
-    // Whatever happened, what was produced is written out.
-    let flushed = sink.flush();
+    // Whatever happened, what was produced is written out (and each port's capture has at
+    // least its header).
+    let finished = sink.writers.iter_mut().flatten().try_for_each(PcapOut::finish);
+    let flushed = finished.and_then(|()| sink.flush());
     let (outcome, main) = match result.and_then(|o| flushed.map(|()| o)) {
         Ok(o) => o,
         Err(e) => {
@@ -527,6 +531,8 @@ impl<'m> Published<'m> {
 pub(crate) struct PcapOut {
     file: Option<input::Output>,
     pcap: Option<PcapWriter<input::Output>>,
+    /// The link type written if no frame is (see [`PcapOut::finish`]).
+    link: LinkType,
 }
 
 impl PcapOut {
@@ -543,19 +549,24 @@ impl PcapOut {
         }
     }
 
-    /// Flushes what was written; a port nothing left through still gets a capture with no
-    /// records (as `tcpdump -w` leaves one), Ethernet for want of a frame to take it from.
+    /// Flushes what was written.
     fn flush(&mut self) -> io::Result<()> {
+        match (&mut self.pcap, &mut self.file) {
+            (Some(p), _) => p.flush(),
+            (None, Some(f)) => f.flush(),
+            (None, None) => Ok(()),
+        }
+    }
+
+    /// Ends the capture: a port nothing left through still gets one with no records (as
+    /// `tcpdump -w` leaves one), of its input's link type.
+    fn finish(&mut self) -> io::Result<()> {
         if self.pcap.is_none()
             && let Some(file) = self.file.take()
         {
-            self.pcap =
-                Some(PcapWriter::new(file, rampart_wire::LinkType::Ethernet, 262_144, true)?);
+            self.pcap = Some(PcapWriter::new(file, self.link, 262_144, true)?);
         }
-        match &mut self.pcap {
-            Some(p) => p.flush(),
-            None => Ok(()),
-        }
+        self.flush()
     }
 }
 

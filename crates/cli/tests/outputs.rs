@@ -140,3 +140,27 @@ fn a_capture_output_with_no_packet_is_still_a_capture() {
         assert_eq!(bytes[..4], 0xa1b2_3c4du32.to_le_bytes(), "{f}");
     }
 }
+
+#[test]
+fn report_refuses_writing_its_page_over_its_input_through_standard_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let sample = repo("samples/mixed.pcap");
+    let records = d.join("records.json");
+    let r = records.to_str().unwrap();
+    let o = rampart(d, &["flows", "-q", "-r", &sample, "-o", r]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let before = std::fs::read(&records).unwrap();
+    // `report --records r.json -o - >>r.json`.
+    let append = std::fs::OpenOptions::new().append(true).open(&records).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_rampart"))
+        .current_dir(d)
+        .args(["report", "-q", "--records", r, "-o", "-"])
+        .stdout(append)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("standard output") && err.contains("is an input"), "{err}");
+    assert_eq!(std::fs::read(&records).unwrap(), before, "the input was written to");
+}
