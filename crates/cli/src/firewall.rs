@@ -227,11 +227,10 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
     }
     match args.output.as_deref() {
         Some(p) if input::is_stdout(p) => on_stdout.push("-o -".into()),
-        Some(_) => {}
-        None if args.compare.is_some() => on_stdout.push("--compare's differences".into()),
-        None => on_stdout.push("the flow records (no -o)".into()),
+        None if args.compare.is_none() => on_stdout.push("the flow records (no -o)".into()),
+        _ => {}
     }
-    if args.compare.is_some() && args.output.is_some() {
+    if args.compare.is_some() {
         on_stdout.push("--compare's differences".into());
     }
     input::one_stdout(&on_stdout.iter().map(String::as_str).collect::<Vec<_>>())?;

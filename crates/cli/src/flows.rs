@@ -194,7 +194,7 @@ fn capture_files_in(dir: &Path) -> Result<Vec<PathBuf>, Fail> {
 
 /// Where records go: a text stream, or a Parquet dataset.
 enum Output {
-    Text(FlowWriter<io::BufWriter<Box<dyn Write>>>),
+    Text(FlowWriter<input::Output>),
     #[cfg(feature = "parquet")]
     Parquet(rampart_export::parquet::DatasetWriter),
 }
@@ -235,17 +235,8 @@ fn open_output(args: &Args, schema: Schema) -> Result<Output, Fail> {
         Format::Csv => FlowFormat::Csv,
         Format::Parquet => return open_dataset(args.output.as_deref(), schema, args.uid_seed),
     };
-    let out: Box<dyn Write> = match &args.output {
-        Some(p) if !input::is_stdout(p) => match std::fs::File::create(p) {
-            Ok(f) => Box::new(f),
-            Err(e) => return Err(Fail(format!("{}: {e}", p.display()), 2)),
-        },
-        _ => Box::new(io::stdout().lock()),
-    };
-    Ok(Output::Text(
-        FlowWriter::with_schema(io::BufWriter::with_capacity(1 << 16, out), format, schema)
-            .with_uid_seed(args.uid_seed),
-    ))
+    let out = input::create_output(args.output.as_deref().unwrap_or(Path::new("-")))?;
+    Ok(Output::Text(FlowWriter::with_schema(out, format, schema).with_uid_seed(args.uid_seed)))
 }
 
 #[cfg(feature = "parquet")]

@@ -196,6 +196,18 @@ pub(crate) fn output_name(p: &Path) -> String {
     if is_stdout(p) { "standard output".into() } else { p.display().to_string() }
 }
 
+/// The file output `out` writes to (standard output's for `None` or `-`), if it exists yet,
+/// and its name for messages.
+pub(crate) fn output_id(out: Option<&Path>) -> (Option<FileId>, String) {
+    match out.filter(|p| !is_stdout(p)) {
+        Some(p) => (FileId::of_path(p), p.display().to_string()),
+        None => {
+            let stdout = std::io::stdout();
+            (FileId::of_fd(std::os::fd::AsFd::as_fd(&stdout)), "standard output".to_string())
+        }
+    }
+}
+
 /// Refuses two outputs on standard output: `uses` names each output that would write there
 /// (an option given `-`, or one that writes there by default), and more than one is an error
 /// naming them.
@@ -218,14 +230,7 @@ pub(crate) fn one_stdout(uses: &[&str]) -> Result<(), Fail> {
 /// Checked before the output is opened, since opening it for writing would empty the input.
 pub(crate) fn refuse_overwrite(capture: &Capture, out: Option<&Path>) -> Result<(), Fail> {
     let Some(input) = capture.file_id() else { return Ok(()) };
-    let out = out.filter(|p| !is_stdout(p));
-    let (target, name) = match out {
-        Some(p) => (FileId::of_path(p), p.display().to_string()),
-        None => {
-            let stdout = std::io::stdout();
-            (FileId::of_fd(std::os::fd::AsFd::as_fd(&stdout)), "standard output".to_string())
-        }
-    };
+    let (target, name) = output_id(out);
     if target == Some(input) {
         return Err(Fail(
             format!(
@@ -242,14 +247,7 @@ pub(crate) fn refuse_overwrite(capture: &Capture, out: Option<&Path>) -> Result<
 /// name or a link is caught too), or standard output when `out` is `None` or `-` and it is
 /// one of them. For several inputs, checked before the output is opened.
 pub(crate) fn refuse_overwrite_paths(inputs: &[&Path], out: Option<&Path>) -> Result<(), Fail> {
-    let out = out.filter(|p| !is_stdout(p));
-    let (target, name) = match out {
-        Some(p) => (FileId::of_path(p), p.display().to_string()),
-        None => {
-            let stdout = std::io::stdout();
-            (FileId::of_fd(std::os::fd::AsFd::as_fd(&stdout)), "standard output".to_string())
-        }
-    };
+    let (target, name) = output_id(out);
     let Some(target) = target else { return Ok(()) };
     match inputs.iter().find(|p| p.as_os_str() != "-" && FileId::of_path(p) == Some(target)) {
         Some(p) => Err(Fail(

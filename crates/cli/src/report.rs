@@ -63,17 +63,12 @@ pub(crate) fn run(args: Args) -> Result<ExitCode, Fail> {
 /// Refuses an output that is one of the inputs, however it is named (`-`: standard output,
 /// when it is that file).
 fn refuse_input(out: &Path, input: &Path) -> Result<(), Fail> {
-    let target = if input::is_stdout(out) {
-        FileId::of_fd(std::os::fd::AsFd::as_fd(&io::stdout()))
-    } else {
-        FileId::of_path(out)
-    };
+    let (target, name) = input::output_id(Some(out));
     match (target, FileId::of_path(input)) {
         (Some(a), Some(b)) if a == b => Err(Fail(
             format!(
-                "{}: the output ({}) is an input; refusing to write over it",
-                input.display(),
-                input::output_name(out)
+                "{}: the output ({name}) is an input; refusing to write over it",
+                input.display()
             ),
             2,
         )),

@@ -262,16 +262,15 @@ fn settings(mut a: Args) -> Result<(Settings, IpfixArgs, MetricsArgs), Fail> {
         (None, None) => None,
     };
     let output = a.output.or(f.output.map(rel_out));
-    let on_stdout: Vec<&str> = [
-        (output.as_deref(), "output -"),
-        (
-            log.as_ref().map(|l| l.0.as_path()),
-            if log.as_ref().is_some_and(|l| l.1) { "drop-log -" } else { "log -" },
-        ),
-    ]
-    .into_iter()
-    .filter_map(|(p, name)| p.filter(|p| crate::input::is_stdout(p)).map(|_| name))
-    .collect();
+    let mut on_stdout = Vec::new();
+    if output.as_deref().is_some_and(crate::input::is_stdout) {
+        on_stdout.push("output -");
+    }
+    if let Some((p, drops)) = &log
+        && crate::input::is_stdout(p)
+    {
+        on_stdout.push(if *drops { "drop-log -" } else { "log -" });
+    }
     crate::input::one_stdout(&on_stdout)?;
     let dpi = a.dpi.or(f.dpi).unwrap_or_else(|| "rampart".into());
     if !["rampart", "off"].contains(&dpi.as_str()) {
