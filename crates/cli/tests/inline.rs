@@ -170,6 +170,12 @@ impl Topo {
             .success()
     }
 
+    /// Whether a ping gets through within three tries: a bridge just started on a machine
+    /// busy with the other tests' transfers may take its first frames late.
+    fn pings_through(&self) -> bool {
+        (0..3).any(|_| self.ping())
+    }
+
     fn rampart(&self, cmd: &str) -> Output {
         Command::new(env!("CARGO_BIN_EXE_rampart"))
             .args([cmd, "--control", &self.control()])
@@ -220,7 +226,7 @@ fn run_drops_privileges_answers_its_owner_reloads_and_fails_closed() {
     sh(&format!("chmod 755 {}; chmod 644 {}", t.dir.path().display(), rules.display()));
     let child = t.run(&rules, &["-o", t.path("flows.json").to_str().unwrap()]);
     let pid = child.id();
-    assert!(t.ping(), "ping through rampart");
+    assert!(t.pings_through(), "ping through rampart");
     // Unprivileged, with no capabilities.
     std::thread::sleep(Duration::from_millis(200));
     let uid = proc_status(pid, "Uid:");
@@ -255,7 +261,7 @@ fn run_drops_privileges_answers_its_owner_reloads_and_fails_closed() {
     let why = String::from_utf8_lossy(&bad.stderr);
     assert!(why.contains("rules.nft:3:"), "the error names the line: {why}");
     assert!(String::from_utf8_lossy(&t.rampart("status").stdout).contains("generation 2"));
-    assert!(t.ping(), "the rule set in force stays");
+    assert!(t.pings_through(), "the rule set in force stays");
     // Killed, it forwards nothing: the link fails closed.
     kill(Pid::from_raw(pid as i32), Signal::SIGKILL).unwrap();
     let mut child = child;
@@ -285,7 +291,7 @@ fn af_xdp_programs_are_detached_however_run_ends() {
     sh(&format!("chmod 755 {}; chmod 644 {}", t.dir.path().display(), rules.display()));
     for how in [Signal::SIGINT, Signal::SIGKILL] {
         let child = t.run(&rules, &["--driver", "af_xdp"]);
-        assert!(t.ping(), "ping through rampart ({how})");
+        assert!(t.pings_through(), "ping through rampart ({how})");
         assert!(xdp_attached(&t, "r0") && xdp_attached(&t, "r1"), "no program while running");
         if how == Signal::SIGINT {
             // The status shows how deep the fill rings are kept: the first depth, since a
