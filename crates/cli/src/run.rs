@@ -642,6 +642,16 @@ impl FirewallSink for Shared<'_, '_> {
         lock(self.out).packet(frame, decided, rules, reply)
     }
 
+    fn packets(
+        &mut self,
+        frames: &[Frame<'_>],
+        decided: &[Decided],
+        rules: &RuleSet,
+        replies: &[(usize, Vec<u8>)],
+    ) -> io::Result<()> {
+        lock(self.out).packets(frames, decided, rules, replies)
+    }
+
     fn record(&mut self, r: &FlowRecord) -> io::Result<()> {
         lock(self.out).record(r)
     }
@@ -887,6 +897,9 @@ fn go(args: Args) -> Result<ExitCode, Fail> {
     let _ = signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&hup));
     let routes = Arc::new(Routes { names: names.clone(), bridge: true, ..Routes::default() });
     let per_thread = (s.ct_max / threads as u64).max(16);
+    // Zeek's `conn_state` and `history` exist only for the flow records: with no record
+    // output (`-o`) and no IPFIX collector, the TCP state stage would keep them for nobody.
+    let tcp_stats = s.output.is_some() || ipfix_args.ipfix.is_some();
     let pipeline = || {
         let cfg = StatefulConfig {
             ct,
@@ -904,6 +917,7 @@ fn go(args: Args) -> Result<ExitCode, Fail> {
             table,
             rtt: None,
             dpi,
+            tcp_stats,
             reserve: true,
             ..FlowsConfig::default()
         })

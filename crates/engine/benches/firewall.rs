@@ -15,6 +15,13 @@
 //! table's timer ends the oldest as the run goes (as in a flood), and no SYN is seen twice
 //! while its connection lives.
 //!
+//! *flood*: the same SYNs into a table of 10,000 connections, as `rampart run --ct-max 10000`
+//! bounds each worker's: the table stays full, so every SYN early-drops a half-open
+//! connection and its flow ends, as under the inline SYN flood of `scripts/bench-inline.sh
+//! flood`. Twice: with the TCP state stage (Zeek's `conn_state` and `history`, which the
+//! flow records carry when they go somewhere) and without it (`rampart run` with no record
+//! output).
+//!
 //! Run: `cargo bench -p rampart-engine --bench firewall`
 
 use std::hint::black_box;
@@ -32,6 +39,8 @@ const LEN: usize = 54;
 const BATCH: usize = 256;
 const ESTABLISHED: u32 = 65_536;
 const NEW: u32 = 262_144;
+/// Connections the flood's table holds.
+const FLOOD_TABLE: usize = 10_000;
 const MS: u64 = 1_000_000;
 const T0: u64 = 1_700_000_000_000_000_000;
 
@@ -105,12 +114,17 @@ fn rules(extra: u32, wide: u32) -> Arc<RuleSet> {
 }
 
 fn pipeline(rules: Arc<RuleSet>) -> Pipeline {
+    pipeline_with(rules, 1 << 20, true)
+}
+
+/// A stateful pipeline of at most `max_flows` connections, with the TCP state stage or not.
+fn pipeline_with(rules: Arc<RuleSet>, max_flows: usize, tcp_stats: bool) -> Pipeline {
     let routes = Routes { names: vec!["eth0".into(), "eth1".into()], ..Routes::default() };
     let mut ct = rampart_conntrack::Config::default();
     ct.timeouts.tcp_syn_sent = rampart_wire::Span::from_nanos(500 * MS);
     let cfg = StatefulConfig { ct, routes: Arc::new(routes), ..StatefulConfig::default() };
-    let table = TableConfig { max_flows: 1 << 20, ..TableConfig::default() };
-    Pipeline::new(&FlowsConfig { table, rtt: None, dpi: None, ..FlowsConfig::default() })
+    let table = TableConfig { max_flows, ..TableConfig::default() };
+    Pipeline::new(&FlowsConfig { table, rtt: None, dpi: None, tcp_stats, ..FlowsConfig::default() })
         .with_stateful(Stateful::new(cfg, rules))
 }
 
@@ -203,6 +217,34 @@ fn firewall(c: &mut Criterion) {
         let (_, walked) = st.decided_counts();
         assert_eq!(walked, st.conntrack().stats().insert, "every SYN was a new connection");
         assert!(out.0.iter().all(|&v| v == Verdict::Accept));
+
+        // Flood: the same SYNs into a full table of 10,000 connections.
+        if extra == 0 && wide == 0 {
+            for (name, tcp_stats) in [("flood, records", true), ("flood, no records", false)] {
+                let mut p = pipeline_with(Arc::clone(&set), FLOOD_TABLE, tcp_stats);
+                let mut at = 0;
+                let mut ts = T0;
+                g.bench_function(BenchmarkId::new(name, n_rules), |b| {
+                    b.iter(|| {
+                        let batch: Vec<Frame<'_>> =
+                            syns[at..at + BATCH].iter().map(|f| frame(f, ts)).collect();
+                        out.1.clear();
+                        p.process(&batch, Verdict::Accept, &mut out.0, &mut out.1, &mut out.2);
+                        at = (at + BATCH) % syns.len();
+                        ts += MS;
+                        black_box(out.1.records.len());
+                    })
+                });
+                let st = p.stateful().expect("stateful");
+                let ct = st.conntrack().stats();
+                // Each connection beyond the table's room pushed one out (none timed out:
+                // the table holds 39 batches, 39 ms of capture time).
+                let beyond = ct.insert.saturating_sub(FLOOD_TABLE as u64);
+                assert_eq!(ct.early_drop, beyond, "the full table pushed connections out");
+                assert!(p.table().len() <= FLOOD_TABLE, "the table stays bounded");
+                assert!(out.0.iter().all(|&v| v == Verdict::Accept));
+            }
+        }
     }
     g.finish();
 }

@@ -288,7 +288,9 @@ pub fn run_inline(
     let mut counts = InlineCounts::default();
     let mut events = Events::default();
     let mut verdicts = Vec::new();
-    let mut replies: Vec<(u32, Vec<u8>)> = Vec::new();
+    // A batch's replies: the frame's index and the port it came in on, and the reply.
+    let mut replies: Vec<(usize, Vec<u8>)> = Vec::new();
+    let mut reply_ports: Vec<u32> = Vec::new();
     // The slot's generation if the pipeline already runs its rule set; else the first batch
     // takes it.
     let mut generation = match (rules, pipeline.stateful()) {
@@ -316,6 +318,7 @@ pub fn run_inline(
         }
         events.clear();
         replies.clear();
+        reply_ports.clear();
         if cfg.fail_open_overload && ports.backlogged() {
             // Behind: pass a batch undecided, so the buffers drain instead of overflowing.
             match ports.exchange(cfg.batch, &mut |frames, out| {
@@ -346,7 +349,7 @@ pub fn run_inline(
             let Some(rs) = pipeline.stateful().map(|st| Arc::clone(st.rules())) else {
                 return;
             };
-            for (f, d) in frames.iter().zip(pipeline.decisions()) {
+            for (i, (f, d)) in frames.iter().zip(pipeline.decisions()).enumerate() {
                 match d.verdict {
                     Verdict::Accept => counts.forwarded += 1,
                     Verdict::Drop => counts.dropped += 1,
@@ -356,15 +359,14 @@ pub fn run_inline(
                 {
                     counts.fail_open += 1;
                 }
-                let reply = reply_to(pipeline, f, d);
-                if sink_error.is_none()
-                    && let Err(e) = sink.packet(f, d, &rs, reply.as_deref())
-                {
-                    sink_error = Some(e);
+                if let Some(r) = reply_to(pipeline, f, d) {
+                    replies.push((i, r));
+                    reply_ports.push(f.interface);
                 }
-                if let Some(r) = reply {
-                    replies.push((f.interface, r));
-                }
+            }
+            // The sink sees the batch at once (a shared sink locks once per batch).
+            if let Err(e) = sink.packets(frames, pipeline.decisions(), &rs, &replies) {
+                sink_error = Some(e);
             }
         });
         let n = match exchanged {
@@ -377,8 +379,8 @@ pub fn run_inline(
         if let Some(e) = sink_error.take() {
             return Err(e);
         }
-        for (port, r) in &replies {
-            match ports.inject(*port, r) {
+        for (&port, (_, r)) in reply_ports.iter().zip(&replies) {
+            match ports.inject(port, r) {
                 Ok(true) => counts.replies += 1,
                 Ok(false) => {}
                 Err(e) => {

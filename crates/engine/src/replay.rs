@@ -59,6 +59,24 @@ pub trait FirewallSink {
         rules: &RuleSet,
         reply: Option<&[u8]>,
     ) -> io::Result<()>;
+    /// A batch of decided packets: `frames[i]` decided as `decided[i]` (in the rule set
+    /// `rules`), and `replies` the replies rejects send back, each with its frame's index
+    /// (in order). The same as [`FirewallSink::packet`] for each frame in turn, which is what
+    /// it does unless a sink has something to do once per batch (take a lock).
+    fn packets(
+        &mut self,
+        frames: &[Frame<'_>],
+        decided: &[Decided],
+        rules: &RuleSet,
+        replies: &[(usize, Vec<u8>)],
+    ) -> io::Result<()> {
+        let mut replies = replies.iter().peekable();
+        for (i, (f, d)) in frames.iter().zip(decided).enumerate() {
+            let reply = replies.next_if(|(at, _)| *at == i).map(|(_, r)| r.as_slice());
+            self.packet(f, d, rules, reply)?;
+        }
+        Ok(())
+    }
     /// A flow ended.
     fn record(&mut self, r: &FlowRecord) -> io::Result<()>;
     /// A reload was applied (`Ok`) or refused (`Err` with the reason), at capture time `at`.

@@ -211,6 +211,8 @@ impl FirewallSink for Collected {
         _: &RuleSet,
         reply: Option<&[u8]>,
     ) -> std::io::Result<()> {
+        // A reply goes with the frame whose reject made it (batches hand them out by index).
+        assert!(reply.is_none() || d.verdict == Verdict::Reject, "a reply beside its reject");
         self.verdicts.push(d.verdict);
         self.replies += usize::from(reply.is_some());
         Ok(())
