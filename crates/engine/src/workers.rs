@@ -10,10 +10,15 @@
 //!   read into buffers handed out, [`FileAccess::Handed`](rampart_capture::FileAccess), a
 //!   mapping, bytes in memory), it sends every worker the same list of frame
 //!   positions in the bytes they lie in ([`SharedBytes`]; a job ends where a buffer does,
-//!   so its frames lie in one). Worker k parses the k-th share of the list, once per frame,
-//!   and hands each parsed packet to the worker that owns its flow over a worker-to-worker
-//!   ring; each worker then accounts what it was handed, share by share, so in capture order.
-//!   The reading thread only reads and walks the records;
+//!   so its frames lie in one). Worker k parses the k-th share of the list (consecutive
+//!   shares, once per frame), and hands each parsed packet to the worker that owns its flow
+//!   over a worker-to-worker ring; each worker then accounts what it was handed, share by
+//!   share, so in capture order. Worker 0 runs on the calling thread, between its reads:
+//!   N workers take N threads, not N + 1 sharing N cores. The shares are not equal: the
+//!   packets a worker accounts are fixed by its flows, and a capture's heavy flows can load
+//!   one worker far more than another, so the calling thread cuts each job from the workers'
+//!   reported times ([`Balance`]; worker 0's include the reading), giving a worker with
+//!   less to do more of the parsing, until their times per job are alike;
 //! - for a live ring (or a stream read through a reused buffer), it parses each frame itself
 //!   and sends each packet's owned summary ([`Packet`](crate::packet::Packet)) to the worker
 //!   that owns its flow, with its payload copied beside it when application identification is
@@ -167,6 +172,8 @@ enum Job {
     Frames {
         frames: Arc<Vec<FrameRef>>,
         bytes: Option<SharedBytes>,
+        /// The frames this worker parses: consecutive shares, in worker order.
+        share: std::ops::Range<usize>,
         cuts: Vec<Cut>,
         events: Events,
     },
@@ -180,14 +187,115 @@ enum Done {
         bytes: Vec<u8>,
         cuts: Vec<Cut>,
         events: Events,
+        /// How long the worker spent on its last parse and on this accounting.
+        busy: Busy,
     },
     /// Up to [`FINISH_CHUNK`] records of live flows, in finishing order; `last` when no more
     /// follow, with the worker's counters.
-    Finished {
-        events: Events,
-        last: bool,
-        s: Option<Box<Summary>>,
-    },
+    Finished { events: Events, last: bool, s: Option<Box<Summary>> },
+}
+
+/// A worker's time on a job, for sizing its next parse shares: the frames it last parsed
+/// and how long that took, and how long it took to account a job's packets of its flows.
+#[derive(Clone, Copy, Debug, Default)]
+struct Busy {
+    parsed: u64,
+    parse_ns: u64,
+    account_ns: u64,
+}
+
+/// The reading thread's view of the workers' loads, from which it cuts each frames job into
+/// parse shares. The packets a worker accounts are fixed by its flows (the shard), and a
+/// capture's heavy flows can load one worker far more than another; the parse shares are
+/// what can move, so a worker with less to account parses more, until the workers' times
+/// per job are alike.
+#[derive(Debug)]
+struct Balance {
+    /// Per worker: its accounting time per job (ns) and its parse time per frame, smoothed.
+    account_ns: Vec<f64>,
+    parse_ns: Vec<f64>,
+    /// The reading thread's own time per job (reading, listing, merging, output), which
+    /// worker 0 shares.
+    reading_ns: f64,
+}
+
+impl Balance {
+    fn new(n: usize) -> Self {
+        Self { account_ns: vec![0.0; n], parse_ns: vec![0.0; n], reading_ns: 0.0 }
+    }
+
+    /// Takes the reading thread's time on a job.
+    fn note_reading(&mut self, ns: u64) {
+        ema(&mut self.reading_ns, ns as f64);
+    }
+
+    /// Worker `k`'s time besides parsing, per job.
+    fn fixed(&self, k: usize) -> f64 {
+        self.account_ns[k] + if k == 0 { self.reading_ns } else { 0.0 }
+    }
+
+    /// Takes a worker's report.
+    fn note(&mut self, k: usize, b: &Busy) {
+        ema(&mut self.account_ns[k], b.account_ns as f64);
+        if b.parsed > 0 {
+            ema(&mut self.parse_ns[k], b.parse_ns as f64 / b.parsed as f64);
+        }
+    }
+
+    /// The parse shares of a job of `frames` frames: consecutive ranges, one per worker, that
+    /// make the workers' times (accounting plus parsing) as alike as the loads allow; equal
+    /// shares until every worker has reported.
+    fn shares(&self, frames: usize) -> Vec<std::ops::Range<usize>> {
+        let n = self.account_ns.len();
+        let known = self.parse_ns.iter().all(|&p| p > 0.0);
+        let mut want: Vec<f64> = vec![frames as f64 / n as f64; n];
+        if known && frames > 0 {
+            // Worker k's time with s frames: account[k] + s * parse[k]. Equal times T with
+            // shares summing to the job: T = (frames + sum(account/parse)) / sum(1/parse).
+            // A worker whose accounting alone passes T parses nothing, and T is found again
+            // without it.
+            let mut on = vec![true; n];
+            loop {
+                let inv: f64 = (0..n).filter(|&k| on[k]).map(|k| 1.0 / self.parse_ns[k]).sum();
+                let acc: f64 =
+                    (0..n).filter(|&k| on[k]).map(|k| self.fixed(k) / self.parse_ns[k]).sum();
+                let t = (frames as f64 + acc) / inv;
+                let mut changed = false;
+                for k in 0..n {
+                    want[k] = if on[k] { (t - self.fixed(k)) / self.parse_ns[k] } else { 0.0 };
+                    if on[k] && want[k] < 0.0 {
+                        on[k] = false;
+                        changed = true;
+                    }
+                }
+                if !changed {
+                    break;
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(n);
+        let mut at = 0usize;
+        let mut sum = 0.0;
+        for (k, w) in want.iter().enumerate() {
+            sum += w.max(0.0);
+            let end = if k + 1 == n { frames } else { (sum.round() as usize).clamp(at, frames) };
+            out.push(at..end);
+            at = end;
+        }
+        out
+    }
+}
+
+/// The calling thread's CPU time in nanoseconds (0 where the kernel does not tell it).
+fn thread_cpu_ns() -> u64 {
+    use nix::time::{ClockId, clock_gettime};
+    clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID)
+        .map_or(0, |t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+}
+
+/// Smooths `x` into `old` over about eight values; the first is taken as it is.
+fn ema(old: &mut f64, x: f64) {
+    *old = if *old == 0.0 { x } else { *old + (x - *old) / 8.0 };
 }
 
 /// Waits for the ring to yield, parking between tries (the other side unparks after each
@@ -213,7 +321,6 @@ fn wait<T>(ring: &mut rtrb::Consumer<T>) -> Option<T> {
 /// One worker's state.
 struct Worker {
     pipeline: Pipeline,
-    me: usize,
     shard: Shard,
     parser: Parser,
     /// Counts of the frames this worker parsed.
@@ -233,6 +340,47 @@ struct Worker {
     finishing: Option<(Vec<FlowId>, usize)>,
     /// Where this worker's counters are published, if anywhere.
     slot: Option<Slot>,
+    /// Its last parse: frames and nanoseconds (reported with its next answer).
+    parsed: (u64, u64),
+    /// The frames job parsed last, waiting to be accounted.
+    pending: Option<Pending>,
+}
+
+/// A worker's ends of its rings to the reading thread, and that thread.
+struct Rings {
+    jobs: rtrb::Consumer<Job>,
+    done: rtrb::Producer<Done>,
+    main: Thread,
+}
+
+/// What a worker's [`Worker::step`] did.
+enum Step {
+    /// Took a job (or accounted one).
+    Worked,
+    /// Nothing waited.
+    Idle,
+    /// The reading thread is gone.
+    Stop,
+}
+
+/// Waits until the ring has an item (parking between tries, as [`wait`] does); false once the
+/// producer is gone and the ring is empty.
+fn ready<T>(ring: &mut rtrb::Consumer<T>) -> bool {
+    let mut spins = 0;
+    loop {
+        if !ring.is_empty() {
+            return true;
+        }
+        if ring.is_abandoned() {
+            return !ring.is_empty();
+        }
+        if spins < 64 {
+            spins += 1;
+            std::hint::spin_loop();
+        } else {
+            thread::park();
+        }
+    }
 }
 
 impl Worker {
@@ -250,55 +398,73 @@ impl Worker {
         }
     }
 
-    /// Answers jobs in order. A frames job is parsed and handed out at once but accounted
-    /// only after the next job is parsed (or when no job is waiting), so a worker does not
-    /// stand idle waiting for the others' packets of the job it just parsed.
-    fn run(mut self, mut jobs: rtrb::Consumer<Job>, mut done: rtrb::Producer<Done>, main: Thread) {
-        let mut pending: Option<Pending> = None;
+    /// Answers jobs in order, waiting for each: a worker on a thread of its own.
+    fn run(mut self, mut rings: Rings) {
         loop {
-            let job = match jobs.pop() {
-                Ok(job) => job,
-                Err(_) => {
-                    if let Some(p) = pending.take() {
-                        let out = self.account_frames(p);
-                        if !answer(&mut done, &main, out) {
-                            return;
-                        }
-                        self.publish();
-                        continue;
-                    }
-                    let Some(job) = wait(&mut jobs) else { return };
-                    job
-                }
-            };
-            let out = match job {
-                Job::Frames { frames, bytes, cuts, events } => {
-                    self.parse_share(&frames, bytes.as_deref().unwrap_or_default());
-                    // The reading thread reuses the list once every worker has let go of it.
-                    drop(frames);
-                    self.hand_out();
-                    match pending.replace(Pending { cuts, events, bytes }) {
-                        Some(p) => self.account_frames(p),
-                        None => continue,
+            match self.step(&mut rings, true) {
+                Step::Worked => {}
+                Step::Stop => return,
+                Step::Idle => {
+                    if !ready(&mut rings.jobs) {
+                        return;
                     }
                 }
-                job => {
-                    if let Some(p) = pending.take() {
-                        let out = self.account_frames(p);
-                        if !answer(&mut done, &main, out) {
-                            return;
-                        }
-                    }
-                    self.job(job)
-                }
-            };
-            if !answer(&mut done, &main, out) {
-                return;
-            }
-            if self.finishing.is_none() {
-                self.publish();
             }
         }
+    }
+
+    /// Takes the next job waiting, if any; with none waiting and `eager`, accounts the frames
+    /// job parsed last instead. A frames job is parsed and handed out at once but accounted
+    /// only after the next job is parsed (or when no job is waiting), so a worker does not
+    /// stand idle waiting for the others' packets of the job it just parsed. Never waits for
+    /// a job.
+    fn step(&mut self, rings: &mut Rings, eager: bool) -> Step {
+        let Rings { jobs, done, main } = rings;
+        let job = match jobs.pop() {
+            Ok(job) => job,
+            Err(_) => {
+                let Some(p) = self.pending.take().filter(|_| eager) else {
+                    return if jobs.is_abandoned() { Step::Stop } else { Step::Idle };
+                };
+                let out = self.account_frames(p);
+                if !answer(done, main, out) {
+                    return Step::Stop;
+                }
+                self.publish();
+                return Step::Worked;
+            }
+        };
+        let out = match job {
+            Job::Frames { frames, bytes, share, cuts, events } => {
+                let started = Instant::now();
+                let n = share.len() as u64;
+                self.parse_share(&frames[share], bytes.as_deref().unwrap_or_default());
+                self.parsed = (n, started.elapsed().as_nanos() as u64);
+                // The reading thread reuses the list once every worker has let go of it.
+                drop(frames);
+                self.hand_out();
+                match self.pending.replace(Pending { cuts, events, bytes }) {
+                    Some(p) => self.account_frames(p),
+                    None => return Step::Worked,
+                }
+            }
+            job => {
+                if let Some(p) = self.pending.take() {
+                    let out = self.account_frames(p);
+                    if !answer(done, main, out) {
+                        return Step::Stop;
+                    }
+                }
+                self.job(job)
+            }
+        };
+        if !answer(done, main, out) {
+            return Step::Stop;
+        }
+        if self.finishing.is_none() {
+            self.publish();
+        }
+        Step::Worked
     }
 
     /// Takes this worker's packets of the oldest parsed job from every worker, in worker order
@@ -312,6 +478,8 @@ impl Worker {
             };
             self.got.push(list);
         }
+        // Timed from here: the waits for the other workers' lists are not this worker's load.
+        let started = Instant::now();
         let mut next = vec![0; self.got.len()];
         // The job's bytes, where the payloads lie; the reading thread reuses a buffer once
         // every worker has let go of it.
@@ -329,7 +497,12 @@ impl Worker {
             list.clear();
             self.pool.push(list);
         }
-        Done::Batch { work: Vec::new(), bytes: Vec::new(), cuts, events }
+        let busy = Busy {
+            parsed: self.parsed.0,
+            parse_ns: self.parsed.1,
+            account_ns: started.elapsed().as_nanos() as u64,
+        };
+        Done::Batch { work: Vec::new(), bytes: Vec::new(), cuts, events, busy }
     }
 
     fn job(&mut self, job: Job) -> Done {
@@ -342,7 +515,7 @@ impl Worker {
                     self.pipeline.advance(c.now, c.tick, &mut events);
                     start = c.end;
                 }
-                Done::Batch { work, bytes, cuts, events }
+                Done::Batch { work, bytes, cuts, events, busy: Busy::default() }
             }
             Job::Frames { .. } => unreachable!("run handles frames jobs"),
             Job::Finish { mut events } => {
@@ -366,9 +539,7 @@ impl Worker {
     }
 
     /// Parses this worker's share of the frames, sorting the packets by owner.
-    fn parse_share(&mut self, frames: &[FrameRef], bytes: &[u8]) {
-        let n = self.to.len();
-        let (lo, hi) = (frames.len() * self.me / n, frames.len() * (self.me + 1) / n);
+    fn parse_share(&mut self, share: &[FrameRef], bytes: &[u8]) {
         for o in &mut self.out {
             if o.capacity() == 0 {
                 *o = self.pool.pop().unwrap_or_default();
@@ -376,7 +547,6 @@ impl Worker {
         }
         // The reading thread just wrote these bytes, on another CPU: each frame's first
         // read is a transfer from that CPU's cache, asked for a few frames ahead.
-        let share = &frames[lo..hi];
         let ahead = |k: usize| {
             if let Some(f) = share.get(k) {
                 let p = bytes.as_ptr().wrapping_add(f.start);
@@ -493,6 +663,7 @@ pub(crate) fn run(
         }
     }
     let threads: Arc<OnceLock<Vec<Thread>>> = Arc::default();
+    let mut local = None;
     thread::scope(|scope| {
         let mut lanes: Vec<Lane> = to
             .into_iter()
@@ -503,7 +674,6 @@ pub(crate) fn run(
                 let (done_tx, done) = rtrb::RingBuffer::new(IN_FLIGHT + 2);
                 let w = Worker {
                     pipeline: Pipeline::new(&worker_cfg),
-                    me,
                     shard: shard.clone(),
                     parser: cfg.parser(),
                     s: Summary::default(),
@@ -516,18 +686,33 @@ pub(crate) fn run(
                     mine: VecDeque::new(),
                     finishing: None,
                     slot: cfg.metrics.as_ref().map(crate::Board::slot),
+                    parsed: (0, 0),
+                    pending: None,
                 };
-                let main = thread::current();
-                let handle = thread::Builder::new()
-                    .name("rampart-worker".into())
-                    .spawn_scoped(scope, move || w.run(jobs_rx, done_tx, main))
-                    .expect("spawning a worker thread");
-                let thread = handle.thread().clone();
+                let rings = Rings { jobs: jobs_rx, done: done_tx, main: thread::current() };
+                // Where the workers parse, worker 0 runs on the reading thread between reads
+                // (the reading thread then only reads and lists frames, and a third thread
+                // would share the cores with the workers); the others, and every worker when
+                // the reading thread parses, on threads of their own.
+                let thread = if me == 0 && handed {
+                    local = Some((w, rings));
+                    thread::current()
+                } else {
+                    let handle = thread::Builder::new()
+                        .name("rampart-worker".into())
+                        .spawn_scoped(scope, move || w.run(rings))
+                        .expect("spawning a worker thread");
+                    handle.thread().clone()
+                };
                 Lane { jobs, done, thread, work: Vec::new(), bytes: Vec::new(), cuts: Vec::new() }
             })
             .collect();
         let _ = threads.set(lanes.iter().map(|l| l.thread.clone()).collect());
         let mut m = Merger {
+            local: local.take(),
+            cpu_mark: thread_cpu_ns(),
+            local_cpu: 0,
+            balance: Balance::new(n),
             spares: Spares::default(),
             in_flight: VecDeque::new(),
             pos: 0,
@@ -569,6 +754,15 @@ pub(crate) fn run(
 }
 
 struct Merger {
+    /// Worker 0 and its rings: it runs on the reading thread, taking its jobs right after
+    /// they are sent and whenever the reading thread waits for its answer.
+    local: Option<(Worker, Rings)>,
+    /// The reading thread's CPU time at the last send, and what worker 0's steps took of it
+    /// since (ns).
+    cpu_mark: u64,
+    local_cpu: u64,
+    /// The workers' loads, for cutting frames jobs into parse shares.
+    balance: Balance,
     spares: Spares,
     /// Jobs sent and not yet merged (with the frame list of a frames job, to reuse).
     in_flight: VecDeque<Option<Arc<Vec<FrameRef>>>>,
@@ -720,13 +914,26 @@ impl Merger {
             let next = self.spares.frames.pop().unwrap_or_default();
             Arc::new(std::mem::replace(&mut self.frames, next))
         });
-        for l in lanes.iter_mut() {
+        // What the reading thread spent since its last send besides worker 0's steps
+        // (reading, listing, merging, writing the output) weighs on worker 0: it runs there.
+        if self.local.is_some() {
+            let now = thread_cpu_ns();
+            let own = now.saturating_sub(self.cpu_mark).saturating_sub(self.local_cpu);
+            self.balance.note_reading(own);
+            (self.cpu_mark, self.local_cpu) = (now, 0);
+        }
+        let shares = frames.as_ref().map(|f| self.balance.shares(f.len())).unwrap_or_default();
+        for (k, l) in lanes.iter_mut().enumerate() {
             let cuts = std::mem::replace(&mut l.cuts, self.spares.cuts.pop().unwrap_or_default());
             let events = self.spares.events.pop().unwrap_or_default();
             let job = match &frames {
-                Some(f) => {
-                    Job::Frames { frames: Arc::clone(f), bytes: self.bytes.clone(), cuts, events }
-                }
+                Some(f) => Job::Frames {
+                    frames: Arc::clone(f),
+                    bytes: self.bytes.clone(),
+                    share: shares[k].clone(),
+                    cuts,
+                    events,
+                },
                 None => {
                     let next = self.spares.work.pop().unwrap_or_default();
                     let work = std::mem::replace(&mut l.work, next);
@@ -745,6 +952,15 @@ impl Merger {
         }
         self.pos = 0;
         self.in_flight.push_back(frames);
+        // Worker 0 parses its share now (the others wait for its packets) and accounts the
+        // job before; the job it just parsed waits until its answer is wanted.
+        if let Some((w, rings)) = &mut self.local {
+            let started = thread_cpu_ns();
+            while !rings.jobs.is_empty() {
+                w.step(rings, false);
+            }
+            self.local_cpu += thread_cpu_ns().saturating_sub(started);
+        }
         while self.in_flight.len() >= IN_FLIGHT
             || (!self.in_flight.is_empty() && lanes.iter().all(|l| l.done.slots() > 0))
         {
@@ -753,8 +969,28 @@ impl Merger {
         Ok(())
     }
 
-    fn pop(lane: &mut Lane) -> Done {
-        wait(&mut lane.done).expect("a worker ended without answering (it panicked)")
+    /// Worker `k`'s next answer, waiting for it; worker 0's is worked out here, on this
+    /// thread (its CPU time added to `spent`).
+    fn pop(
+        local: &mut Option<(Worker, Rings)>,
+        spent: &mut u64,
+        k: usize,
+        lane: &mut Lane,
+    ) -> Done {
+        match local {
+            Some((w, rings)) if k == 0 => loop {
+                if let Ok(d) = lane.done.pop() {
+                    return d;
+                }
+                let started = thread_cpu_ns();
+                let step = w.step(rings, true);
+                *spent += thread_cpu_ns().saturating_sub(started);
+                if !matches!(step, Step::Worked) {
+                    unreachable!("worker 0 owes an answer and has what it needs");
+                }
+            },
+            _ => wait(&mut lane.done).expect("a worker ended without answering (it panicked)"),
+        }
     }
 
     /// Merges the oldest job's outputs from every worker and hands them to the sink, capture
@@ -768,10 +1004,13 @@ impl Merger {
         let frames = self.in_flight.pop_front().flatten();
         let mut all = self.spares.events.pop().unwrap_or_default();
         let mut ticks = Vec::new();
-        for lane in lanes.iter_mut() {
-            let Done::Batch { work, mut bytes, cuts, events: mut ev } = Self::pop(lane) else {
+        for (k, lane) in lanes.iter_mut().enumerate() {
+            let Done::Batch { work, mut bytes, cuts, events: mut ev, busy } =
+                Self::pop(&mut self.local, &mut self.local_cpu, k, lane)
+            else {
                 unreachable!("a batch answers a batch")
             };
+            self.balance.note(k, &busy);
             if ticks.is_empty() {
                 ticks.extend(cuts.iter().map(|c| c.tick));
             }
@@ -817,8 +1056,10 @@ impl Merger {
         for l in lanes.iter_mut() {
             ask(l, Events::default());
         }
-        for lane in lanes.iter_mut() {
-            let Done::Finished { events, last, s: w } = Self::pop(lane) else {
+        for (k, lane) in lanes.iter_mut().enumerate() {
+            let Done::Finished { events, last, s: w } =
+                Self::pop(&mut self.local, &mut self.local_cpu, k, lane)
+            else {
                 unreachable!("a finish answers a finish")
             };
             if let Some(w) = w {
@@ -837,7 +1078,9 @@ impl Merger {
                     let mut spent = std::mem::take(events);
                     spent.clear();
                     ask(lane, spent);
-                    let Done::Finished { events: next, last, s: w } = Self::pop(lane) else {
+                    let Done::Finished { events: next, last, s: w } =
+                        Self::pop(&mut self.local, &mut self.local_cpu, k, lane)
+                    else {
                         unreachable!("a finish answers a finish")
                     };
                     if let Some(w) = w {
@@ -866,6 +1109,49 @@ impl Merger {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shares are consecutive and cover the job.
+    fn covers(shares: &[std::ops::Range<usize>], frames: usize) {
+        assert_eq!(shares.first().map(|r| r.start), Some(0));
+        assert_eq!(shares.last().map(|r| r.end), Some(frames));
+        assert!(shares.windows(2).all(|w| w[0].end == w[1].start));
+        assert!(shares.iter().all(|r| r.start <= r.end));
+    }
+
+    #[test]
+    fn parse_shares_even_out_the_workers_times() {
+        let busy = |account_ns, parsed, parse_ns| Busy { parsed, parse_ns, account_ns };
+        // Before any report: equal shares.
+        let mut b = Balance::new(3);
+        let s = b.shares(9_000);
+        covers(&s, 9_000);
+        assert_eq!(s.iter().map(|r| r.len()).collect::<Vec<_>>(), [3_000, 3_000, 3_000]);
+        // Worker 0 accounts 300 us of its flows per job and reads 100 us; worker 1 accounts
+        // 100 us, worker 2 none; every worker parses a frame in 20 ns. Equal times T:
+        // 400 + 0.02 s0 = 100 + 0.02 s1 = 0.02 s2 (us), s0 + s1 + s2 = 9,000.
+        b.note_reading(100_000);
+        b.note(0, &busy(300_000, 1_000, 20_000));
+        b.note(1, &busy(100_000, 1_000, 20_000));
+        b.note(2, &busy(0, 1_000, 20_000));
+        let s = b.shares(9_000);
+        covers(&s, 9_000);
+        let len: Vec<usize> = s.iter().map(|r| r.len()).collect();
+        // T = (180 + 500) / 3 us: s0 = -3,333 is cut to nothing, then T = (180 + 100) / 2 =
+        // 140 us: s1 = 2,000 and s2 = 7,000.
+        assert_eq!(len, [0, 2_000, 7_000]);
+        let times: Vec<f64> = (0..3).map(|k| b.fixed(k) + len[k] as f64 * b.parse_ns[k]).collect();
+        assert!((times[1] - times[2]).abs() < 1.0, "{times:?}");
+        assert!(times[0] >= times[1], "worker 0 parses nothing only when it is the busiest");
+        // Alike workers: alike shares, whatever the job's size.
+        let mut b = Balance::new(2);
+        b.note(0, &busy(50_000, 100, 3_000));
+        b.note(1, &busy(50_000, 100, 3_000));
+        for frames in [0, 1, 7, 7_424] {
+            let s = b.shares(frames);
+            covers(&s, frames);
+            assert!(s[0].len().abs_diff(s[1].len()) <= 1);
+        }
+    }
 
     #[test]
     fn shard_fold_equals_the_toeplitz_hash_both_ways() {
