@@ -196,11 +196,13 @@ enum Done {
 }
 
 /// A worker's time on a job, for sizing its next parse shares: the frames it last parsed
-/// and how long that took, and how long it took to account a job's packets of its flows.
+/// and how long that took, and how long it took to account its flows' packets of a job of
+/// `frames` frames.
 #[derive(Clone, Copy, Debug, Default)]
 struct Busy {
     parsed: u64,
     parse_ns: u64,
+    frames: u64,
     account_ns: u64,
 }
 
@@ -211,32 +213,38 @@ struct Busy {
 /// per job are alike.
 #[derive(Debug)]
 struct Balance {
-    /// Per worker: its accounting time per job (ns) and its parse time per frame, smoothed.
-    account_ns: Vec<f64>,
-    parse_ns: Vec<f64>,
-    /// The reading thread's own time per job (reading, listing, merging, output), which
-    /// worker 0 shares.
-    reading_ns: f64,
+    /// Per worker, smoothed, in ns per frame of a job: its accounting, and its parsing per
+    /// frame parsed.
+    account_ns: Vec<Option<f64>>,
+    parse_ns: Vec<Option<f64>>,
+    /// The reading thread's own time per frame of a job (reading, listing, merging,
+    /// output), which worker 0 shares.
+    reading_ns: Option<f64>,
 }
 
 impl Balance {
     fn new(n: usize) -> Self {
-        Self { account_ns: vec![0.0; n], parse_ns: vec![0.0; n], reading_ns: 0.0 }
+        Self { account_ns: vec![None; n], parse_ns: vec![None; n], reading_ns: None }
     }
 
-    /// Takes the reading thread's time on a job.
-    fn note_reading(&mut self, ns: u64) {
-        ema(&mut self.reading_ns, ns as f64);
+    /// Takes the reading thread's time on a job of `frames` frames.
+    fn note_reading(&mut self, ns: u64, frames: usize) {
+        if frames > 0 {
+            ema(&mut self.reading_ns, ns as f64 / frames as f64);
+        }
     }
 
-    /// Worker `k`'s time besides parsing, per job.
-    fn fixed(&self, k: usize) -> f64 {
-        self.account_ns[k] + if k == 0 { self.reading_ns } else { 0.0 }
+    /// Worker `k`'s time besides parsing on a job of `frames` frames.
+    fn fixed(&self, k: usize, frames: usize) -> f64 {
+        let reading = if k == 0 { self.reading_ns.unwrap_or(0.0) } else { 0.0 };
+        (self.account_ns[k].unwrap_or(0.0) + reading) * frames as f64
     }
 
     /// Takes a worker's report.
     fn note(&mut self, k: usize, b: &Busy) {
-        ema(&mut self.account_ns[k], b.account_ns as f64);
+        if b.frames > 0 {
+            ema(&mut self.account_ns[k], b.account_ns as f64 / b.frames as f64);
+        }
         if b.parsed > 0 {
             ema(&mut self.parse_ns[k], b.parse_ns as f64 / b.parsed as f64);
         }
@@ -247,7 +255,8 @@ impl Balance {
     /// shares until every worker has reported.
     fn shares(&self, frames: usize) -> Vec<std::ops::Range<usize>> {
         let n = self.account_ns.len();
-        let known = self.parse_ns.iter().all(|&p| p > 0.0);
+        let parse: Vec<f64> = self.parse_ns.iter().map(|p| p.unwrap_or(0.0)).collect();
+        let known = parse.iter().all(|&p| p > 0.0);
         let mut want: Vec<f64> = vec![frames as f64 / n as f64; n];
         if known && frames > 0 {
             // Worker k's time with s frames: account[k] + s * parse[k]. Equal times T with
@@ -256,13 +265,13 @@ impl Balance {
             // without it.
             let mut on = vec![true; n];
             loop {
-                let inv: f64 = (0..n).filter(|&k| on[k]).map(|k| 1.0 / self.parse_ns[k]).sum();
+                let inv: f64 = (0..n).filter(|&k| on[k]).map(|k| 1.0 / parse[k]).sum();
                 let acc: f64 =
-                    (0..n).filter(|&k| on[k]).map(|k| self.fixed(k) / self.parse_ns[k]).sum();
+                    (0..n).filter(|&k| on[k]).map(|k| self.fixed(k, frames) / parse[k]).sum();
                 let t = (frames as f64 + acc) / inv;
                 let mut changed = false;
                 for k in 0..n {
-                    want[k] = if on[k] { (t - self.fixed(k)) / self.parse_ns[k] } else { 0.0 };
+                    want[k] = if on[k] { (t - self.fixed(k, frames)) / parse[k] } else { 0.0 };
                     if on[k] && want[k] < 0.0 {
                         on[k] = false;
                         changed = true;
@@ -294,8 +303,8 @@ fn thread_cpu_ns() -> u64 {
 }
 
 /// Smooths `x` into `old` over about eight values; the first is taken as it is.
-fn ema(old: &mut f64, x: f64) {
-    *old = if *old == 0.0 { x } else { *old + (x - *old) / 8.0 };
+fn ema(old: &mut Option<f64>, x: f64) {
+    *old = Some(old.map_or(x, |o| o + (x - o) / 8.0));
 }
 
 /// Waits for the ring to yield, parking between tries (the other side unparks after each
@@ -500,6 +509,7 @@ impl Worker {
         let busy = Busy {
             parsed: self.parsed.0,
             parse_ns: self.parsed.1,
+            frames: cuts.last().map_or(0, |c| c.end as u64),
             account_ns: started.elapsed().as_nanos() as u64,
         };
         Done::Batch { work: Vec::new(), bytes: Vec::new(), cuts, events, busy }
@@ -919,7 +929,7 @@ impl Merger {
         if self.local.is_some() {
             let now = thread_cpu_ns();
             let own = now.saturating_sub(self.cpu_mark).saturating_sub(self.local_cpu);
-            self.balance.note_reading(own);
+            self.balance.note_reading(own, frames.as_ref().map_or(0, |f| f.len()));
             (self.cpu_mark, self.local_cpu) = (now, 0);
         }
         let shares = frames.as_ref().map(|f| self.balance.shares(f.len())).unwrap_or_default();
@@ -1120,7 +1130,9 @@ mod tests {
 
     #[test]
     fn parse_shares_even_out_the_workers_times() {
-        let busy = |account_ns, parsed, parse_ns| Busy { parsed, parse_ns, account_ns };
+        // A report on a job of 9,000 frames.
+        let busy =
+            |account_ns, parsed, parse_ns| Busy { parsed, parse_ns, frames: 9_000, account_ns };
         // Before any report: equal shares.
         let mut b = Balance::new(3);
         let s = b.shares(9_000);
@@ -1129,7 +1141,7 @@ mod tests {
         // Worker 0 accounts 300 us of its flows per job and reads 100 us; worker 1 accounts
         // 100 us, worker 2 none; every worker parses a frame in 20 ns. Equal times T:
         // 400 + 0.02 s0 = 100 + 0.02 s1 = 0.02 s2 (us), s0 + s1 + s2 = 9,000.
-        b.note_reading(100_000);
+        b.note_reading(100_000, 9_000);
         b.note(0, &busy(300_000, 1_000, 20_000));
         b.note(1, &busy(100_000, 1_000, 20_000));
         b.note(2, &busy(0, 1_000, 20_000));
@@ -1139,13 +1151,20 @@ mod tests {
         // T = (180 + 500) / 3 us: s0 = -3,333 is cut to nothing, then T = (180 + 100) / 2 =
         // 140 us: s1 = 2,000 and s2 = 7,000.
         assert_eq!(len, [0, 2_000, 7_000]);
-        let times: Vec<f64> = (0..3).map(|k| b.fixed(k) + len[k] as f64 * b.parse_ns[k]).collect();
+        let parse = |k: usize| b.parse_ns[k].unwrap();
+        let times: Vec<f64> =
+            (0..3).map(|k| b.fixed(k, 9_000) + len[k] as f64 * parse(k)).collect();
         assert!((times[1] - times[2]).abs() < 1.0, "{times:?}");
         assert!(times[0] >= times[1], "worker 0 parses nothing only when it is the busiest");
-        // Alike workers: alike shares, whatever the job's size.
+        // The loads scale with the job: half the frames, half of each fixed time, and the
+        // same cut in proportion.
+        let half: Vec<usize> = b.shares(4_500).iter().map(|r| r.len()).collect();
+        assert_eq!(half, [0, 1_000, 3_500]);
+        // Alike workers: alike shares, whatever the job's size; a worker with nothing to
+        // account (a zero report) counts as such.
         let mut b = Balance::new(2);
-        b.note(0, &busy(50_000, 100, 3_000));
-        b.note(1, &busy(50_000, 100, 3_000));
+        b.note(0, &busy(0, 100, 3_000));
+        b.note(1, &busy(0, 100, 3_000));
         for frames in [0, 1, 7, 7_424] {
             let s = b.shares(frames);
             covers(&s, frames);
