@@ -27,7 +27,10 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{
+    BenchmarkGroup, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main,
+};
 use rampart_capture::{Frame, LinkType, Timestamp};
 use rampart_engine::stateful::{Routes, RuleSet, Stateful, StatefulConfig};
 use rampart_engine::{Events, FlowsConfig, Pipeline, Summary, Verdict};
@@ -137,6 +140,30 @@ fn run(p: &mut Pipeline, frames: &[Vec<u8>], ts: u64, out: &mut (Vec<Verdict>, E
     }
 }
 
+/// Times `p` deciding `frames` in batches of [`BATCH`], round and round, capture time moving
+/// 1 ms per batch from `t0`.
+fn measure(
+    g: &mut BenchmarkGroup<'_, WallTime>,
+    id: BenchmarkId,
+    p: &mut Pipeline,
+    frames: &[Vec<u8>],
+    t0: u64,
+    out: &mut (Vec<Verdict>, Events, Summary),
+) {
+    let (mut at, mut ts) = (0, t0);
+    g.bench_function(id, |b| {
+        b.iter(|| {
+            let batch: Vec<Frame<'_>> =
+                frames[at..at + BATCH].iter().map(|f| frame(f, ts)).collect();
+            out.1.clear();
+            p.process(&batch, Verdict::Accept, &mut out.0, &mut out.1, &mut out.2);
+            at = (at + BATCH) % frames.len();
+            ts += MS;
+            black_box((out.0.len(), out.1.records.len()));
+        })
+    });
+}
+
 fn firewall(c: &mut Criterion) {
     let mut g = c.benchmark_group("firewall");
     g.throughput(Throughput::Elements(BATCH as u64));
@@ -174,19 +201,7 @@ fn firewall(c: &mut Criterion) {
                 tcp(a, SERVER, (port, 443), c.wrapping_add(1), s.wrapping_add(1), ACK)
             })
             .collect();
-        let mut at = 0;
-        let mut ts = T0 + MS;
-        g.bench_function(BenchmarkId::new("established", n_rules), |b| {
-            b.iter(|| {
-                let batch: Vec<Frame<'_>> =
-                    acks[at..at + BATCH].iter().map(|f| frame(f, ts)).collect();
-                out.1.clear();
-                p.process(&batch, Verdict::Accept, &mut out.0, &mut out.1, &mut out.2);
-                at = (at + BATCH) % acks.len();
-                ts += MS;
-                black_box(out.0.len());
-            })
-        });
+        measure(&mut g, BenchmarkId::new("established", n_rules), &mut p, &acks, T0 + MS, &mut out);
         // Every packet after the handshakes took its flow's cached decision.
         let (_, walked) = p.stateful().expect("stateful").decided_counts();
         assert!(walked <= u64::from(ESTABLISHED) * 3, "established packets were cached");
@@ -200,19 +215,7 @@ fn firewall(c: &mut Criterion) {
                 tcp([a[0] + 1, a[1], a[2], a[3]], SERVER, (port, 443), iss(i), 0, SYN)
             })
             .collect();
-        let mut at = 0;
-        let mut ts = T0;
-        g.bench_function(BenchmarkId::new("new", n_rules), |b| {
-            b.iter(|| {
-                let batch: Vec<Frame<'_>> =
-                    syns[at..at + BATCH].iter().map(|f| frame(f, ts)).collect();
-                out.1.clear();
-                p.process(&batch, Verdict::Accept, &mut out.0, &mut out.1, &mut out.2);
-                at = (at + BATCH) % syns.len();
-                ts += MS;
-                black_box(out.0.len());
-            })
-        });
+        measure(&mut g, BenchmarkId::new("new", n_rules), &mut p, &syns, T0, &mut out);
         let st = p.stateful().expect("stateful");
         let (_, walked) = st.decided_counts();
         assert_eq!(walked, st.conntrack().stats().insert, "every SYN was a new connection");
@@ -222,19 +225,7 @@ fn firewall(c: &mut Criterion) {
         if extra == 0 && wide == 0 {
             for (name, tcp_stats) in [("flood, records", true), ("flood, no records", false)] {
                 let mut p = pipeline_with(Arc::clone(&set), FLOOD_TABLE, tcp_stats);
-                let mut at = 0;
-                let mut ts = T0;
-                g.bench_function(BenchmarkId::new(name, n_rules), |b| {
-                    b.iter(|| {
-                        let batch: Vec<Frame<'_>> =
-                            syns[at..at + BATCH].iter().map(|f| frame(f, ts)).collect();
-                        out.1.clear();
-                        p.process(&batch, Verdict::Accept, &mut out.0, &mut out.1, &mut out.2);
-                        at = (at + BATCH) % syns.len();
-                        ts += MS;
-                        black_box(out.1.records.len());
-                    })
-                });
+                measure(&mut g, BenchmarkId::new(name, n_rules), &mut p, &syns, T0, &mut out);
                 let st = p.stateful().expect("stateful");
                 let ct = st.conntrack().stats();
                 // Each connection beyond the table's room pushed one out (none timed out:
