@@ -554,6 +554,7 @@ impl Worker {
             if o.capacity() == 0 {
                 *o = self.pool.pop().unwrap_or_default();
             }
+            o.reserve(share.len());
         }
         // The reading thread just wrote these bytes, on another CPU: each frame's first
         // read is a transfer from that CPU's cache, asked for a few frames ahead.
