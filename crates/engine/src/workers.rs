@@ -295,6 +295,35 @@ impl Balance {
     }
 }
 
+/// Which worker owns each of the shard's queues, shared by the workers and set once.
+type Owners = Arc<OnceLock<Arc<[usize]>>>;
+
+/// The owner of each of the shard's queues, from a sample of the traffic (the first job's
+/// frames, parsed here): the queue that carries the fewest packets goes to worker 0, which
+/// runs on the reading thread and so has the reading to do besides, and worker 0's queue to
+/// that queue's worker. A capture's heavy flows can load one queue far more than another;
+/// which worker owns which queue changes nothing in the output (merged by position).
+fn choose_owners(
+    frames: &[FrameRef],
+    bytes: &[u8],
+    parser: &mut Parser,
+    shard: &Shard,
+    n: usize,
+) -> Arc<[usize]> {
+    let mut load = vec![0u64; n];
+    let mut scratch = Summary::default();
+    for f in frames {
+        if let Some(p) = parser.prepare_if(&f.frame(bytes), 0, f.pos, &mut scratch, |_| true, true)
+        {
+            load[shard.of(&p.info.key)] += 1;
+        }
+    }
+    let lightest = (0..n).min_by_key(|&k| (load[k], k)).unwrap_or(0);
+    let mut owners: Vec<usize> = (0..n).collect();
+    owners.swap(0, lightest);
+    owners.into()
+}
+
 /// The calling thread's CPU time in nanoseconds (0 where the kernel does not tell it).
 fn thread_cpu_ns() -> u64 {
     use nix::time::{ClockId, clock_gettime};
@@ -351,6 +380,8 @@ struct Worker {
     slot: Option<Slot>,
     /// Its last parse: frames and nanoseconds (reported with its next answer).
     parsed: (u64, u64),
+    /// Which worker owns the flows of each of the shard's queues (set before the first job).
+    owners: Owners,
     /// The frames job parsed last, waiting to be accounted.
     pending: Option<Pending>,
 }
@@ -550,6 +581,8 @@ impl Worker {
 
     /// Parses this worker's share of the frames, sorting the packets by owner.
     fn parse_share(&mut self, share: &[FrameRef], bytes: &[u8]) {
+        let owners = self.owners.get().cloned();
+        let owners = owners.as_deref();
         for o in &mut self.out {
             if o.capacity() == 0 {
                 *o = self.pool.pop().unwrap_or_default();
@@ -574,7 +607,8 @@ impl Worker {
             {
                 // The payload's place in the shared input, where its owner will read it.
                 w.payload = w.payload.in_shared(f.start as u64);
-                self.out[self.shard.of(&w.info.key)].push(w);
+                let q = self.shard.of(&w.info.key);
+                self.out[owners.map_or(q, |o| o[q])].push(w);
             }
         }
     }
@@ -674,6 +708,9 @@ pub(crate) fn run(
         }
     }
     let threads: Arc<OnceLock<Vec<Thread>>> = Arc::default();
+    // Which worker owns the flows of each of the shard's queues: set from the first job, before
+    // any worker parses it.
+    let owners: Owners = Arc::default();
     let mut local = None;
     thread::scope(|scope| {
         let mut lanes: Vec<Lane> = to
@@ -686,6 +723,7 @@ pub(crate) fn run(
                 let w = Worker {
                     pipeline: Pipeline::new(&worker_cfg),
                     shard: shard.clone(),
+                    owners: Arc::clone(&owners),
                     parser: cfg.parser(),
                     s: Summary::default(),
                     to,
@@ -720,6 +758,7 @@ pub(crate) fn run(
             .collect();
         let _ = threads.set(lanes.iter().map(|l| l.thread.clone()).collect());
         let mut m = Merger {
+            owners: handed.then(|| (Arc::clone(&owners), cfg.parser(), shard.clone())),
             local: local.take(),
             cpu_mark: thread_cpu_ns(),
             local_cpu: 0,
@@ -765,6 +804,9 @@ pub(crate) fn run(
 }
 
 struct Merger {
+    /// Where the workers parse: the owners of the shard's queues, set from the first job, and
+    /// what it takes to parse that job here.
+    owners: Option<(Owners, Parser, Shard)>,
     /// Worker 0 and its rings: it runs on the reading thread, taking its jobs right after
     /// they are sent and whenever the reading thread waits for its answer.
     local: Option<(Worker, Rings)>,
@@ -920,6 +962,12 @@ impl Merger {
     fn send(&mut self, lanes: &mut [Lane], s: &mut Summary, sink: &mut dyn Sink) -> io::Result<()> {
         if lanes.iter().all(|l| l.cuts.is_empty()) {
             return Ok(());
+        }
+        if let Some((owners, parser, shard)) = &mut self.owners
+            && owners.get().is_none()
+        {
+            let bytes = self.bytes.as_deref().unwrap_or_default();
+            let _ = owners.set(choose_owners(&self.frames, bytes, parser, shard, lanes.len()));
         }
         let frames = self.handed.then(|| {
             let next = self.spares.frames.pop().unwrap_or_default();
@@ -1171,6 +1219,65 @@ mod tests {
             covers(&s, frames);
             assert!(s[0].len().abs_diff(s[1].len()) <= 1);
         }
+    }
+
+    /// Ethernet, IPv4 and UDP from 10.0.0.1:`sport` to 10.0.0.2:53.
+    fn udp(sport: u16) -> Vec<u8> {
+        let mut f = vec![0u8; 42];
+        f[12..14].copy_from_slice(&[0x08, 0x00]);
+        f[14..24].copy_from_slice(&[0x45, 0, 0, 28, 0, 0, 0, 0, 64, 17]);
+        f[26..34].copy_from_slice(&[10, 0, 0, 1, 10, 0, 0, 2]);
+        f[34..36].copy_from_slice(&sport.to_be_bytes());
+        f[36..38].copy_from_slice(&53u16.to_be_bytes());
+        f[38..40].copy_from_slice(&8u16.to_be_bytes());
+        f
+    }
+
+    #[test]
+    fn the_reading_thread_takes_the_lightest_queue() {
+        let shard = Shard::new(2);
+        let mut parser = FlowsConfig::default().parser();
+        let queue = |sport: u16, parser: &mut Parser| {
+            let f = udp(sport);
+            let frame = Frame {
+                ts: Timestamp::EPOCH,
+                origlen: 42,
+                link: LinkType::Ethernet,
+                interface: 0,
+                offset: 0,
+                data: &f,
+            };
+            let p = parser.prepare_if(&frame, 0, 0, &mut Summary::default(), |_| true, true);
+            shard.of(&p.expect("a UDP packet").info.key)
+        };
+        // A source port whose flow the shard gives to each queue.
+        let port = |q: usize, parser: &mut Parser| {
+            (1024..2048).find(|&p| queue(p, parser) == q).expect("both queues get flows")
+        };
+        let (a, b) = (port(0, &mut parser), port(1, &mut parser));
+        for (heavy, light, want) in [(a, b, [1, 0]), (b, a, [0, 1])] {
+            // Ten packets of the heavy flow, two of the light one, in one buffer.
+            let mut bytes = Vec::new();
+            let mut frames = Vec::new();
+            for (i, sport) in [heavy; 10].into_iter().chain([light; 2]).enumerate() {
+                let f = udp(sport);
+                let ts = Timestamp::EPOCH;
+                let link = LinkType::Ethernet;
+                frames.push(FrameRef {
+                    ts,
+                    origlen: 42,
+                    caplen: 42,
+                    link,
+                    start: bytes.len(),
+                    pos: i as u32,
+                });
+                bytes.extend_from_slice(&f);
+            }
+            let owners = choose_owners(&frames, &bytes, &mut parser, &shard, 2);
+            assert_eq!(&owners[..], &want[..], "the light flow's queue goes to worker 0");
+        }
+        // No sample: each queue keeps its own worker.
+        assert_eq!(&choose_owners(&[], &[], &mut parser, &shard, 3)[..], &[0, 1, 2][..]);
     }
 
     #[test]
