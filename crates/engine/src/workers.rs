@@ -14,11 +14,12 @@
 //!   shares, once per frame), and hands each parsed packet to the worker that owns its flow
 //!   over a worker-to-worker ring; each worker then accounts what it was handed, share by
 //!   share, so in capture order. Worker 0 runs on the calling thread, between its reads:
-//!   N workers take N threads, not N + 1 sharing N cores. The shares are not equal: the
-//!   packets a worker accounts are fixed by its flows, and a capture's heavy flows can load
-//!   one worker far more than another, so the calling thread cuts each job from the workers'
-//!   reported times ([`Balance`]; worker 0's include the reading), giving a worker with
-//!   less to do more of the parsing, until their times per job are alike;
+//!   N workers take N threads, not N + 1 sharing N cores; it owns the shard queue that
+//!   carried the fewest packets of the first job ([`choose_owners`]). The shares are not
+//!   equal: the packets a worker accounts are fixed by its flows, and a capture's heavy flows
+//!   can load one worker far more than another, so the calling thread cuts each job from the
+//!   workers' reported times ([`Balance`]; worker 0's include the reading), giving a worker
+//!   with less to do more of the parsing, until their times per job are alike;
 //! - for a live ring (or a stream read through a reused buffer), it parses each frame itself
 //!   and sends each packet's owned summary ([`Packet`](crate::packet::Packet)) to the worker
 //!   that owns its flow, with its payload copied beside it when application identification is
