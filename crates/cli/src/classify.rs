@@ -219,9 +219,7 @@ pub(crate) fn filter(args: FilterArgs) -> Result<ExitCode, Fail> {
     );
     let mut capture = crate::input::open_file(&args.input)?;
     crate::input::refuse_overwrite(&capture, Some(&args.output))?;
-    let file = crate::input::create_output(&args.output)?;
-    let mut writer: Option<rampart_capture::PcapWriter<crate::input::Output>> = None;
-    let mut file = Some(file);
+    let mut out = crate::firewall::PcapOut::new(crate::input::create_output(&args.output)?);
     let stop = crate::input::stop_flag();
     let opts = rampart_engine::FilterOptions {
         non_ip: if args.pass_unparsed {
@@ -237,23 +235,10 @@ pub(crate) fn filter(args: FilterArgs) -> Result<ExitCode, Fail> {
         std::sync::Arc::new(rules),
         opts,
         &stop,
-        &mut |f| {
-            if writer.is_none() {
-                let out = file.take().expect("one writer");
-                writer = Some(rampart_capture::PcapWriter::new(out, f.link, 262_144, true)?);
-            }
-            writer.as_mut().expect("just made").write(f.ts, f.origlen, f.data)
-        },
+        &mut |f| out.write(f, f.data, f.origlen),
     );
     // No packet accepted: still a capture, with no records (as `tcpdump -w` leaves one).
-    let flushed = match (writer.as_mut(), file.take()) {
-        (Some(w), _) => w.flush(),
-        (None, Some(f)) => {
-            let link = capture.link_type().unwrap_or(rampart_wire::LinkType::Ethernet);
-            rampart_capture::PcapWriter::new(f, link, 262_144, true).and_then(|mut w| w.flush())
-        }
-        (None, None) => Ok(()),
-    };
+    let flushed = out.finish(capture.link_type());
     let (counts, error) = match result.and_then(|r| flushed.map(|()| r)) {
         Ok(r) => r,
         // A reader of standard output that closed it (`| head`) has seen enough.

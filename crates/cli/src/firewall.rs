@@ -241,10 +241,7 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
         for inp in &inputs {
             input::refuse_overwrite(&inp.capture, Some(Path::new(file)))?;
         }
-        let f = input::create_output(Path::new(file))?;
-        // The link type an output with no frame declares: the port's capture's.
-        let link = inputs[i as usize].capture.link_type().unwrap_or(LinkType::Ethernet);
-        writers[i as usize] = Some(PcapOut { file: Some(f), pcap: None, link });
+        writers[i as usize] = Some(PcapOut::new(input::create_output(Path::new(file))?));
     }
 
     let routes =
@@ -313,7 +310,10 @@ fn go(args: &Args) -> Result<ExitCode, Fail> {
     let result = replay(&mut inputs, main, other, reloads, &Limits::none(256), &stop, &mut sink);
     // Whatever happened, what was produced is written out (and each port's capture has at
     // least its header).
-    let finished = sink.writers.iter_mut().flatten().try_for_each(PcapOut::finish);
+    let finished = sink.writers.iter_mut().zip(&inputs).try_for_each(|(w, inp)| match w {
+        Some(w) => w.finish(inp.capture.link_type()),
+        None => Ok(()),
+    });
     let flushed = finished.and_then(|()| sink.flush());
     let (outcome, main) = match result.and_then(|o| flushed.map(|()| o)) {
         Ok(o) => o,
@@ -526,22 +526,32 @@ impl<'m> Published<'m> {
     }
 }
 
-/// A port's output capture, created with the link type of its first frame.
+/// An output capture (a port's, or `rampart filter`'s), created with the link type of its
+/// first frame.
 pub(crate) struct PcapOut {
     file: Option<input::Output>,
     pcap: Option<PcapWriter<input::Output>>,
-    /// The link type written if no frame is (see [`PcapOut::finish`]).
-    link: LinkType,
 }
 
 impl PcapOut {
-    /// Writes `data` (of `origlen` bytes on the wire) at `f`'s time and link type.
-    fn write(&mut self, f: &Frame<'_>, data: &[u8], origlen: u32) -> io::Result<()> {
+    /// A capture to be written to `file`, its header with its first frame.
+    pub(crate) fn new(file: input::Output) -> Self {
+        Self { file: Some(file), pcap: None }
+    }
+
+    /// Writes the file header, of link type `link`, unless it is written.
+    fn start(&mut self, link: LinkType) -> io::Result<()> {
         if self.pcap.is_none()
             && let Some(file) = self.file.take()
         {
-            self.pcap = Some(PcapWriter::new(file, f.link, 262_144, true)?);
+            self.pcap = Some(PcapWriter::new(file, link, 262_144, true)?);
         }
+        Ok(())
+    }
+
+    /// Writes `data` (of `origlen` bytes on the wire) at `f`'s time and link type.
+    pub(crate) fn write(&mut self, f: &Frame<'_>, data: &[u8], origlen: u32) -> io::Result<()> {
+        self.start(f.link)?;
         match &mut self.pcap {
             Some(p) => p.write(f.ts, origlen, data),
             None => Ok(()),
@@ -557,14 +567,10 @@ impl PcapOut {
         }
     }
 
-    /// Ends the capture: a port nothing left through still gets one with no records (as
-    /// `tcpdump -w` leaves one), of its input's link type.
-    fn finish(&mut self) -> io::Result<()> {
-        if self.pcap.is_none()
-            && let Some(file) = self.file.take()
-        {
-            self.pcap = Some(PcapWriter::new(file, self.link, 262_144, true)?);
-        }
+    /// Ends the capture: one nothing was written to still gets a header and no records (as
+    /// `tcpdump -w` leaves one), of its input's link type `link` (Ethernet when unknown).
+    pub(crate) fn finish(&mut self, link: Option<LinkType>) -> io::Result<()> {
+        self.start(link.unwrap_or(LinkType::Ethernet))?;
         self.flush()
     }
 }

@@ -136,6 +136,13 @@ pub enum BenchError {
     Io(#[from] io::Error),
 }
 
+/// The calling thread's CPU time so far in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`), `None`
+/// where the kernel does not tell it.
+pub(crate) fn thread_cpu_ns() -> Option<u64> {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID).ok()?;
+    Some(t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+}
+
 /// The thread's CPU time so far in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`), or the wall time
 /// where the kernel does not tell it.
 struct Clock {
@@ -145,16 +152,11 @@ struct Clock {
 
 impl Clock {
     fn new() -> Self {
-        Self { wall: Instant::now(), cpu: Self::cpu().is_some() }
-    }
-
-    fn cpu() -> Option<u64> {
-        let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID).ok()?;
-        Some(t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+        Self { wall: Instant::now(), cpu: thread_cpu_ns().is_some() }
     }
 
     fn now(&self) -> u64 {
-        match self.cpu.then(Self::cpu).flatten() {
+        match self.cpu.then(thread_cpu_ns).flatten() {
             Some(ns) => ns,
             None => self.wall.elapsed().as_nanos() as u64,
         }

@@ -327,9 +327,7 @@ fn choose_owners(
 
 /// The calling thread's CPU time in nanoseconds (0 where the kernel does not tell it).
 fn thread_cpu_ns() -> u64 {
-    use nix::time::{ClockId, clock_gettime};
-    clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID)
-        .map_or(0, |t| t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+    crate::breakdown::thread_cpu_ns().unwrap_or(0)
 }
 
 /// Smooths `x` into `old` over about eight values; the first is taken as it is.
@@ -337,24 +335,10 @@ fn ema(old: &mut Option<f64>, x: f64) {
     *old = Some(old.map_or(x, |o| o + (x - o) / 8.0));
 }
 
-/// Waits for the ring to yield, parking between tries (the other side unparks after each
-/// push); `None` once the producer is gone and the ring is empty.
+/// Waits for the ring to yield (see [`ready`]); `None` once the producer is gone and the
+/// ring is empty.
 fn wait<T>(ring: &mut rtrb::Consumer<T>) -> Option<T> {
-    let mut spins = 0;
-    loop {
-        if let Ok(x) = ring.pop() {
-            return Some(x);
-        }
-        if ring.is_abandoned() {
-            return ring.pop().ok();
-        }
-        if spins < 64 {
-            spins += 1;
-            std::hint::spin_loop();
-        } else {
-            thread::park();
-        }
-    }
+    if ready(ring) { ring.pop().ok() } else { None }
 }
 
 /// One worker's state.
@@ -404,9 +388,9 @@ enum Step {
     Stop,
 }
 
-/// Waits until the ring has an item (parking between tries, as [`wait`] does); false once the
-/// producer is gone and the ring is empty.
-fn ready<T>(ring: &mut rtrb::Consumer<T>) -> bool {
+/// Waits until the ring has an item, parking between tries (the other side unparks after
+/// each push); false once the producer is gone and the ring is empty.
+fn ready<T>(ring: &rtrb::Consumer<T>) -> bool {
     let mut spins = 0;
     loop {
         if !ring.is_empty() {
@@ -446,7 +430,7 @@ impl Worker {
                 Step::Worked => {}
                 Step::Stop => return,
                 Step::Idle => {
-                    if !ready(&mut rings.jobs) {
+                    if !ready(&rings.jobs) {
                         return;
                     }
                 }
