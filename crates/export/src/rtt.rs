@@ -88,6 +88,55 @@ pub struct RttWriter<W: Write> {
     format: RttFormat,
     line: Vec<u8>,
     clock: LocalClock,
+    names: Names,
+}
+
+/// Slots of [`Names`]: a power of two.
+const NAME_SLOTS: usize = 64;
+/// The longest name: two IPv6 addresses (39 bytes each), two ports (5), `:`, `+`, `:`.
+const NAME_MAX: usize = 96;
+
+/// Flow names (`src:sport+dst:dport`) written lately, by key and side, in a direct-mapped
+/// cache: a flow's samples repeat its name, and copying it costs less than writing two
+/// addresses and two ports again (most of a sample line's cost otherwise).
+struct Names {
+    slots: Box<[NameSlot]>,
+}
+
+#[derive(Clone, Copy)]
+struct NameSlot {
+    key: FlowKey,
+    side: Side,
+    /// Bytes of `text` in use; 0 for an empty slot (a name is never empty).
+    len: u8,
+    text: [u8; NAME_MAX],
+}
+
+impl Names {
+    fn new() -> Self {
+        let empty =
+            NameSlot { key: FlowKey::default(), side: Side::A, len: 0, text: [0; NAME_MAX] };
+        Self { slots: vec![empty; NAME_SLOTS].into_boxed_slice() }
+    }
+
+    /// Appends the name of a packet sent by `side` of `key`, as [`flow_name`] writes it.
+    #[inline]
+    fn write(&mut self, l: &mut Vec<u8>, key: &FlowKey, side: Side) {
+        let folded = key.words().iter().fold(side as u64, |h, w| (h ^ w).rotate_left(23));
+        let i = (folded.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize % NAME_SLOTS;
+        let slot = &mut self.slots[i];
+        if slot.len != 0 && slot.side == side && slot.key == *key {
+            l.extend_from_slice(&slot.text[..slot.len as usize]);
+            return;
+        }
+        let at = l.len();
+        flow_name(l, key, side);
+        let name = &l[at..];
+        if name.len() <= NAME_MAX {
+            (slot.key, slot.side, slot.len) = (*key, side, name.len() as u8);
+            slot.text[..name.len()].copy_from_slice(name);
+        }
+    }
 }
 
 /// Source address and port, then destination, of a packet sent by `side` of `key`.
@@ -128,7 +177,13 @@ pub(crate) fn secs(l: &mut Vec<u8>, ns: u64, prec: usize) {
 impl<W: Write> RttWriter<W> {
     /// A writer of `format` lines to `out`.
     pub fn new(out: W, format: RttFormat) -> Self {
-        Self { out, format, line: Vec::with_capacity(256), clock: LocalClock::new() }
+        Self {
+            out,
+            format,
+            line: Vec::with_capacity(256),
+            clock: LocalClock::new(),
+            names: Names::new(),
+        }
     }
 
     /// The writer's clock (for pping's "First packet at" line).
@@ -167,7 +222,7 @@ impl<W: Write> RttWriter<W> {
             }
         }
         l.push(b' ');
-        flow_name(l, &s.key, s.side);
+        self.names.write(l, &s.key, s.side);
         l.push(b'\n');
         self.out.write_all(&self.line)
     }
@@ -188,7 +243,7 @@ impl<W: Write> RttWriter<W> {
                     int(l, v);
                 }
                 l.push(b' ');
-                flow_name(l, &s.key, s.side);
+                self.names.write(l, &s.key, s.side);
             }
             RttFormat::Text => {
                 l.extend_from_slice(self.clock.hms(s.ts.secs() as i64));
@@ -197,7 +252,7 @@ impl<W: Write> RttWriter<W> {
                 l.push(b' ');
                 time_diff(l, s.min.as_nanos() as f64 * 1e-9);
                 l.push(b' ');
-                flow_name(l, &s.key, s.side);
+                self.names.write(l, &s.key, s.side);
             }
             RttFormat::Json => {
                 l.extend_from_slice(b"{\"time\":");
@@ -545,5 +600,36 @@ mod tests {
              \"proto\":\"tcp\",\"src\":\"10.77.0.2\",\"sport\":5201,\"dst\":\"10.77.0.1\",\
              \"dport\":41466,\"method\":\"seq\"}\n"
         );
+    }
+
+    proptest::proptest! {
+        /// Names from the cache are the names written out, whatever the keys, sides and
+        /// their order (few keys of both families, so slots are hit, shared and replaced).
+        #[test]
+        fn cached_names_are_the_names(picks in proptest::collection::vec((0usize..24, proptest::bool::ANY), 1..400)) {
+            let keys: Vec<FlowKey> = (0..24u8)
+                .map(|i| {
+                    let mut a = [0u8; 16];
+                    let mut b = [0u8; 16];
+                    let family = if i % 3 == 0 { IpFamily::V6 } else { IpFamily::V4 };
+                    if family == IpFamily::V6 {
+                        a = [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0xab, 0xcd, 0, i];
+                        b = [0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, i];
+                    } else {
+                        a[..4].copy_from_slice(&[10, 0, i / 4, i]);
+                        b[..4].copy_from_slice(&[192, 168, 200 + i % 2, 255]);
+                    }
+                    FlowKey::new(a, 1000 + u16::from(i) * 977, b, 443, 6, family, KeyKind::Ports).0
+                })
+                .collect();
+            let mut names = Names::new();
+            for (k, b) in picks {
+                let side = if b { Side::A } else { Side::B };
+                let (mut got, mut want) = (b"x ".to_vec(), b"x ".to_vec());
+                names.write(&mut got, &keys[k], side);
+                flow_name(&mut want, &keys[k], side);
+                proptest::prop_assert_eq!(got, want);
+            }
+        }
     }
 }
