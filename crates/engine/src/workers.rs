@@ -45,6 +45,7 @@ use std::time::Instant;
 use rampart_capture::{Batch, Capture, Frame, LinkType, SharedBytes, Timestamp};
 use rampart_flow::{FlowId, FlowKey, IpFamily, TableConfig};
 use rampart_rss::{Key, Reta, Toeplitz};
+use rampart_rtt::Sample;
 
 use crate::driver::{Consumer, FINISH_CHUNK, Sink, emit, read_batches};
 use crate::packet::{Packet, Payload, PayloadSource};
@@ -755,6 +756,9 @@ pub(crate) fn run(
             bytes: None,
             frames: Vec::new(),
             now: Timestamp::EPOCH,
+            merged: Events::default(),
+            parts: Vec::with_capacity(n),
+            heads: Vec::with_capacity(n),
         };
         let mut s = Summary::default();
         let result = (|| {
@@ -815,6 +819,36 @@ struct Merger {
     /// Next position in the current job: each capture batch takes one position per packet and
     /// one for its tick.
     pos: u32,
+    /// The merged events of a job, the workers' events being merged, and where each one's
+    /// samples are merged up to. Kept for their allocations: each keeps its own size (the
+    /// merged list is the sum of the others), so none grows again once the run has settled,
+    /// and no fresh memory is faulted in job after job.
+    merged: Events,
+    parts: Vec<Events>,
+    heads: Vec<usize>,
+}
+
+/// Appends the samples of `parts`, each list in position order, to `out` in position order
+/// (a packet makes at most one sample, so positions differ): a merge of sorted lists, without
+/// the scratch buffer a sort of their concatenation allocates every time.
+fn merge_samples(out: &mut Vec<(u32, Sample)>, parts: &[Events], heads: &mut Vec<usize>) {
+    debug_assert!(parts.iter().all(|p| p.samples.is_sorted_by_key(|(pos, _)| *pos)));
+    out.reserve(parts.iter().map(|p| p.samples.len()).sum());
+    heads.clear();
+    heads.resize(parts.len(), 0);
+    loop {
+        let mut best: Option<(usize, u32)> = None;
+        for (k, p) in parts.iter().enumerate() {
+            if let Some((pos, _)) = p.samples.get(heads[k])
+                && best.is_none_or(|(_, b)| *pos < b)
+            {
+                best = Some((k, *pos));
+            }
+        }
+        let Some((k, _)) = best else { return };
+        out.push(parts[k].samples[heads[k]]);
+        heads[k] += 1;
+    }
 }
 
 /// The reading thread's side of one run: the merger and the workers' lanes.
@@ -1046,7 +1080,8 @@ impl Merger {
         sink: &mut dyn Sink,
     ) -> io::Result<()> {
         let frames = self.in_flight.pop_front().flatten();
-        let mut all = self.spares.events.pop().unwrap_or_default();
+        let mut all = std::mem::take(&mut self.merged);
+        let mut parts = std::mem::take(&mut self.parts);
         let mut ticks = Vec::new();
         for (k, lane) in lanes.iter_mut().enumerate() {
             let Done::Batch { work, mut bytes, cuts, events: mut ev, busy } =
@@ -1062,21 +1097,26 @@ impl Merger {
             bytes.clear();
             self.spares.bytes.push(bytes);
             self.spares.cuts.push(cuts);
-            all.samples.append(&mut ev.samples);
             all.records.append(&mut ev.records);
-            self.spares.events.push(ev);
+            parts.push(ev);
         }
         // Every worker has answered, so it has dropped its handle on the frame list.
         if let Some(mut f) = frames.and_then(|f| Arc::try_unwrap(f).ok()) {
             f.clear();
             self.spares.frames.push(f);
         }
-        // One packet's outputs all come from one worker, already in order: stable sorts.
-        all.samples.sort_by_key(|(pos, _)| *pos);
+        // One packet's outputs all come from one worker, already in order: the samples are
+        // merged, the records (few) sorted stably.
+        merge_samples(&mut all.samples, &parts, &mut self.heads);
         all.records.sort_by_key(Ordered::order);
+        for mut ev in parts.drain(..) {
+            ev.clear();
+            self.spares.events.push(ev);
+        }
+        self.parts = parts;
         let result = emit(s, &all, &ticks, sink);
         all.clear();
-        self.spares.events.push(all);
+        self.merged = all;
         result
     }
 
@@ -1153,6 +1193,46 @@ impl Merger {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Worker lists in position order merge into one list in position order, each sample
+    /// once, whatever their lengths (empty lists too).
+    #[test]
+    fn samples_merge_in_position_order() {
+        let sample = |pos: u32| {
+            let ts = Timestamp::from_nanos(u64::from(pos));
+            let rtt = rampart_wire::Span::from_nanos(u64::from(pos) * 7);
+            let s = Sample {
+                ts,
+                rtt,
+                min: rtt,
+                method: rampart_rtt::Method::Ts,
+                id: FlowId(pos),
+                key: FlowKey::default(),
+                side: rampart_flow::Side::A,
+                dir: rampart_flow::Dir::Original,
+                fbytes: 0,
+                dbytes: 0,
+                pbytes: 0,
+            };
+            (pos, s)
+        };
+        let lists: [&[u32]; 4] = [&[0, 3, 4, 9, 10], &[], &[1, 2, 11], &[5, 6, 7, 8, 12, 13]];
+        let parts: Vec<Events> = lists
+            .iter()
+            .map(|l| Events {
+                samples: l.iter().map(|&p| sample(p)).collect(),
+                ..Events::default()
+            })
+            .collect();
+        let (mut out, mut heads) = (vec![sample(99)], Vec::new());
+        merge_samples(&mut out, &parts, &mut heads);
+        let want: Vec<_> = std::iter::once(99).chain(0..14).map(sample).collect();
+        assert_eq!(out, want);
+        // Again, with the heads left over from the first merge.
+        out.clear();
+        merge_samples(&mut out, &parts[2..], &mut heads);
+        assert_eq!(out.iter().map(|(p, _)| *p).collect::<Vec<_>>(), [1, 2, 5, 6, 7, 8, 11, 12, 13]);
+    }
 
     /// The shares are consecutive and cover the job.
     fn covers(shares: &[std::ops::Range<usize>], frames: usize) {
