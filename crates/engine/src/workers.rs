@@ -836,16 +836,11 @@ fn merge_samples(out: &mut Vec<(u32, Sample)>, parts: &[Events], heads: &mut Vec
     out.reserve(parts.iter().map(|p| p.samples.len()).sum());
     heads.clear();
     heads.resize(parts.len(), 0);
-    loop {
-        let mut best: Option<(usize, u32)> = None;
-        for (k, p) in parts.iter().enumerate() {
-            if let Some((pos, _)) = p.samples.get(heads[k])
-                && best.is_none_or(|(_, b)| *pos < b)
-            {
-                best = Some((k, *pos));
-            }
-        }
-        let Some((k, _)) = best else { return };
+    let head = |heads: &[usize]| {
+        let next = parts.iter().zip(heads).enumerate();
+        next.filter_map(|(k, (p, &at))| p.samples.get(at).map(|(pos, _)| (*pos, k))).min()
+    };
+    while let Some((_, k)) = head(heads) {
         out.push(parts[k].samples[heads[k]]);
         heads[k] += 1;
     }
