@@ -85,6 +85,36 @@ pub fn secs_micros(l: &mut Vec<u8>, ns: u64) {
     l.truncate(at + n + 7);
 }
 
+/// Appends nanoseconds as seconds with `prec` decimals (at most 9, truncated), written in
+/// place as [`secs_micros`] does; with 0 decimals, the seconds without a point.
+#[inline]
+pub fn secs_frac(l: &mut Vec<u8>, ns: u64, prec: usize) {
+    let prec = prec.min(9);
+    let secs = ns / 1_000_000_000;
+    let frac = (ns % 1_000_000_000) / POW10[9 - prec];
+    let n = digit_count(secs);
+    let (at, out) = room::<32>(l);
+    digits_into(&mut out[..n], secs);
+    if prec == 0 {
+        l.truncate(at + n);
+        return;
+    }
+    out[n] = b'.';
+    digits_into(&mut out[n + 1..n + 1 + prec], frac);
+    l.truncate(at + n + 1 + prec);
+}
+
+/// Appends `bytes` (at most `N` of them) with a copy of fixed length `N` cut back to
+/// `bytes.len()`: for short texts of varying length, which would otherwise each cost a call to
+/// `memcpy`. `src` must hold at least `N` bytes; those past `bytes.len()` are scratch.
+#[inline(always)]
+pub(crate) fn short<const N: usize>(l: &mut Vec<u8>, src: &[u8; N], len: usize) {
+    let len = len.min(N);
+    let at = l.len();
+    l.extend_from_slice(src);
+    l.truncate(at + len);
+}
+
 /// Appends `v` zero-padded to `width` digits.
 #[inline]
 pub fn padded(l: &mut Vec<u8>, v: u64, width: usize) {
@@ -345,6 +375,21 @@ mod tests {
                 assert_eq!(out, &full.as_bytes()[20 - w..], "{v} {w}");
             }
         }
+        for ns in [0, 999, 1000, 999_999_999, 1_000_000_000, 1_700_000_000_123_456_789, u64::MAX] {
+            for prec in 0..=9usize {
+                let frac = ns % 1_000_000_000 / 10u64.pow(9 - prec as u32);
+                let want = if prec == 0 {
+                    (ns / 1_000_000_000).to_string()
+                } else {
+                    format!("{}.{frac:0prec$}", ns / 1_000_000_000)
+                };
+                assert_eq!(s(|l| secs_frac(l, ns, prec)), want, "{ns} {prec}");
+            }
+        }
+        let mut l = b"ab".to_vec();
+        short(&mut l, b"xyz-----", 3);
+        short(&mut l, b"12345678", 8);
+        assert_eq!(l, b"abxyz12345678");
         // Appending keeps what is there.
         let mut l = b"x".to_vec();
         uint(&mut l, 42);
@@ -359,6 +404,16 @@ mod tests {
             prop_assert_eq!(
                 s(|l| secs_micros(l, v)),
                 format!("{}.{:06}", v / 1_000_000_000, v % 1_000_000_000 / 1000)
+            );
+            prop_assert_eq!(s(|l| secs_frac(l, v, 6)), s(|l| secs_micros(l, v)));
+        }
+
+        #[test]
+        fn secs_frac_agrees_with_rust_formatting(v in any::<u64>(), prec in 1usize..=9) {
+            let frac = v % 1_000_000_000 / 10u64.pow(9 - prec as u32);
+            prop_assert_eq!(
+                s(|l| secs_frac(l, v, prec)),
+                format!("{}.{frac:0prec$}", v / 1_000_000_000)
             );
         }
 
