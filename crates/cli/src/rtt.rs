@@ -6,9 +6,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use clap::ValueEnum;
-use rampart_engine::{CompatEvent, Event, FlowsConfig, Outcome, Sink, run_pping};
+use rampart_engine::{CompatEvent, Event, FlowsConfig, Outcome, SampleText, Sink, run_pping};
 use rampart_export::prometheus::{PrefixRtt, rtt_bucket_bounds};
-use rampart_export::rtt::{RttFormat, RttWriter, pping_captured, pping_summary};
+use rampart_export::rtt::{RttFormat, RttWriter, SampleLines, pping_captured, pping_summary};
 use rampart_flow::{Side, TableConfig};
 use rampart_rtt::aggregate::{AggConfig, AggStats, Aggregator};
 use rampart_rtt::{CompatConfig, Mode, RttConfig, Sample};
@@ -284,6 +284,19 @@ impl<W: Write> Samples<'_, W> {
 }
 
 impl<W: Write> Sink for Samples<'_, W> {
+    /// Printed samples are lines of their own: with `--workers`, each worker writes its
+    /// samples' lines (aggregated samples are not printed).
+    fn sample_text(&self) -> Option<Box<dyn SampleText>> {
+        match self.agg {
+            Some(_) => None,
+            None => Some(Box::new(SampleLines::new(self.out.w.format()))),
+        }
+    }
+
+    fn lines(&mut self, text: &[u8]) -> io::Result<()> {
+        self.out.w.get_mut().write_all(text)
+    }
+
     fn event(&mut self, e: Event<'_>) -> io::Result<()> {
         match e {
             Event::Sample(s) => match &mut self.agg {

@@ -53,6 +53,11 @@ fn bundled_sample_is_the_same_for_any_worker_count() {
         &["flows", "--active-timeout", "0.3", "--flow-timeout", "0.5"],
         &["rtt"],
         &["rtt", "--summary"],
+        // Workers write the sample lines of these three formats themselves; aggregated samples
+        // go through the reading thread.
+        &["rtt", "-m"],
+        &["rtt", "--format", "json"],
+        &["rtt", "--aggregate", "--interval", "0.5"],
     ] {
         assert!(same_for_all_workers(&sample, args) > 0, "{args:?}");
     }

@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use rampart_capture::{Batch, Capture, Filter, FilterError, Frame, Timestamp};
 use rampart_flow::FlowId;
+use rampart_rtt::Sample;
 
 use crate::pipeline::{Event, Events, FlowRecord, Pipeline, Verdict};
 use crate::{FlowsConfig, Outcome, RunError, Slot, Summary};
@@ -23,10 +24,41 @@ use crate::{FlowsConfig, Outcome, RunError, Slot, Summary};
 pub trait Sink {
     /// The next event, in the run's output order.
     fn event(&mut self, e: Event<'_>) -> io::Result<()>;
+    /// A writer of sample lines for one worker thread, for a sink that prints each RTT sample
+    /// as a line depending only on the sample (and the writer's own state, such as a cache).
+    /// With `--workers`, each worker then writes the lines of the samples it makes, and the
+    /// reading thread hands them to [`Sink::lines`] in output order instead of handing the
+    /// samples to [`Sink::event`]: it copies lines rather than formatting every sample. `None`
+    /// (the default): samples reach `event`. One run alone always hands samples to `event`.
+    fn sample_text(&self) -> Option<Box<dyn SampleText>> {
+        None
+    }
+    /// The lines of consecutive samples, written by [`Sink::sample_text`]'s writers. A sink
+    /// whose `sample_text` is `None` never gets them (the default fails).
+    fn lines(&mut self, text: &[u8]) -> io::Result<()> {
+        let _ = text;
+        Err(io::Error::other("sample lines for a sink that does not write them"))
+    }
     /// Called once per batch, and about every 100 ms while a live capture is quiet (a place to
     /// flush output by time).
     fn tick(&mut self) -> io::Result<()> {
         Ok(())
+    }
+}
+
+/// Writes the line of each RTT sample a worker makes ([`Sink::sample_text`]).
+pub trait SampleText: Send {
+    /// Appends the line of `s` (its newline included) to `out`.
+    fn line(&mut self, out: &mut Vec<u8>, s: &Sample);
+}
+
+/// Writes the lines of `events`' samples not yet written, when there is a writer.
+pub(crate) fn write_lines(text: &mut Option<Box<dyn SampleText>>, events: &mut Events) {
+    let Some(t) = text else { return };
+    let Events { samples, text, ends, .. } = events;
+    for (_, s) in &samples[ends.len()..] {
+        t.line(text, s);
+        ends.push(text.len() as u32);
     }
 }
 
@@ -51,7 +83,19 @@ pub(crate) fn emit(
     sink: &mut dyn Sink,
 ) -> io::Result<()> {
     let (mut i, mut j) = (0, 0);
+    // The samples' lines, when workers wrote them: one per sample.
+    let lines = !events.ends.is_empty();
+    debug_assert!(!lines || events.ends.len() == events.samples.len());
     for &t in ticks.iter().chain(&[u32::MAX]) {
+        if lines {
+            let end = i + events.samples[i..].partition_point(|(pos, _)| *pos < t);
+            if end > i {
+                let from = if i == 0 { 0 } else { events.ends[i - 1] as usize };
+                sink.lines(&events.text[from..events.ends[end - 1] as usize])?;
+                s.samples += (end - i) as u64;
+                i = end;
+            }
+        }
         while let Some((pos, x)) = events.samples.get(i)
             && *pos < t
         {
@@ -542,4 +586,74 @@ pub fn read_merged(
         }
     }
     Ok(error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rampart_flow::{Dir, FlowKey, Side};
+    use rampart_wire::Span;
+
+    /// Writes what it is handed: a sample as `S<rtt>` on a line of its own, lines as they are.
+    #[derive(Default)]
+    struct Transcript {
+        text: Vec<u8>,
+        calls: usize,
+    }
+
+    impl Sink for Transcript {
+        fn event(&mut self, e: Event<'_>) -> io::Result<()> {
+            if let Event::Sample(s) = e {
+                self.text.extend_from_slice(format!("S{}\n", s.rtt.as_nanos()).as_bytes());
+            }
+            Ok(())
+        }
+
+        fn lines(&mut self, text: &[u8]) -> io::Result<()> {
+            self.calls += 1;
+            self.text.extend_from_slice(text);
+            Ok(())
+        }
+    }
+
+    fn sample(pos: u32) -> (u32, Sample) {
+        let s = Sample {
+            ts: Timestamp::from_nanos(u64::from(pos)),
+            rtt: Span::from_nanos(u64::from(pos)),
+            min: Span::from_nanos(1),
+            method: rampart_rtt::Method::Ts,
+            id: FlowId(0),
+            key: FlowKey::default(),
+            side: Side::A,
+            dir: Dir::Original,
+            fbytes: 0,
+            dbytes: 0,
+            pbytes: 0,
+        };
+        (pos, s)
+    }
+
+    /// Lines written with the samples reach the sink in the order the samples would, one call
+    /// per batch that has samples, and count as samples.
+    #[test]
+    fn lines_stand_in_for_their_samples() {
+        let positions = [0, 2, 3, 5, 9, 10, 14];
+        let ticks = [3, 4, 8, 12];
+        let mut events =
+            Events { samples: positions.iter().map(|&p| sample(p)).collect(), ..Events::default() };
+        let (mut by_event, mut s1) = (Transcript::default(), Summary::default());
+        emit(&mut s1, &events, &ticks, &mut by_event).unwrap();
+        assert_eq!(by_event.calls, 0);
+        for (_, s) in &events.samples {
+            events.text.extend_from_slice(format!("S{}\n", s.rtt.as_nanos()).as_bytes());
+            events.ends.push(events.text.len() as u32);
+        }
+        let (mut by_line, mut s2) = (Transcript::default(), Summary::default());
+        emit(&mut s2, &events, &ticks, &mut by_line).unwrap();
+        assert_eq!(by_line.text, by_event.text);
+        assert_eq!(String::from_utf8(by_line.text).unwrap(), "S0\nS2\nS3\nS5\nS9\nS10\nS14\n");
+        // Before 3 (0, 2), 4 (3), 8 (5), 12 (9, 10) and after the last batch (14).
+        assert_eq!(by_line.calls, 5);
+        assert_eq!((s1.samples, s2.samples), (7, 7));
+    }
 }

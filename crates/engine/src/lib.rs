@@ -37,7 +37,7 @@ mod workers;
 pub use balance::{Balance, QueueLoad, balance, nic_hash};
 pub use board::{Board, Slot};
 pub use driver::{
-    Consumer, FlowFn, Input, Limits, Sink, read_batches, read_merged, run, run_flows,
+    Consumer, FlowFn, Input, Limits, SampleText, Sink, read_batches, read_merged, run, run_flows,
 };
 pub use filter::{FilterCounts, FilterOptions, filter_capture};
 pub use packet::{Packet, Parser, Payload, PayloadSource, Place};

@@ -226,6 +226,33 @@ impl Parser {
         out
     }
 
+    /// Parses a frame that starts at `start` in the shared input (counted elsewhere) onto the
+    /// end of the list `pick` chooses by its flow key (nothing when it has no flow), its
+    /// payload located in the shared input ([`Payload::in_shared`]). As with
+    /// [`Parser::prepare_onto`], the packet is built in its list rather than returned and
+    /// moved: a worker that parses for several owners picks each packet's owner before the
+    /// packet exists.
+    #[inline]
+    pub fn prepare_to<'v>(
+        &mut self,
+        frame: &Frame<'_>,
+        start: u64,
+        pos: u32,
+        s: &mut Summary,
+        pick: impl FnOnce(&FlowKey) -> &'v mut Vec<Packet>,
+    ) {
+        self.now = frame.ts;
+        let mut meta = PacketMeta::default();
+        meta.parse_into(frame.link, frame.data);
+        if self.tunnels {
+            meta.decapsulate(frame.data);
+        }
+        if let Some(info) = self.keyed(frame, &meta, s, |_| true, true) {
+            let list = pick(&info.key);
+            list.push(self.complete_in(info, frame, &meta, 0, pos, Some(start)));
+        }
+    }
+
     /// [`Parser::prepare_if`], handing the packet to `put`.
     #[inline]
     #[allow(clippy::too_many_arguments)]
@@ -302,6 +329,21 @@ impl Parser {
         index: u32,
         pos: u32,
     ) -> Packet {
+        self.complete_in(info, frame, meta, index, pos, None)
+    }
+
+    /// [`Parser::complete`], the payload located in the shared input when the frame starts at
+    /// `shared` there ([`Payload::in_shared`]).
+    #[inline]
+    fn complete_in(
+        &self,
+        info: PacketInfo,
+        frame: &Frame<'_>,
+        meta: &PacketMeta,
+        index: u32,
+        pos: u32,
+        shared: Option<u64>,
+    ) -> Packet {
         let mut tcp = None;
         if self.rtt {
             tcp = RttInput::from_meta(meta, frame.origlen);
@@ -319,6 +361,9 @@ impl Parser {
             let len = (meta.payload_wire_len as usize).min(captured) as u32;
             if len > 0 {
                 payload = Payload::in_frame(index, at as u32, len);
+                if let Some(start) = shared {
+                    payload = payload.in_shared(start);
+                }
             }
         }
         Packet { info, tcp, pos, payload }

@@ -170,6 +170,12 @@ pub struct Events {
     pub samples: Vec<(u32, Sample)>,
     /// Records, in the order flows ended.
     pub records: Vec<Ordered>,
+    /// The lines of `samples`, one after another, when a worker writes them
+    /// ([`crate::Sink::sample_text`]); else empty.
+    pub text: Vec<u8>,
+    /// Where each sample's line ends in `text`: one per sample when lines are written, else
+    /// none.
+    pub ends: Vec<u32>,
 }
 
 impl Events {
@@ -182,6 +188,8 @@ impl Events {
     pub fn clear(&mut self) {
         self.samples.clear();
         self.records.clear();
+        self.text.clear();
+        self.ends.clear();
     }
 }
 

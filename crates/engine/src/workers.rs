@@ -45,9 +45,8 @@ use std::time::Instant;
 use rampart_capture::{Batch, Capture, Frame, LinkType, SharedBytes, Timestamp};
 use rampart_flow::{FlowId, FlowKey, IpFamily, TableConfig};
 use rampart_rss::{Key, Reta, Toeplitz};
-use rampart_rtt::Sample;
 
-use crate::driver::{Consumer, FINISH_CHUNK, Sink, emit, read_batches};
+use crate::driver::{Consumer, FINISH_CHUNK, SampleText, Sink, emit, read_batches, write_lines};
 use crate::packet::{Packet, Payload, PayloadSource};
 use crate::pipeline::{Events, Ordered, Pipeline};
 use crate::{FlowsConfig, Outcome, Parser, Slot, Summary};
@@ -370,6 +369,8 @@ struct Worker {
     owners: Owners,
     /// The frames job parsed last, waiting to be accounted.
     pending: Option<Pending>,
+    /// Writes the lines of this worker's samples, when the sink asks for them.
+    text: Option<Box<dyn SampleText>>,
 }
 
 /// A worker's ends of its rings to the reading thread, and that thread.
@@ -519,6 +520,7 @@ impl Worker {
             }
             self.pipeline.advance(c.now, c.tick, &mut events);
         }
+        write_lines(&mut self.text, &mut events);
         for mut list in self.got.drain(..) {
             list.clear();
             self.pool.push(list);
@@ -542,6 +544,7 @@ impl Worker {
                     self.pipeline.advance(c.now, c.tick, &mut events);
                     start = c.end;
                 }
+                write_lines(&mut self.text, &mut events);
                 Done::Batch { work, bytes, cuts, events, busy: Busy::default() }
             }
             Job::Frames { .. } => unreachable!("run handles frames jobs"),
@@ -585,17 +588,16 @@ impl Worker {
             }
         };
         (0..FRAME_AHEAD).for_each(ahead);
+        let (shard, out) = (&self.shard, &mut self.out);
         for (k, f) in share.iter().enumerate() {
             ahead(k + FRAME_AHEAD);
             let frame = f.frame(bytes);
-            if let Some(mut w) =
-                self.parser.prepare_if(&frame, 0, f.pos, &mut self.s, |_| true, true)
-            {
-                // The payload's place in the shared input, where its owner will read it.
-                w.payload = w.payload.in_shared(f.start as u64);
-                let q = self.shard.of(&w.info.key);
-                self.out[owners.map_or(q, |o| o[q])].push(w);
-            }
+            // Built in its owner's list, its payload located in the shared input, where the
+            // owner will read it.
+            self.parser.prepare_to(&frame, f.start as u64, f.pos, &mut self.s, |key| {
+                let q = shard.of(key);
+                &mut out[owners.map_or(q, |o| o[q])]
+            });
         }
     }
 
@@ -723,6 +725,7 @@ pub(crate) fn run(
                     slot: cfg.metrics.as_ref().map(crate::Board::slot),
                     parsed: (0, 0),
                     pending: None,
+                    text: sink.sample_text(),
                 };
                 let rings = Rings { jobs: jobs_rx, done: done_tx, main: thread::current() };
                 // Where the workers parse, worker 0 runs on the reading thread between reads
@@ -830,10 +833,16 @@ struct Merger {
 
 /// Appends the samples of `parts`, each list in position order, to `out` in position order
 /// (a packet makes at most one sample, so positions differ): a merge of sorted lists, without
-/// the scratch buffer a sort of their concatenation allocates every time.
-fn merge_samples(out: &mut Vec<(u32, Sample)>, parts: &[Events], heads: &mut Vec<usize>) {
+/// the scratch buffer a sort of their concatenation allocates every time. Lines written with
+/// the samples go with them.
+fn merge_samples(out: &mut Events, parts: &[Events], heads: &mut Vec<usize>) {
     debug_assert!(parts.iter().all(|p| p.samples.is_sorted_by_key(|(pos, _)| *pos)));
-    out.reserve(parts.iter().map(|p| p.samples.len()).sum());
+    let lines = parts.iter().any(|p| !p.ends.is_empty());
+    out.samples.reserve(parts.iter().map(|p| p.samples.len()).sum());
+    if lines {
+        out.ends.reserve(parts.iter().map(|p| p.ends.len()).sum());
+        out.text.reserve(parts.iter().map(|p| p.text.len()).sum());
+    }
     heads.clear();
     heads.resize(parts.len(), 0);
     let head = |heads: &[usize]| {
@@ -841,7 +850,13 @@ fn merge_samples(out: &mut Vec<(u32, Sample)>, parts: &[Events], heads: &mut Vec
         next.filter_map(|(k, (p, &at))| p.samples.get(at).map(|(pos, _)| (*pos, k))).min()
     };
     while let Some((_, k)) = head(heads) {
-        out.push(parts[k].samples[heads[k]]);
+        let (p, at) = (&parts[k], heads[k]);
+        out.samples.push(p.samples[at]);
+        if lines {
+            let from = if at == 0 { 0 } else { p.ends[at - 1] as usize };
+            out.text.extend_from_slice(&p.text[from..p.ends[at] as usize]);
+            out.ends.push(out.text.len() as u32);
+        }
         heads[k] += 1;
     }
 }
@@ -1102,7 +1117,7 @@ impl Merger {
         }
         // One packet's outputs all come from one worker, already in order: the samples are
         // merged, the records (few) sorted stably.
-        merge_samples(&mut all.samples, &parts, &mut self.heads);
+        merge_samples(&mut all, &parts, &mut self.heads);
         all.records.sort_by_key(Ordered::order);
         for mut ev in parts.drain(..) {
             ev.clear();
@@ -1188,6 +1203,7 @@ impl Merger {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rampart_rtt::Sample;
 
     /// Worker lists in position order merge into one list in position order, each sample
     /// once, whatever their lengths (empty lists too).
@@ -1219,14 +1235,42 @@ mod tests {
                 ..Events::default()
             })
             .collect();
-        let (mut out, mut heads) = (vec![sample(99)], Vec::new());
+        let mut out = Events { samples: vec![sample(99)], ..Events::default() };
+        let mut heads = Vec::new();
         merge_samples(&mut out, &parts, &mut heads);
         let want: Vec<_> = std::iter::once(99).chain(0..14).map(sample).collect();
-        assert_eq!(out, want);
+        assert_eq!(out.samples, want);
+        assert!(out.text.is_empty() && out.ends.is_empty(), "no lines were written");
         // Again, with the heads left over from the first merge.
         out.clear();
         merge_samples(&mut out, &parts[2..], &mut heads);
-        assert_eq!(out.iter().map(|(p, _)| *p).collect::<Vec<_>>(), [1, 2, 5, 6, 7, 8, 11, 12, 13]);
+        let got: Vec<u32> = out.samples.iter().map(|(p, _)| *p).collect();
+        assert_eq!(got, [1, 2, 5, 6, 7, 8, 11, 12, 13]);
+        // With lines of varying length: each goes with its sample.
+        let parts: Vec<Events> = lists
+            .iter()
+            .map(|l| {
+                let mut e = Events::default();
+                for &p in *l {
+                    e.samples.push(sample(p));
+                    e.text.extend_from_slice(format!("{}\n", "x".repeat(p as usize)).as_bytes());
+                    e.ends.push(e.text.len() as u32);
+                }
+                e
+            })
+            .collect();
+        out.clear();
+        merge_samples(&mut out, &parts, &mut heads);
+        assert_eq!(out.samples, (0..14).map(sample).collect::<Vec<_>>());
+        let want: String = (0..14).map(|p| format!("{}\n", "x".repeat(p))).collect();
+        assert_eq!(String::from_utf8(out.text.clone()).unwrap(), want);
+        let mut ends = Vec::new();
+        let mut at = 0;
+        for p in 0..14u32 {
+            at += p + 1;
+            ends.push(at);
+        }
+        assert_eq!(out.ends, ends);
     }
 
     /// The shares are consecutive and cover the job.

@@ -91,6 +91,82 @@ pub struct RttWriter<W: Write> {
     names: Names,
 }
 
+/// Sample lines of the default mode appended to a buffer, as [`RttWriter::write_sample`]
+/// writes them: what a thread that makes samples uses to write their lines itself, so that the
+/// thread that orders the output only copies them. Each has its own cache of flow names and
+/// its own clock, so several write alike.
+pub struct SampleLines {
+    format: RttFormat,
+    clock: LocalClock,
+    names: Names,
+}
+
+impl SampleLines {
+    /// Lines in `format`.
+    pub fn new(format: RttFormat) -> Self {
+        Self { format, clock: LocalClock::new(), names: Names::new() }
+    }
+
+    /// Appends the line of `s`, newline included.
+    pub fn line(&mut self, l: &mut Vec<u8>, s: &Sample) {
+        sample_line(self.format, &mut self.clock, &mut self.names, l, s);
+    }
+}
+
+impl rampart_engine::SampleText for SampleLines {
+    fn line(&mut self, out: &mut Vec<u8>, s: &Sample) {
+        SampleLines::line(self, out, s);
+    }
+}
+
+/// The line of a sample of the default mode, appended to `l`.
+fn sample_line(
+    format: RttFormat,
+    clock: &mut LocalClock,
+    names: &mut Names,
+    l: &mut Vec<u8>,
+    s: &Sample,
+) {
+    match format {
+        RttFormat::Machine => {
+            secs(l, s.ts.as_nanos(), 6);
+            l.push(b' ');
+            secs(l, s.rtt.as_nanos(), 6);
+            l.push(b' ');
+            secs(l, s.min.as_nanos(), 6);
+            for v in [s.fbytes, s.dbytes, s.pbytes] {
+                l.push(b' ');
+                crate::num::uint(l, v);
+            }
+            l.push(b' ');
+            names.write(l, &s.key, s.side);
+        }
+        RttFormat::Text => {
+            l.extend_from_slice(clock.hms(s.ts.secs() as i64));
+            l.push(b' ');
+            time_diff(l, s.rtt.as_nanos() as f64 * 1e-9);
+            l.push(b' ');
+            time_diff(l, s.min.as_nanos() as f64 * 1e-9);
+            l.push(b' ');
+            names.write(l, &s.key, s.side);
+        }
+        RttFormat::Json => {
+            l.extend_from_slice(b"{\"time\":");
+            secs(l, s.ts.as_nanos(), 6);
+            l.extend_from_slice(b",\"rtt\":");
+            secs(l, s.rtt.as_nanos(), 9);
+            l.extend_from_slice(b",\"min_rtt\":");
+            secs(l, s.min.as_nanos(), 9);
+            l.extend_from_slice(b",\"proto\":\"tcp\"");
+            endpoints_json(l, &s.key, s.side);
+            l.extend_from_slice(b",\"method\":\"");
+            l.extend_from_slice(s.method.name().as_bytes());
+            l.extend_from_slice(b"\"}");
+        }
+    }
+    l.push(b'\n');
+}
+
 /// Slots of [`Names`]: a power of two.
 const NAME_SLOTS: usize = 64;
 /// The longest name: two IPv6 addresses (39 bytes each), two ports (5), `:`, `+`, `:`.
@@ -126,7 +202,7 @@ impl Names {
         let i = (folded.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize % NAME_SLOTS;
         let slot = &mut self.slots[i];
         if slot.len != 0 && slot.side == side && slot.key == *key {
-            l.extend_from_slice(&slot.text[..slot.len as usize]);
+            crate::num::short(l, &slot.text, slot.len as usize);
             return;
         }
         let at = l.len();
@@ -167,11 +243,9 @@ fn millis(l: &mut Vec<u8>, ns: u64) {
 }
 
 /// Nanoseconds as seconds with `prec` decimals (truncated).
+#[inline]
 pub(crate) fn secs(l: &mut Vec<u8>, ns: u64, prec: usize) {
-    int(l, ns / 1_000_000_000);
-    l.push(b'.');
-    let frac = ns % 1_000_000_000;
-    padded(l, frac / 10u64.pow(9 - prec as u32), prec);
+    crate::num::secs_frac(l, ns, prec);
 }
 
 impl<W: Write> RttWriter<W> {
@@ -184,6 +258,11 @@ impl<W: Write> RttWriter<W> {
             clock: LocalClock::new(),
             names: Names::new(),
         }
+    }
+
+    /// The format it writes.
+    pub fn format(&self) -> RttFormat {
+        self.format
     }
 
     /// The writer's clock (for pping's "First packet at" line).
@@ -229,46 +308,8 @@ impl<W: Write> RttWriter<W> {
 
     /// One sample from the default mode.
     pub fn write_sample(&mut self, s: &Sample) -> io::Result<()> {
-        let l = &mut self.line;
-        l.clear();
-        match self.format {
-            RttFormat::Machine => {
-                secs(l, s.ts.as_nanos(), 6);
-                l.push(b' ');
-                secs(l, s.rtt.as_nanos(), 6);
-                l.push(b' ');
-                secs(l, s.min.as_nanos(), 6);
-                for v in [s.fbytes, s.dbytes, s.pbytes] {
-                    l.push(b' ');
-                    int(l, v);
-                }
-                l.push(b' ');
-                self.names.write(l, &s.key, s.side);
-            }
-            RttFormat::Text => {
-                l.extend_from_slice(self.clock.hms(s.ts.secs() as i64));
-                l.push(b' ');
-                time_diff(l, s.rtt.as_nanos() as f64 * 1e-9);
-                l.push(b' ');
-                time_diff(l, s.min.as_nanos() as f64 * 1e-9);
-                l.push(b' ');
-                self.names.write(l, &s.key, s.side);
-            }
-            RttFormat::Json => {
-                l.extend_from_slice(b"{\"time\":");
-                secs(l, s.ts.as_nanos(), 6);
-                l.extend_from_slice(b",\"rtt\":");
-                secs(l, s.rtt.as_nanos(), 9);
-                l.extend_from_slice(b",\"min_rtt\":");
-                secs(l, s.min.as_nanos(), 9);
-                l.extend_from_slice(b",\"proto\":\"tcp\"");
-                endpoints_json(l, &s.key, s.side);
-                l.extend_from_slice(b",\"method\":\"");
-                l.extend_from_slice(s.method.name().as_bytes());
-                l.extend_from_slice(b"\"}");
-            }
-        }
-        l.push(b'\n');
+        self.line.clear();
+        sample_line(self.format, &mut self.clock, &mut self.names, &mut self.line, s);
         self.out.write_all(&self.line)
     }
 
@@ -600,6 +641,46 @@ mod tests {
              \"proto\":\"tcp\",\"src\":\"10.77.0.2\",\"sport\":5201,\"dst\":\"10.77.0.1\",\
              \"dport\":41466,\"method\":\"seq\"}\n"
         );
+    }
+
+    /// Lines written apart ([`SampleLines`]) are the writer's lines, in every format.
+    #[test]
+    fn sample_lines_are_the_writers_lines() {
+        let (key, side) = key();
+        let samples: Vec<Sample> = (0..5u64)
+            .map(|i| Sample {
+                ts: rampart_wire::Timestamp::from_nanos(
+                    1_795_392_285_635_544_000 + i * 999_999_937,
+                ),
+                rtt: rampart_wire::Span::from_nanos(20_480_123 + i * 1_000_003),
+                min: rampart_wire::Span::from_nanos(20_000_000),
+                method: rampart_rtt::Method::Ts,
+                id: rampart_flow::FlowId(0),
+                key,
+                side: if i % 2 == 0 {
+                    side
+                } else if side == Side::A {
+                    Side::B
+                } else {
+                    Side::A
+                },
+                dir: rampart_flow::Dir::Original,
+                fbytes: 66 * i,
+                dbytes: 1_000_000 + i,
+                pbytes: i,
+            })
+            .collect();
+        for format in [RttFormat::Text, RttFormat::Machine, RttFormat::Json] {
+            let mut w = RttWriter::new(Vec::new(), format);
+            let mut lines = SampleLines::new(format);
+            let mut got = b"before\n".to_vec();
+            for s in &samples {
+                w.write_sample(s).unwrap();
+                lines.line(&mut got, s);
+            }
+            assert_eq!(&got[7..], &w.out[..], "{format:?}");
+            assert_eq!(got.iter().filter(|&&b| b == b'\n').count(), 6);
+        }
     }
 
     proptest::proptest! {
