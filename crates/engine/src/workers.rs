@@ -31,6 +31,9 @@
 //! merges each batch's samples and records by position, idle-ended records by last packet,
 //! first packet and key, and the records at the end of input by first packet and key: the same
 //! orders one [`Pipeline`](crate::Pipeline) produces, so the output is byte for byte that of one worker.
+//! When the sink prints each sample as a line of its own ([`Sink::sample_text`]), each worker
+//! writes the lines of its samples as it makes them, and the calling thread merges and copies
+//! lines instead of formatting every sample itself.
 //! Limits that are global by nature are divided: each worker's table holds `max_flows / N`
 //! flows and its RTT stage `max_tsvals / N` timestamps, so when a table is full, which flow is
 //! evicted can differ from a single table's choice.
