@@ -840,7 +840,9 @@ struct Merger {
 /// the samples go with them.
 fn merge_samples(out: &mut Events, parts: &[Events], heads: &mut Vec<usize>) {
     debug_assert!(parts.iter().all(|p| p.samples.is_sorted_by_key(|(pos, _)| *pos)));
+    // Every worker's writer comes from the same sink: all write lines, or none does.
     let lines = parts.iter().any(|p| !p.ends.is_empty());
+    debug_assert!(!lines || parts.iter().all(|p| p.ends.len() == p.samples.len()));
     out.samples.reserve(parts.iter().map(|p| p.samples.len()).sum());
     if lines {
         out.ends.reserve(parts.iter().map(|p| p.ends.len()).sum());
