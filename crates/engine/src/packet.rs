@@ -241,15 +241,11 @@ impl Parser {
         s: &mut Summary,
         pick: impl FnOnce(&FlowKey) -> &'v mut Vec<Packet>,
     ) {
-        self.now = frame.ts;
         let mut meta = PacketMeta::default();
-        meta.parse_into(frame.link, frame.data);
-        if self.tunnels {
-            meta.decapsulate(frame.data);
-        }
+        self.parse_headers(frame, &mut meta);
         if let Some(info) = self.keyed(frame, &meta, s, |_| true, true) {
             let list = pick(&info.key);
-            list.push(self.complete_in(info, frame, &meta, 0, pos, Some(start)));
+            list.push(self.complete(info, frame, &meta, 0, pos, Some(start)));
         }
     }
 
@@ -266,15 +262,22 @@ impl Parser {
         unkeyed: bool,
         put: impl FnOnce(Packet),
     ) {
-        self.now = frame.ts;
         // Parsed where it stays, for the same reason as the packet (see `prepare_onto`).
         let mut meta = PacketMeta::default();
+        self.parse_headers(frame, &mut meta);
+        if let Some(info) = self.keyed(frame, &meta, s, keep, unkeyed) {
+            put(self.complete(info, frame, &meta, index, pos, None));
+        }
+    }
+
+    /// Parses `frame`'s headers into `meta` (inside a tunnel when asked to); capture time
+    /// follows it.
+    #[inline(always)]
+    fn parse_headers(&mut self, frame: &Frame<'_>, meta: &mut PacketMeta) {
+        self.now = frame.ts;
         meta.parse_into(frame.link, frame.data);
         if self.tunnels {
             meta.decapsulate(frame.data);
-        }
-        if let Some(info) = self.keyed(frame, &meta, s, keep, unkeyed) {
-            put(self.complete(info, frame, &meta, index, pos));
         }
     }
 
@@ -319,23 +322,11 @@ impl Parser {
     }
 
     /// The second half of [`Parser::prepare_if`]: what the side stages read of the packet (RTT's
-    /// input, where the payload lies) added to `info`.
+    /// input, where the payload lies) added to `info`. With `shared`, the frame starts there in
+    /// the shared input and the payload is located in it ([`Payload::in_shared`]); else in
+    /// frame `index` of its batch.
     #[inline]
     pub fn complete(
-        &self,
-        info: PacketInfo,
-        frame: &Frame<'_>,
-        meta: &PacketMeta,
-        index: u32,
-        pos: u32,
-    ) -> Packet {
-        self.complete_in(info, frame, meta, index, pos, None)
-    }
-
-    /// [`Parser::complete`], the payload located in the shared input when the frame starts at
-    /// `shared` there ([`Payload::in_shared`]).
-    #[inline]
-    fn complete_in(
         &self,
         info: PacketInfo,
         frame: &Frame<'_>,

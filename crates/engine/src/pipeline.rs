@@ -616,7 +616,7 @@ impl Pipeline {
                 && (self.rtt.is_some() || self.dpi.is_some() || self.tcp.is_some())
                 && self.table.get(t.id).is_some()
             {
-                let p = self.parser.complete(*info, frame, meta, i as u32, i as u32);
+                let p = self.parser.complete(*info, frame, meta, i as u32, i as u32, None);
                 self.observe(t, &p, &src, events);
             }
             verdicts.push(verdict);
