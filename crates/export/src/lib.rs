@@ -701,7 +701,7 @@ fn json_value(l: &mut Vec<u8>, v: Value<'_>) {
         Value::Bool(b) => l.extend_from_slice(if b { b"true" } else { b"false" }),
         Value::Int(n) => num::uint(l, n),
         Value::Time(ns) => epoch(l, ns),
-        Value::Rtt(ns) => rtt::secs(l, ns, 9),
+        Value::Rtt(ns) => num::secs_frac(l, ns, 9),
         Value::Uid(u) => {
             l.push(b'"');
             uid_text(l, u);
@@ -758,7 +758,7 @@ fn csv_value(l: &mut Vec<u8>, v: Value<'_>) {
         Value::Bool(b) => l.extend_from_slice(if b { b"true" } else { b"false" }),
         Value::Int(n) => num::uint(l, n),
         Value::Time(ns) => epoch(l, ns),
-        Value::Rtt(ns) => rtt::secs(l, ns, 9),
+        Value::Rtt(ns) => num::secs_frac(l, ns, 9),
         Value::Uid(u) => uid_text(l, u),
         Value::Name(s) => l.extend_from_slice(s.as_bytes()),
         Value::Text(s) => text::csv_field(l, s),

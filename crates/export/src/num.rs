@@ -104,9 +104,9 @@ pub fn secs_frac(l: &mut Vec<u8>, ns: u64, prec: usize) {
     l.truncate(at + n + 1 + prec);
 }
 
-/// Appends `bytes` (at most `N` of them) with a copy of fixed length `N` cut back to
-/// `bytes.len()`: for short texts of varying length, which would otherwise each cost a call to
-/// `memcpy`. `src` must hold at least `N` bytes; those past `bytes.len()` are scratch.
+/// Appends the first `len` bytes of `src` (at most `N`) with a copy of fixed length `N` cut
+/// back to `len`: for short texts of varying length, which would otherwise each cost a call
+/// to `memcpy`. The bytes of `src` past `len` are scratch.
 #[inline(always)]
 pub(crate) fn short<const N: usize>(l: &mut Vec<u8>, src: &[u8; N], len: usize) {
     let len = len.min(N);

@@ -512,7 +512,7 @@ fn text(l: &mut Vec<u8>, v: Value<'_>) {
         Value::Bool(b) => l.extend_from_slice(if b { b"true" } else { b"false" }),
         Value::Int(n) => num::int(l, n),
         Value::Time(ns) => crate::epoch(l, ns),
-        Value::Rtt(ns) => crate::rtt::secs(l, ns, 9),
+        Value::Rtt(ns) => crate::num::secs_frac(l, ns, 9),
         Value::Name(s) | Value::Text(s) => l.extend_from_slice(s.as_bytes()),
         Value::Cid(c) => l.extend_from_slice(c.as_str().as_bytes()),
         Value::Uid(u) => crate::uid_text(l, u),

@@ -27,7 +27,7 @@ use rampart_rtt::aggregate::{IntervalRow, bin_range};
 use rampart_rtt::compat::CompatCounters;
 use rampart_rtt::{CompatSample, DirSummary, RttSummary, Sample};
 
-use crate::num::{fixed, int, padded, slot_addr, time_diff};
+use crate::num::{fixed, int, padded, secs_frac, slot_addr, time_diff, uint};
 
 /// Output format of RTT samples and summaries.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,10 +85,9 @@ impl LocalClock {
 /// Writes RTT samples or summaries to `W` (buffer it: one line is one `write_all`).
 pub struct RttWriter<W: Write> {
     out: W,
-    format: RttFormat,
     line: Vec<u8>,
-    clock: LocalClock,
-    names: Names,
+    /// The format, clock and flow names its sample lines (and the others) are written with.
+    lines: SampleLines,
 }
 
 /// Sample lines of the default mode appended to a buffer, as [`RttWriter::write_sample`]
@@ -109,7 +108,44 @@ impl SampleLines {
 
     /// Appends the line of `s`, newline included.
     pub fn line(&mut self, l: &mut Vec<u8>, s: &Sample) {
-        sample_line(self.format, &mut self.clock, &mut self.names, l, s);
+        match self.format {
+            RttFormat::Machine => {
+                secs_frac(l, s.ts.as_nanos(), 6);
+                l.push(b' ');
+                secs_frac(l, s.rtt.as_nanos(), 6);
+                l.push(b' ');
+                secs_frac(l, s.min.as_nanos(), 6);
+                for v in [s.fbytes, s.dbytes, s.pbytes] {
+                    l.push(b' ');
+                    uint(l, v);
+                }
+                l.push(b' ');
+                self.names.write(l, &s.key, s.side);
+            }
+            RttFormat::Text => {
+                l.extend_from_slice(self.clock.hms(s.ts.secs() as i64));
+                l.push(b' ');
+                time_diff(l, s.rtt.as_nanos() as f64 * 1e-9);
+                l.push(b' ');
+                time_diff(l, s.min.as_nanos() as f64 * 1e-9);
+                l.push(b' ');
+                self.names.write(l, &s.key, s.side);
+            }
+            RttFormat::Json => {
+                l.extend_from_slice(b"{\"time\":");
+                secs_frac(l, s.ts.as_nanos(), 6);
+                l.extend_from_slice(b",\"rtt\":");
+                secs_frac(l, s.rtt.as_nanos(), 9);
+                l.extend_from_slice(b",\"min_rtt\":");
+                secs_frac(l, s.min.as_nanos(), 9);
+                l.extend_from_slice(b",\"proto\":\"tcp\"");
+                endpoints_json(l, &s.key, s.side);
+                l.extend_from_slice(b",\"method\":\"");
+                l.extend_from_slice(s.method.name().as_bytes());
+                l.extend_from_slice(b"\"}");
+            }
+        }
+        l.push(b'\n');
     }
 }
 
@@ -117,54 +153,6 @@ impl rampart_engine::SampleText for SampleLines {
     fn line(&mut self, out: &mut Vec<u8>, s: &Sample) {
         SampleLines::line(self, out, s);
     }
-}
-
-/// The line of a sample of the default mode, appended to `l`.
-fn sample_line(
-    format: RttFormat,
-    clock: &mut LocalClock,
-    names: &mut Names,
-    l: &mut Vec<u8>,
-    s: &Sample,
-) {
-    match format {
-        RttFormat::Machine => {
-            secs(l, s.ts.as_nanos(), 6);
-            l.push(b' ');
-            secs(l, s.rtt.as_nanos(), 6);
-            l.push(b' ');
-            secs(l, s.min.as_nanos(), 6);
-            for v in [s.fbytes, s.dbytes, s.pbytes] {
-                l.push(b' ');
-                crate::num::uint(l, v);
-            }
-            l.push(b' ');
-            names.write(l, &s.key, s.side);
-        }
-        RttFormat::Text => {
-            l.extend_from_slice(clock.hms(s.ts.secs() as i64));
-            l.push(b' ');
-            time_diff(l, s.rtt.as_nanos() as f64 * 1e-9);
-            l.push(b' ');
-            time_diff(l, s.min.as_nanos() as f64 * 1e-9);
-            l.push(b' ');
-            names.write(l, &s.key, s.side);
-        }
-        RttFormat::Json => {
-            l.extend_from_slice(b"{\"time\":");
-            secs(l, s.ts.as_nanos(), 6);
-            l.extend_from_slice(b",\"rtt\":");
-            secs(l, s.rtt.as_nanos(), 9);
-            l.extend_from_slice(b",\"min_rtt\":");
-            secs(l, s.min.as_nanos(), 9);
-            l.extend_from_slice(b",\"proto\":\"tcp\"");
-            endpoints_json(l, &s.key, s.side);
-            l.extend_from_slice(b",\"method\":\"");
-            l.extend_from_slice(s.method.name().as_bytes());
-            l.extend_from_slice(b"\"}");
-        }
-    }
-    l.push(b'\n');
 }
 
 /// Slots of [`Names`]: a power of two.
@@ -242,32 +230,20 @@ fn millis(l: &mut Vec<u8>, ns: u64) {
     padded(l, ns % 1_000_000, 6);
 }
 
-/// Nanoseconds as seconds with `prec` decimals (truncated).
-#[inline]
-pub(crate) fn secs(l: &mut Vec<u8>, ns: u64, prec: usize) {
-    crate::num::secs_frac(l, ns, prec);
-}
-
 impl<W: Write> RttWriter<W> {
     /// A writer of `format` lines to `out`.
     pub fn new(out: W, format: RttFormat) -> Self {
-        Self {
-            out,
-            format,
-            line: Vec::with_capacity(256),
-            clock: LocalClock::new(),
-            names: Names::new(),
-        }
+        Self { out, line: Vec::with_capacity(256), lines: SampleLines::new(format) }
     }
 
     /// The format it writes.
     pub fn format(&self) -> RttFormat {
-        self.format
+        self.lines.format
     }
 
     /// The writer's clock (for pping's "First packet at" line).
     pub fn clock(&self) -> &LocalClock {
-        &self.clock
+        &self.lines.clock
     }
 
     /// The underlying writer.
@@ -279,7 +255,7 @@ impl<W: Write> RttWriter<W> {
     pub fn write_compat(&mut self, s: &CompatSample) -> io::Result<()> {
         let l = &mut self.line;
         l.clear();
-        match self.format {
+        match self.lines.format {
             RttFormat::Machine => {
                 int(l, (s.cap_tm + s.off_tm as f64) as i64);
                 l.push(b'.');
@@ -293,7 +269,7 @@ impl<W: Write> RttWriter<W> {
                 }
             }
             RttFormat::Text | RttFormat::Json => {
-                l.extend_from_slice(self.clock.hms(s.secs));
+                l.extend_from_slice(self.lines.clock.hms(s.secs));
                 l.push(b' ');
                 time_diff(l, s.rtt);
                 l.push(b' ');
@@ -301,7 +277,7 @@ impl<W: Write> RttWriter<W> {
             }
         }
         l.push(b' ');
-        self.names.write(l, &s.key, s.side);
+        self.lines.names.write(l, &s.key, s.side);
         l.push(b'\n');
         self.out.write_all(&self.line)
     }
@@ -309,7 +285,7 @@ impl<W: Write> RttWriter<W> {
     /// One sample from the default mode.
     pub fn write_sample(&mut self, s: &Sample) -> io::Result<()> {
         self.line.clear();
-        sample_line(self.format, &mut self.clock, &mut self.names, &mut self.line, s);
+        self.lines.line(&mut self.line, s);
         self.out.write_all(&self.line)
     }
 
@@ -322,14 +298,14 @@ impl<W: Write> RttWriter<W> {
         let (src, dst) = r.toward_src_dst();
         let l = &mut self.line;
         l.clear();
-        match self.format {
+        match self.lines.format {
             RttFormat::Json => {
                 l.extend_from_slice(b"{\"proto\":\"tcp\"");
                 endpoints_json(l, &f.key, f.initiator);
                 l.extend_from_slice(b",\"first\":");
-                secs(l, f.first.as_nanos(), 6);
+                secs_frac(l, f.first.as_nanos(), 6);
                 l.extend_from_slice(b",\"last\":");
-                secs(l, f.last.as_nanos(), 6);
+                secs_frac(l, f.last.as_nanos(), 6);
                 summary_json(l, src, dst);
                 l.push(b'}');
             }
@@ -355,9 +331,9 @@ impl<W: Write> RttWriter<W> {
                 }
             }
             RttFormat::Machine => {
-                secs(l, f.first.as_nanos(), 6);
+                secs_frac(l, f.first.as_nanos(), 6);
                 l.push(b' ');
-                secs(l, f.last.as_nanos(), 6);
+                secs_frac(l, f.last.as_nanos(), 6);
                 l.push(b' ');
                 flow_name(l, &f.key, f.initiator);
                 for d in [src, dst] {
@@ -365,7 +341,7 @@ impl<W: Write> RttWriter<W> {
                     int(l, d.count);
                     for v in [d.min, d.median, d.max] {
                         l.push(b' ');
-                        secs(l, v.as_nanos(), 6);
+                        secs_frac(l, v.as_nanos(), 6);
                     }
                 }
             }
@@ -386,9 +362,9 @@ impl<W: Write> RttWriter<W> {
         let l = &mut self.line;
         l.clear();
         l.extend_from_slice(b"{\"start\":");
-        secs(l, r.start.as_nanos(), 6);
+        secs_frac(l, r.start.as_nanos(), 6);
         l.extend_from_slice(b",\"end\":");
-        secs(l, r.end.as_nanos(), 6);
+        secs_frac(l, r.end.as_nanos(), 6);
         l.extend_from_slice(b",\"prefix\":\"");
         match r.prefix {
             Some(p) => {
@@ -465,7 +441,7 @@ pub(crate) fn summary_json(l: &mut Vec<u8>, src: DirSummary, dst: DirSummary) {
                 l.extend_from_slice(b",\"rtt_");
                 l.extend_from_slice(name);
                 l.extend_from_slice(k);
-                secs(l, v.as_nanos(), 9);
+                secs_frac(l, v.as_nanos(), 9);
             }
         }
     }
