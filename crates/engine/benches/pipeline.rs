@@ -3,13 +3,19 @@
 //! run: the same parser feeding a `hashbrown::HashMap` with foldhash, one lookup per packet
 //! (what the project's ingest notes measured at 148 ns/packet for 64 K flows).
 //!
+//!
+//! `time_jump`: the whole pipeline (every stage on, as `rampart flows` runs it) over the same
+//! packets of 12 K, 24 K and 47 K flows with plain timestamps, with the first packet dated 1970,
+//! and with one packet in the middle dated 1970: a jump in capture time must cost the timers
+//! nothing beyond the flows it ends.
+//!
 //! Run: `cargo bench -p rampart-engine --bench pipeline`
 
 use std::hint::black_box;
 
-use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use rampart_capture::{Frame, LinkType, Timestamp};
-use rampart_engine::{Events, Pipeline, Summary, Verdict};
+use rampart_engine::{Events, FlowsConfig, Pipeline, Summary, Verdict};
 use rampart_flow::{FlowKey, TableConfig};
 use rampart_wire::PacketMeta;
 
@@ -138,6 +144,68 @@ fn pipeline(c: &mut Criterion) {
     g.finish();
 }
 
+/// Flows live at once in a [`jump_frames`] capture, and packets each flow sends.
+const LIVE: usize = 600;
+const PER_FLOW: usize = 8;
+
+/// The frames of `flows` flows, `LIVE` of them at a time taking turns (client, then server,
+/// and so on) for `PER_FLOW` packets each, 1 us apart in 2023, as the nDPI captures copied with
+/// new addresses and packed in time are; with `jump`, packet `jump` is dated 1970.
+fn jump_frames(buf: &[u8], jump: Option<usize>) -> Vec<Frame<'_>> {
+    let n = buf.len() / STRIDE;
+    (0..n)
+        .map(|i| {
+            let mut f = frame_at(buf, i, i);
+            if Some(i) == jump {
+                f.ts = Timestamp::from_nanos(0);
+            }
+            f
+        })
+        .collect()
+}
+
+fn time_jump(c: &mut Criterion) {
+    let mut g = c.benchmark_group("time_jump");
+    g.sample_size(10);
+    for flows in [12_000usize, 24_000, 47_000] {
+        let packets = flows * PER_FLOW;
+        let mut buf = vec![0u8; packets * STRIDE];
+        for n in 0..packets {
+            let (block, j) = (n / (LIVE * PER_FLOW), n % (LIVE * PER_FLOW));
+            let flow = (block * LIVE + j % LIVE) as u32;
+            write_frame(&mut buf[n * STRIDE..(n + 1) * STRIDE], flow, (j / LIVE) % 2 == 1);
+        }
+        g.throughput(Throughput::Elements(packets as u64));
+        for (name, jump) in
+            [("plain", None), ("first_1970", Some(0)), ("middle_1970", Some(packets / 2))]
+        {
+            let frames = jump_frames(&buf, jump);
+            g.bench_function(BenchmarkId::new(name, flows), |b| {
+                b.iter_batched(
+                    || Pipeline::new(&FlowsConfig::default()),
+                    |mut stage| {
+                        let (mut verdicts, mut events, mut s) =
+                            (Vec::new(), Events::default(), Summary::default());
+                        for batch in frames.chunks(BATCH) {
+                            events.clear();
+                            stage.process(
+                                batch,
+                                Verdict::Accept,
+                                &mut verdicts,
+                                &mut events,
+                                &mut s,
+                            );
+                        }
+                        black_box(stage.table().len())
+                    },
+                    BatchSize::PerIteration,
+                )
+            });
+        }
+    }
+    g.finish();
+}
+
 #[inline]
 fn track_in_map<S: std::hash::BuildHasher>(
     map: &mut hashbrown::HashMap<FlowKey, [u64; 4], S>,
@@ -155,6 +223,6 @@ fn track_in_map<S: std::hash::BuildHasher>(
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(30).measurement_time(std::time::Duration::from_secs(4));
-    targets = pipeline
+    targets = pipeline, time_jump
 }
 criterion_main!(benches);
