@@ -559,6 +559,14 @@ impl<const N: usize> Compiled<N> {
         self.parts.len()
     }
 
+    /// The bound a lookup stops at before partition `p`: once the best rule it has found is at
+    /// or below this, it visits neither `p` nor any partition after it (they are in ascending
+    /// order of their bounds), so the bound must not exceed a rule of `p` or of a later
+    /// partition. It is the partition's lowest rule.
+    pub fn bound(&self, p: usize) -> u32 {
+        self.parts[p].min
+    }
+
     /// The rules partition `p` was built from, ascending; the partitions' rules are disjoint
     /// and together all the rules.
     pub fn members(&self, p: usize) -> &[u32] {

@@ -8,8 +8,14 @@
 //! functions are equal handles, so equality is a comparison; otherwise a packet where they
 //! differ is replayed through the compiled classifier and the linear scan.
 //!
+//! A lookup also stops early, where that cannot change its answer: before the next partition
+//! once its best rule is at or below that partition's bound, and within a leaf once the next
+//! rule listed is not below its best. Those stops are checked on the structure: no later
+//! partition holds a rule below a bound, and every leaf lists its rules in ascending order.
+//!
 //! What is proved: `Compiled::classify` (every rule live) returns the first matching rule for
-//! every packet of the fields' domains. Lookups that skip deleted rules, and the firewall's
+//! every packet of the fields' domains. How a bit-vector partition ranks a field (direct
+//! tables, search trees, SIMD kernels), lookups that skip deleted rules, and the firewall's
 //! checks and jumps around the structure, are tested, not proved.
 
 use rampart_classify::linear::first_match;
@@ -42,6 +48,32 @@ pub enum ProofError {
     /// The partitions' rules are not the rules, each once.
     #[error("the compiled classifier's partitions do not hold every rule exactly once (rule {0})")]
     Partition(usize),
+    /// A lookup could stop before partition `partition` while it or a later one holds a rule
+    /// below its bound.
+    #[error(
+        "the compiled classifier's lookup stops before partition {partition} at rule {bound}, but rule {rule} lies there or later"
+    )]
+    Stop {
+        /// The partition the lookup stops before.
+        partition: usize,
+        /// Its bound.
+        bound: u32,
+        /// The lowest rule at or after it.
+        rule: u32,
+    },
+    /// A leaf lists a rule after a higher one, so a scan that stops at the higher one can miss
+    /// it.
+    #[error(
+        "a leaf of the compiled classifier's partition {partition} lists rule {rule} after rule {after}"
+    )]
+    LeafOrder {
+        /// The leaf's partition.
+        partition: usize,
+        /// The rule listed out of order.
+        rule: u32,
+        /// The rule listed before it.
+        after: u32,
+    },
     /// The diagrams grew past the manager's node limit; nothing was shown either way.
     #[error("gave up: the decision diagrams passed the size limit ({0} nodes)")]
     TooLarge(usize),
@@ -254,6 +286,7 @@ pub fn prove<const N: usize>(
     if let Some(i) = seen.iter().position(|s| !s) {
         return Err(ProofError::Partition(i));
     }
+    check_stops(c)?;
     let compiled: Vec<Rule<N>> = (0..c.len()).filter_map(|i| c.rule(i)).collect();
     let mut wrong = false;
     for p in 0..c.partitions() {
@@ -295,6 +328,60 @@ pub fn prove<const N: usize>(
     }))
 }
 
+/// Checks that the lookup's early stops lose nothing: no partition's bound exceeds a rule of it
+/// or of a later partition, and every leaf a walk can reach lists its rules in ascending
+/// order. With both, the lookup returns the best answer over all partitions, which is what
+/// [`lift`] models.
+fn check_stops<const N: usize>(c: &Compiled<N>) -> Result<(), ProofError> {
+    let bounds: Vec<u32> = (0..c.partitions()).map(|p| c.bound(p)).collect();
+    let lows: Vec<Option<u32>> =
+        (0..c.partitions()).map(|p| c.members(p).iter().min().copied()).collect();
+    if let Some((partition, rule)) = unsound_stop(&bounds, &lows) {
+        return Err(ProofError::Stop { partition, bound: bounds[partition], rule });
+    }
+    for p in 0..c.partitions() {
+        let mut todo: Vec<u32> = match c.start(p) {
+            Start::Root(r) => vec![r],
+            Start::Table { slots, .. } => slots.iter().map(|&s| s as u32).collect(),
+            Start::Vectors(_) => Vec::new(),
+        };
+        let mut seen = rustc_hash::FxHashSet::default();
+        while let Some(r) = todo.pop() {
+            if !seen.insert(r) {
+                continue;
+            }
+            match c.step(p, r) {
+                Step::Leaf(list) => {
+                    if let Some((after, rule)) = out_of_order(list) {
+                        return Err(ProofError::LeafOrder { partition: p, rule, after });
+                    }
+                }
+                Step::Test { kids, .. } => todo.extend_from_slice(kids),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The first partition (and the rule) where a lookup stopping at `bounds[p]` could miss a rule:
+/// `lows[q]` is partition `q`'s lowest rule (`None` when it has none).
+pub(crate) fn unsound_stop(bounds: &[u32], lows: &[Option<u32>]) -> Option<(usize, u32)> {
+    let mut below = u32::MAX;
+    let mut found = None;
+    for p in (0..bounds.len()).rev() {
+        below = below.min(lows[p].unwrap_or(u32::MAX));
+        if bounds[p] > below {
+            found = Some((p, below));
+        }
+    }
+    found
+}
+
+/// The first pair of a list not in strictly ascending order.
+pub(crate) fn out_of_order(list: &[u32]) -> Option<(u32, u32)> {
+    list.windows(2).find(|w| w[0] >= w[1]).map(|w| (w[0], w[1]))
+}
+
 /// The first-match diagram of some of the rules (ascending indices), labelled with their
 /// indices in the whole list.
 fn first_of<const N: usize>(m: &mut Manager, rules: &[Rule<N>], which: &[usize]) -> Id {
@@ -320,4 +407,33 @@ pub(crate) fn interval(cuts: &[u32], k: usize) -> Option<(u32, u32)> {
         None => u32::MAX,
     };
     (lo <= hi).then_some((lo, hi))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stop_is_sound_only_below_every_later_rule() {
+        // Partitions with lowest rules 0, 3 and 7, each bound its own lowest rule: sound.
+        assert_eq!(unsound_stop(&[0, 3, 7], &[Some(0), Some(3), Some(7)]), None);
+        // A bound below its rules is sound too (the lookup only visits more).
+        assert_eq!(unsound_stop(&[0, 1, 2], &[Some(0), Some(3), Some(7)]), None);
+        // A bound above the partition's own lowest rule: a best of 4 skips rule 3.
+        assert_eq!(unsound_stop(&[0, 5, 7], &[Some(0), Some(3), Some(7)]), Some((1, 3)));
+        // Partitions out of order: stopping before partition 1 at 6 skips rule 2 of partition 2.
+        assert_eq!(unsound_stop(&[0, 6, 2], &[Some(0), Some(6), Some(2)]), Some((1, 2)));
+        // An empty partition constrains nothing after it.
+        assert_eq!(unsound_stop(&[0, 9, 4], &[Some(0), None, Some(4)]), Some((1, 4)));
+        assert_eq!(unsound_stop(&[0, 4], &[Some(0), None]), None);
+    }
+
+    #[test]
+    fn a_leaf_out_of_order_is_named() {
+        assert_eq!(out_of_order(&[]), None);
+        assert_eq!(out_of_order(&[4]), None);
+        assert_eq!(out_of_order(&[1, 4, 9]), None);
+        assert_eq!(out_of_order(&[1, 9, 4]), Some((9, 4)));
+        assert_eq!(out_of_order(&[1, 1]), Some((1, 1)));
+    }
 }
