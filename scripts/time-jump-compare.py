@@ -88,8 +88,6 @@ def rewrite(frame, k):
 def build(copies):
     base = os.path.join(work, f"ndpi-x{copies}")
     paths = {v: f"{base}-{v}.pcap" for v in ("plain", "first-1970", "middle-1970", "back-1h")}
-    if all(os.path.exists(p) for p in paths.values()):
-        return paths
     frames = [(lens, rewrite(f, k)) for k in range(1, copies + 1) for lens, f in records]
     start, mid = 1_700_000_000, len(frames) // 2
     header = data[:24]
