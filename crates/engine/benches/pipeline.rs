@@ -3,7 +3,6 @@
 //! run: the same parser feeding a `hashbrown::HashMap` with foldhash, one lookup per packet
 //! (what the project's ingest notes measured at 148 ns/packet for 64 K flows).
 //!
-//!
 //! `time_jump`: the whole pipeline (every stage on, as `rampart flows` runs it) over the same
 //! packets of 12 K, 24 K and 47 K flows with plain timestamps, with the first packet dated 1970,
 //! and with one packet in the middle dated 1970: a jump in capture time must cost the timers
@@ -149,8 +148,9 @@ const LIVE: usize = 600;
 const PER_FLOW: usize = 8;
 
 /// The frames of `flows` flows, `LIVE` of them at a time taking turns (client, then server,
-/// and so on) for `PER_FLOW` packets each, 1 us apart in 2023, as the nDPI captures copied with
-/// new addresses and packed in time are; with `jump`, packet `jump` is dated 1970.
+/// and so on) for `PER_FLOW` packets each, 1 ns apart in 2023 (as [`frame_at`] dates them),
+/// like the nDPI captures copied with new addresses and packed in time; with `jump`, packet
+/// `jump` is dated 1970.
 fn jump_frames(buf: &[u8], jump: Option<usize>) -> Vec<Frame<'_>> {
     let n = buf.len() / STRIDE;
     (0..n)
